@@ -1,0 +1,37 @@
+# Common tasks. Run them through ./dev (which sets up .venv first), e.g. ./dev test
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# Lint, format check, type check, then the whole test suite
+test *args: lint typecheck
+    LITELLM_LOCAL_MODEL_COST_MAP=True pytest -q {{args}}
+
+# The end-to-end demo: embedded server, workers for every step, sample PDFs
+demo:
+    LITELLM_LOCAL_MODEL_COST_MAP=True saga demo
+
+# ruff lint and format check
+lint:
+    ruff check .
+    ruff format --check .
+
+# Static types (mypy, strict)
+typecheck:
+    mypy
+
+# Reformat and autofix
+fmt:
+    ruff format .
+    ruff check --fix .
+
+# Throughput benchmark against the references (N sagas)
+bench n="1000":
+    LITELLM_LOCAL_MODEL_COST_MAP=True saga bench --sagas {{n}}
+
+# Build the wheel into dist/
+wheel:
+    python -m build --wheel --outdir dist .
+
+# Long soak and chaos runs
+soak:
+    LITELLM_LOCAL_MODEL_COST_MAP=True SAGA_SOAK=1 pytest -q -m slow

@@ -1,0 +1,48 @@
+"""Errors raised by the state machine.
+
+    SagaError                      root of every error this project raises
+    ├── InvalidIdError             a record/user id or step name that could break a key
+    └── StateError                 a transition was refused
+        ├── SagaNotFoundError      no saga for that record
+        ├── SagaExistsError        the record already has a saga for another user
+        ├── LeaseLostError         a stale fencing token (reclaimed lease, new epoch)
+        ├── StepConflictError      the saga is not at the step or state asked
+        └── ScriptVersionError     the server has scripts from another release
+
+Step errors (retryable / permanent) live in ``saga.steps.errors`` and derive
+from the same root.
+"""
+
+from __future__ import annotations
+
+
+class SagaError(Exception):
+    """Root of every error raised by saga."""
+
+
+class InvalidIdError(SagaError, ValueError):
+    """An id that would break a Redis key or hash tag."""
+
+
+class StateError(SagaError):
+    """A state transition was refused."""
+
+
+class SagaNotFoundError(StateError, LookupError):
+    """No saga exists for the record."""
+
+
+class SagaExistsError(StateError):
+    """The record already has a saga owned by another user."""
+
+
+class LeaseLostError(StateError):
+    """The fencing token is stale: another claim or an operator superseded it."""
+
+
+class StepConflictError(StateError):
+    """The saga is not in the state or at the step the caller assumed."""
+
+
+class ScriptVersionError(StateError):
+    """A script reply did not match this release's return-code table."""

@@ -1,0 +1,110 @@
+"""The whole key schema: every Redis key saga uses is formed here and nowhere else.
+
+Every key one script touches carries the record's partition hash tag
+(``{p3}``), so each transition runs unchanged on Redis Cluster: the saga hash,
+its history, its pages and the partition's streams, indexes and counters all
+land in one slot.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import dataclass
+
+from saga.state.errors import InvalidIdError
+from saga.state.ids import validate_id, validate_step
+from saga.state.model import SagaState
+
+GROUP = "executors"
+"""The one consumer group on every ready stream."""
+
+_PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Forms keys for one keyspace (``prefix``) split into ``partitions`` hash tags."""
+
+    prefix: str = "saga"
+    partitions: int = 1
+
+    def __post_init__(self) -> None:
+        if _PREFIX.fullmatch(self.prefix) is None:
+            raise InvalidIdError(f"key prefix {self.prefix!r} must match {_PREFIX.pattern}")
+        if not 1 <= self.partitions <= 1024:
+            raise InvalidIdError(f"partitions must be 1..1024, got {self.partitions}")
+
+    # -- partitions ---------------------------------------------------------
+    def partition_of(self, record_id: str) -> int:
+        """Stable partition of a record: crc32 of its id, modulo the partition count."""
+        return zlib.crc32(record_id.encode()) % self.partitions
+
+    def all_partitions(self) -> range:
+        return range(self.partitions)
+
+    def _p(self, partition: int) -> str:
+        return f"{self.prefix}:{{p{partition}}}"
+
+    def _r(self, record_id: str) -> str:
+        validate_id(record_id, "record_id")
+        return self._p(self.partition_of(record_id))
+
+    # -- per record ---------------------------------------------------------
+    def saga(self, record_id: str) -> str:
+        return f"{self._r(record_id)}:saga:{record_id}"
+
+    def history(self, record_id: str) -> str:
+        return f"{self._r(record_id)}:hist:{record_id}"
+
+    def pages(self, record_id: str) -> str:
+        return f"{self._r(record_id)}:pages:{record_id}"
+
+    def llm_cache(self, record_id: str, step: str, digest: str) -> str:
+        return f"{self._r(record_id)}:llm:{record_id}:{validate_step(step)}:{digest}"
+
+    # -- per partition and step --------------------------------------------
+    def ready(self, partition: int, step: str) -> str:
+        return f"{self._p(partition)}:ready:{validate_step(step)}"
+
+    def delayed(self, partition: int, step: str) -> str:
+        return f"{self._p(partition)}:delayed:{validate_step(step)}"
+
+    def dead(self, partition: int, step: str) -> str:
+        return f"{self._p(partition)}:dead:{validate_step(step)}"
+
+    def quarantine(self, partition: int) -> str:
+        return f"{self._p(partition)}:quarantine"
+
+    def stats(self, partition: int) -> str:
+        return f"{self._p(partition)}:stats"
+
+    def costs(self, partition: int, day: str) -> str:
+        return f"{self._p(partition)}:costs:{day}"
+
+    # -- per partition indexes -----------------------------------------------
+    def state_index(self, partition: int, state: SagaState) -> str:
+        return f"{self._p(partition)}:idx:state:{state.value}"
+
+    def state_indexes(self, partition: int) -> list[str]:
+        """One index key per state, in SagaState order (the Lua scripts rely on it)."""
+        return [self.state_index(partition, s) for s in SagaState]
+
+    def user_index(self, partition: int, user_id: str) -> str:
+        return f"{self._p(partition)}:idx:user:{validate_id(user_id, 'user_id')}"
+
+    def created_index(self, partition: int) -> str:
+        return f"{self._p(partition)}:idx:created"
+
+    # -- global (not touched by transition scripts) ---------------------------
+    def breaker(self, name: str) -> str:
+        return f"{self.prefix}:breaker:{validate_step(name)}"
+
+    def billing_key(self, user_id: str) -> str:
+        return f"{self.prefix}:billing:key:{validate_id(user_id, 'user_id')}"
+
+    def billing_lock(self, user_id: str) -> str:
+        return f"{self.prefix}:billing:lock:{validate_id(user_id, 'user_id')}"
+
+    def scripts_version(self) -> str:
+        return f"{self.prefix}:scripts:version"

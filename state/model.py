@@ -1,0 +1,122 @@
+"""Typed shapes of what the state machine stores and returns (msgspec Structs)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import msgspec
+
+SCHEMA_VERSION = 1
+"""Version of the saga hash and stream entry layout; scripts refuse newer data."""
+
+
+class SagaState(StrEnum):
+    """Where a saga is. The Lua scripts receive this table as ``STATE``."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING_RETRY = "waiting_retry"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (SagaState.COMPLETED, SagaState.FAILED, SagaState.CANCELLED)
+
+
+class EventType(StrEnum):
+    """History event types, one per transition."""
+
+    STARTED = "started"
+    CLAIMED = "claimed"
+    RECLAIMED = "reclaimed"
+    COMMITTED = "committed"
+    RETRY_SCHEDULED = "retry_scheduled"
+    PARKED = "parked"
+    DEAD_LETTERED = "dead_lettered"
+    PROMOTED = "promoted"
+    RETRIED = "retried"
+    CANCELLED = "cancelled"
+    FENCED = "fenced"
+
+
+class FailAction(StrEnum):
+    """What a failed attempt leads to (decided in Python, applied in Lua)."""
+
+    RETRY = "retry"
+    PARK = "park"
+    DEAD = "dead"
+
+
+class Saga(msgspec.Struct, frozen=True, kw_only=True):
+    """A saga as stored in its Redis hash."""
+
+    v: int
+    record_id: str
+    user_id: str
+    state: SagaState
+    step: str
+    epoch: int
+    created_ms: int
+    updated_ms: int
+    token: str = ""
+    worker: str = ""
+    lease_until_ms: int = 0
+    due_ms: int = 0
+    entry: str = ""
+    document: str = ""
+    trace: str = ""
+    error_class: str = ""
+    error_message: str = ""
+    attempts: dict[str, int] = {}
+    outputs: dict[str, str] = {}
+    """Step name to the raw JSON output it committed."""
+    costs: dict[str, float] = {}
+
+    @property
+    def total_cost(self) -> float:
+        return sum(self.costs.values())
+
+
+class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of a record's history stream."""
+
+    id: str
+    event: EventType
+    at_ms: int
+    step: str = ""
+    attempt: int = 0
+    epoch: int = 0
+    worker: str = ""
+    duration_ms: int = 0
+    error_class: str = ""
+    error_message: str = ""
+    cost: float = 0.0
+    next_step: str = ""
+    due_ms: int = 0
+    detail: str = ""
+
+
+class Claim(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything a step attempt needs, returned by the claim script in one round trip."""
+
+    record_id: str
+    user_id: str
+    step: str
+    entry_id: str
+    attempt: int
+    epoch: int
+    token: str
+    lease_until_ms: int
+    input: bytes
+    document: str
+    trace: str
+    created_ms: int
+    pages: bytes | None = None
+    extra: dict[str, bytes] = {}
+
+    @property
+    def idempotency_key(self) -> str:
+        """Stable across re-runs of the same step in the same epoch (not per attempt)."""
+        return f"{self.record_id}:{self.step}:e{self.epoch}"

@@ -1,0 +1,27 @@
+"""Settings the business steps read (limits, extractor choice), as one frozen struct."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+import msgspec
+
+
+class ExtractorKind(StrEnum):
+    RULES = "rules"
+    LLM = "llm"
+
+
+class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Limits and choices for router, parser and grouper."""
+
+    max_document_bytes: int = 20 * 1024 * 1024
+    """A document larger than this is a permanent PayloadTooLargeError."""
+    max_pages: int = 200
+    max_chars_per_page: int = 20_000
+    extractor: ExtractorKind = ExtractorKind.RULES
+    """``rules`` needs no network; ``llm`` calls the user's model through litellm."""
+    llm_group_names: bool = False
+    """Ask the LLM to canonicalise group names (grouper); off means offline only."""
+    max_output_bytes: int = 512 * 1024
+    """A step output (checkpoint) larger than this is a permanent error."""

@@ -1,0 +1,106 @@
+"""What a step sees: a context with ids, attempt, a logger, heartbeat and ports.
+
+The runtime builds a ``StepContext`` per attempt; tests build one by hand
+(see ``saga.steps.testing.make_context``). Ports are Protocols so a step can
+run with a fake document source or LLM in a unit test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from saga.steps.config import StepConfig
+
+
+class Document(msgspec.Struct, frozen=True):
+    """A fetched document: its name, media type and raw bytes."""
+
+    name: str
+    media_type: str
+    content: bytes
+
+
+@runtime_checkable
+class DocumentSource(Protocol):
+    """Fetches a document by reference (a path, file:// or http(s):// URL).
+
+    Raises NotFoundError for a missing document, PayloadTooLargeError over the
+    byte limit and RetryableError for network errors and 5xx answers.
+    """
+
+    async def fetch(self, ref: str) -> Document: ...
+
+
+class Completion(msgspec.Struct, frozen=True, kw_only=True):
+    """One LLM answer with what it cost (USD) and its token counts."""
+
+    text: str
+    model: str
+    cost: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model already bound to the saga's user (their key) and attempt (cost).
+
+    ``purpose`` names the call inside the step (it keys the response cache).
+    """
+
+    async def complete(
+        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
+    ) -> Completion: ...
+
+
+class StepContext(Protocol):
+    """The per-attempt context handed to a step."""
+
+    @property
+    def record_id(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def step(self) -> str: ...
+    @property
+    def attempt(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def idempotency_key(self) -> str:
+        """Stable for every attempt of this step in this epoch: key side effects on it."""
+        ...
+
+    @property
+    def log(self) -> Any:
+        """A structlog logger bound to record, user, step, attempt."""
+        ...
+
+    @property
+    def documents(self) -> DocumentSource: ...
+    @property
+    def llm(self) -> LLM | None:
+        """The user's LLM, or None when the deployment runs without one."""
+        ...
+
+    @property
+    def pages(self) -> list[str] | None:
+        """The record's page texts, loaded with the claim for steps that ask for them."""
+        ...
+
+    def store_pages(self, pages: list[str]) -> None:
+        """Stage the pages blob; it is written (with its TTL) by this step's commit."""
+        ...
+
+    @property
+    def config(self) -> StepConfig:
+        """Limits and choices for the business steps, from the runtime's settings."""
+        ...
+
+    async def heartbeat(self) -> None:
+        """Extend the lease; long steps call it between phases."""
+        ...

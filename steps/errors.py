@@ -1,0 +1,62 @@
+"""Errors a step raises; the type decides what the executor does next.
+
+    SagaError (saga.state.errors)
+    └── StepError
+        ├── RetryableError          retried with backoff, up to the step's max attempts
+        │   └── StepTimeoutError    the step ran past its timeout
+        ├── CircuitOpenError        parked until ``retry_at`` without spending an attempt
+        └── PermanentError          dead-lettered at once
+            ├── NotFoundError       the document or record does not exist
+            ├── InvalidInputError   the input cannot be processed as given
+            └── PayloadTooLargeError  a configured limit was exceeded
+
+Any other exception escaping a step counts as retryable. Messages must never
+contain page text, prompts, completions or keys: they are stored in history.
+"""
+
+from __future__ import annotations
+
+from saga.state.errors import SagaError
+
+
+class StepError(SagaError):
+    """Raised by a step to tell the executor how to treat a failed attempt."""
+
+
+class RetryableError(StepError):
+    """A transient failure: try again later."""
+
+
+class StepTimeoutError(RetryableError):
+    """The step exceeded its timeout and was cancelled."""
+
+
+class CircuitOpenError(StepError):
+    """A dependency's circuit breaker is open; park until ``retry_at`` (epoch seconds)."""
+
+    def __init__(self, dependency: str, retry_at: float) -> None:
+        super().__init__(f"circuit for {dependency} is open until {retry_at:.0f}")
+        self.dependency = dependency
+        self.retry_at = retry_at
+
+
+class PermanentError(StepError):
+    """Retrying cannot help: dead-letter at once."""
+
+
+class NotFoundError(PermanentError):
+    """The document or record does not exist."""
+
+
+class InvalidInputError(PermanentError):
+    """The input is malformed or cannot be processed."""
+
+
+class PayloadTooLargeError(PermanentError):
+    """A document or output exceeds a configured limit."""
+
+    def __init__(self, what: str, value: int, limit: int) -> None:
+        super().__init__(f"{what} is {value}, over the limit of {limit}")
+        self.what = what
+        self.value = value
+        self.limit = limit
