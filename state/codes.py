@@ -34,6 +34,8 @@ class RC(IntEnum):
     SCHEMA_NEWER = 16
     LEASE_HELD = 17
     """Claim found another live lease on the saga; the entry is left pending."""
+    DEAD_LETTERED = 18
+    """Claim found the lease expired on the last allowed attempt and dead-lettered the saga."""
 
 
 _ERRORS: dict[RC, type[StateError]] = {
@@ -45,6 +47,7 @@ _ERRORS: dict[RC, type[StateError]] = {
     RC.STALE_ENTRY: StepConflictError,
     RC.SCHEMA_NEWER: ScriptVersionError,
     RC.LEASE_HELD: StepConflictError,
+    RC.DEAD_LETTERED: StepConflictError,
 }
 
 _MESSAGES: dict[RC, str] = {
@@ -56,6 +59,7 @@ _MESSAGES: dict[RC, str] = {
     RC.STALE_ENTRY: "the queue entry for record {record_id!r} is stale",
     RC.SCHEMA_NEWER: "record {record_id!r} was written by a newer release of saga",
     RC.LEASE_HELD: "record {record_id!r} is leased by another executor",
+    RC.DEAD_LETTERED: "record {record_id!r} was dead-lettered after its lease expired too often",
 }
 
 

@@ -100,6 +100,14 @@ class Keys:
     def breaker(self, name: str) -> str:
         return f"{self.prefix}:breaker:{validate_step(name)}"
 
+    # The breaker key has no hash tag, so a tag made of its whole name puts its
+    # companions in the same cluster slot: the breaker scripts touch all three.
+    def breaker_probe(self, name: str) -> str:
+        return f"{{{self.breaker(name)}}}:probe"
+
+    def breaker_failures(self, name: str) -> str:
+        return f"{{{self.breaker(name)}}}:failures"
+
     def billing_key(self, user_id: str) -> str:
         return f"{self.prefix}:billing:key:{validate_id(user_id, 'user_id')}"
 

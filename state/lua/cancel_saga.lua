@@ -1,0 +1,41 @@
+-- cancel_saga: stop a saga wherever it is. A running attempt is fenced out
+-- (its token is cleared) and its entry acknowledged; a waiting retry or a
+-- dead letter is removed. Cancelling a cancelled saga changes nothing.
+--
+-- KEYS[1]  saga hash
+-- KEYS[2]  history stream
+-- KEYS[3]  ready stream of the current step
+-- KEYS[4]  delayed retries of the current step
+-- KEYS[5]  dead-letter stream of the current step
+-- KEYS[6..11] state indexes, in SagaState order
+-- ARGV[1]  the current step as the caller read it (guards KEYS[3..5])
+-- ARGV[2]  consumer group
+-- ARGV[3]  operation id
+-- ARGV[4]  history MAXLEN
+-- ARGV[5]  who asked, and why (free text)
+-- Returns: {RC.OK, previous_state}
+--          {RC.DUPLICATE, state}             already cancelled
+--          {RC.NOT_FOUND}
+--          {RC.WRONG_STATE, reason, detail}  completed, or the current step moved
+-- Emits:   history 'cancelled'
+--@include now
+--@include history
+--@include state_index
+
+local saga, hist = KEYS[1], KEYS[2]
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid')
+if not s[1] then return {RC.NOT_FOUND} end
+if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
+if s[1] == STATE.COMPLETED then return {RC.WRONG_STATE, 'completed', s[2]} end
+if s[2] ~= ARGV[1] then return {RC.WRONG_STATE, 'step_moved', s[2]} end
+
+local now, record = now_ms(), s[5]
+if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], ARGV[2], s[3]) end
+redis.call('ZREM', KEYS[4], record)
+if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
+redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',
+           'entry', '', 'due', 0, 'dead_id', '', 'updated', now, 'op', ARGV[3])
+index_state(6, record, s[1], STATE.CANCELLED, now)
+history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 't', now, 'x', ARGV[5],
+                               'op', ARGV[3]})
+return {RC.OK, s[1]}

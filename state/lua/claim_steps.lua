@@ -1,0 +1,127 @@
+-- claim_steps: claim a batch of ready entries of one step, in one round trip.
+-- For each entry: issue a lease (deadline from Redis TIME) and a fencing token
+-- "<epoch>:<seq>", count the attempt, and return everything the step needs.
+-- An expired lease of another executor is taken over ('reclaimed'); its late
+-- commit will carry a stale token and be refused.
+--
+-- KEYS[1]  ready stream of the step    {p}:ready:<step>
+-- KEYS[2]  quarantine stream           {p}:quarantine
+-- KEYS[3]  dead-letter stream          {p}:dead:<step>
+-- KEYS[4]  partition counters          {p}:stats
+-- KEYS[5..10] state indexes, in SagaState order
+-- KEYS[11+3(i-1)], KEYS[12+3(i-1)], KEYS[13+3(i-1)]  saga hash, history, pages of entry i
+-- ARGV[1]  consumer group
+-- ARGV[2]  step name
+-- ARGV[3]  worker (consumer) name
+-- ARGV[4]  lease duration (ms)
+-- ARGV[5]  operation id
+-- ARGV[6]  history MAXLEN
+-- ARGV[7]  "1" to return the pages blob
+-- ARGV[8]  max attempts: a lease that expired on the last attempt dead-letters the saga
+--          (an executor that crashes on a record must not crash forever)
+-- ARGV[9]  n: number of extra saga fields to return (e.g. "ckpt:parser")
+-- ARGV[10..9+n] the extra field names
+-- then pairs (entry id, record id), one per entry, at most 100 pairs
+-- Returns: one reply per entry:
+--   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
+--    input, document, trace, created_ms, pages|nil, extra_1..extra_n}
+--   {RC.NOT_FOUND, entry, record}      no saga: entry quarantined and acknowledged
+--   {RC.STALE_ENTRY, entry, record, state}  superseded entry: acknowledged, dropped
+--   {RC.LEASE_HELD, entry, record, worker}  another live lease: left pending
+--   {RC.SCHEMA_NEWER, entry, record}   written by a newer release: left pending
+--   {RC.DEAD_LETTERED, entry, record}  lease expired on the last attempt: dead-lettered
+-- Emits: history 'claimed', 'reclaimed' or 'dead_lettered'; quarantine entry for a
+--        missing saga; dead letter after too many expired leases
+--@include now
+--@include history
+--@include state_index
+--@include attempts
+--@include schema
+--@include dead_letter
+
+local ready, quarantine = KEYS[1], KEYS[2]
+local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
+local lease_ms, op, maxlen = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local want_pages = ARGV[7] == '1'
+local max_attempts = tonumber(ARGV[8])
+local n_extra = tonumber(ARGV[9])
+local extra_fields = {}
+for j = 1, n_extra do extra_fields[j] = ARGV[9 + j] end
+local first_pair = 10 + n_extra
+local n = math.floor((#ARGV - first_pair + 1) / 2)
+if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
+
+local now = now_ms()
+local replies = {}
+
+local function claim_data(code, saga, pages_key, entry, record, s, attempt, token, lease_until)
+  local prev = redis.call('HGET', saga, 'prev') or '_input'
+  local input = redis.call('HGET', saga, 'out:' .. prev) or ''
+  local pages = false
+  if want_pages then pages = redis.call('GET', pages_key) or false end
+  local reply = {code, entry, record, s[2], attempt, tonumber(s[5]), token, lease_until,
+                 input, s[11] or '', s[12] or '', tonumber(s[13]), pages}
+  if n_extra > 0 then
+    local extra = redis.call('HMGET', saga, unpack(extra_fields))
+    for j = 1, n_extra do reply[13 + j] = extra[j] or '' end
+  end
+  return reply
+end
+
+for i = 1, n do
+  local entry, record = ARGV[first_pair + 2 * (i - 1)], ARGV[first_pair + 2 * (i - 1) + 1]
+  local base = 11 + 3 * (i - 1)
+  local saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  local s = redis.call('HMGET', saga, 'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token',
+                       'lease', 'entry', 'worker', 'doc', 'trace', 'created', 'op', 'att:' .. step)
+  if not s[2] then
+    redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
+               'rid', record, 'reason', 'saga not found', 't', now)
+    redis.call('XACK', ready, group, entry)
+    replies[i] = {RC.NOT_FOUND, entry, record}
+  elseif schema_newer(s[1]) then
+    replies[i] = {RC.SCHEMA_NEWER, entry, record}
+  elseif s[14] == op and s[3] == STATE.RUNNING and s[9] == entry and s[10] == worker then
+    local epoch = tonumber(s[5])
+    replies[i] = claim_data(RC.DUPLICATE, saga, pages_key, entry, record, s,
+                            attempts_of(s[15], epoch), s[7], tonumber(s[8]))
+  elseif s[9] ~= entry or s[4] ~= step or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING) then
+    redis.call('XACK', ready, group, entry)
+    replies[i] = {RC.STALE_ENTRY, entry, record, s[3]}
+  elseif s[3] == STATE.RUNNING and tonumber(s[8]) > now then
+    replies[i] = {RC.LEASE_HELD, entry, record, s[10]}
+  elseif s[3] == STATE.RUNNING and attempts_of(s[15], tonumber(s[5])) >= max_attempts then
+    local epoch, attempt = tonumber(s[5]), attempts_of(s[15], tonumber(s[5]))
+    local em = 'the lease expired on attempt ' .. attempt .. ' of ' .. max_attempts ..
+               ' (last worker ' .. (s[10] or '?') .. '); the executor may be crashing on this record'
+    dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5},
+                {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
+                 from = s[3], ec = 'LeaseExpired', em = em, now = now})
+    redis.call('XACK', ready, group, entry)
+    history_append(hist, maxlen, {'e', 'dead_lettered', 's', step, 'a', attempt, 'ep', epoch,
+                                  'w', worker, 't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op})
+    redis.call('HSET', saga, 'op', op)
+    replies[i] = {RC.DEAD_LETTERED, entry, record}
+  else
+    local takeover = s[3] == STATE.RUNNING
+    local epoch = tonumber(s[5])
+    local seq = tonumber(s[6]) + 1
+    local attempt = attempts_of(s[15], epoch) + 1
+    local token = epoch .. ':' .. seq
+    local lease_until = now + lease_ms
+    redis.call('HSET', saga, 'state', STATE.RUNNING, 'seq', seq, 'token', token,
+               'worker', worker, 'lease', lease_until, 'claimed', now, 'updated', now,
+               'att:' .. step, epoch .. ':' .. attempt, 'op', op)
+    index_state(5, record, s[3], STATE.RUNNING, now)
+    local ev = {'e', 'claimed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now,
+                'op', op}
+    if takeover then
+      ev[2] = 'reclaimed'
+      ev[#ev + 1] = 'x'
+      ev[#ev + 1] = 'lease of ' .. (s[10] or '?') .. ' expired'
+    end
+    history_append(hist, maxlen, ev)
+    replies[i] = claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, token, lease_until)
+  end
+end
+return replies

@@ -1,0 +1,97 @@
+-- commit_step: the exactly-once end of an attempt. Token-checked; in one script
+-- it writes the step output, acknowledges the input entry, enqueues the next
+-- step (or completes the saga), attributes the cost and appends the history.
+-- A second commit of the same attempt returns the recorded result, writing nothing.
+--
+-- KEYS[1]  saga hash
+-- KEYS[2]  history stream
+-- KEYS[3]  ready stream of this step
+-- KEYS[4]  ready stream of the next step (KEYS[3] again when there is none)
+-- KEYS[5]  pages blob
+-- KEYS[6]  partition counters   {p}:stats
+-- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
+-- KEYS[8]  created index
+-- KEYS[9..14] state indexes, in SagaState order
+-- ARGV[1]  step name
+-- ARGV[2]  fencing token
+-- ARGV[3]  ready entry id of the input
+-- ARGV[4]  consumer group
+-- ARGV[5]  next step name ("" completes the saga)
+-- ARGV[6]  step output (JSON)
+-- ARGV[7]  operation id
+-- ARGV[8]  history MAXLEN
+-- ARGV[9]  pages blob to store ("" = none)
+-- ARGV[10] pages TTL (s)
+-- ARGV[11] "1" to delete the pages blob
+-- ARGV[12] LLM cost of the attempt (USD, decimal)
+-- ARGV[13] checkpoint (JSON, "" = none), stored as ckpt:<step>
+-- ARGV[14] retention of a completed saga (s)
+-- ARGV[15] worker name
+-- ARGV[16] LLM tokens used by the attempt
+-- Returns: {RC.OK, state, next_step, next_entry}
+--          {RC.DUPLICATE, state, next_step}   this attempt was already committed
+--          {RC.NOT_FOUND}
+--          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
+-- Emits:   history 'committed'; ready entry {rid, ep, v} for the next step
+--@include now
+--@include history
+--@include state_index
+--@include fence
+--@include cost
+
+local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local maxlen, worker = ARGV[8], ARGV[15]
+
+local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
+                     'claimed', 'done:' .. step, 'att:' .. step)
+if not s[1] then return {RC.NOT_FOUND} end
+if s[9] == token then
+  return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
+end
+local now = now_ms()
+if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
+  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4])
+  return {RC.LEASE_LOST, s[1]}
+end
+
+local record, user, epoch = s[7], s[6], tonumber(s[5])
+local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
+local duration = now - tonumber(s[8] or now)
+local cost = tonumber(ARGV[12]) or 0
+
+redis.call('XACK', ready, group, entry)
+redis.call('HSET', saga, 'out:' .. step, ARGV[6], 'done:' .. step, token,
+           'next:' .. step, next_step, 'prev', step, 'token', '', 'lease', 0,
+           'worker', '', 'updated', now, 'ec', '', 'em', '', 'op', ARGV[7])
+if ARGV[13] ~= '' then redis.call('HSET', saga, 'ckpt:' .. step, ARGV[13]) end
+if ARGV[9] ~= '' then redis.call('SET', KEYS[5], ARGV[9], 'EX', ARGV[10]) end
+if ARGV[11] == '1' then redis.call('DEL', KEYS[5]) end
+add_cost(saga, KEYS[7], user, step, cost)
+redis.call('HINCRBY', KEYS[6], 'committed:' .. step, 1)
+
+local state, next_entry = STATE.COMPLETED, ''
+if next_step ~= '' then
+  state = STATE.PENDING
+  next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
+  redis.call('HSET', saga, 'state', state, 'step', next_step, 'entry', next_entry)
+else
+  redis.call('HSET', saga, 'state', state, 'entry', '')
+end
+index_state(9, record, STATE.RUNNING, state, now)
+history_append(hist, maxlen, {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch,
+                              'w', worker, 't', now, 'd', duration, 'c', cost, 'n', next_step,
+                              'k', ARGV[16], 'op', ARGV[7]})
+if state == STATE.COMPLETED then
+  local retention = tonumber(ARGV[14])
+  redis.call('EXPIRE', saga, retention)
+  redis.call('EXPIRE', hist, retention)
+  -- Bounded pruning of index entries whose sagas have expired.
+  local done_idx = KEYS[9 + STATE_POS[STATE.COMPLETED]]
+  local old = redis.call('ZRANGEBYSCORE', done_idx, '-inf', now - retention * 1000, 'LIMIT', 0, 20)
+  if #old > 0 then
+    redis.call('ZREM', done_idx, unpack(old))
+    redis.call('ZREM', KEYS[8], unpack(old))
+  end
+end
+return {RC.OK, state, next_step, next_entry}

@@ -1,0 +1,33 @@
+-- extend_lease: a heartbeat. Extends the lease of a running attempt and resets
+-- the idle time of its ready entry, so recovery (XAUTOCLAIM past the lease)
+-- never takes work from an executor that is alive.
+--
+-- KEYS[1]  saga hash
+-- KEYS[2]  ready stream of the step
+-- ARGV[1]  fencing token of the attempt
+-- ARGV[2]  lease duration (ms)
+-- ARGV[3]  consumer group
+-- ARGV[4]  consumer (worker) name
+-- ARGV[5]  ready entry id
+-- ARGV[6]  operation id
+-- Returns: {RC.OK, lease_until_ms}
+--          {RC.DUPLICATE, lease_until_ms}  same op id seen: nothing written
+--          {RC.NOT_FOUND}
+--          {RC.LEASE_LOST, state}         the token is stale: stop the step
+-- Emits:   nothing (heartbeats are not history events: they would flood it)
+--@include now
+--@include op
+
+local saga, ready = KEYS[1], KEYS[2]
+local token, op = ARGV[1], ARGV[6]
+
+local replay = op_replay(saga, op)
+if replay then return replay end
+local s = redis.call('HMGET', saga, 'state', 'token')
+if not s[1] then return {RC.NOT_FOUND} end
+if s[1] ~= STATE.RUNNING or s[2] ~= token then return {RC.LEASE_LOST, s[1]} end
+
+local lease_until = now_ms() + tonumber(ARGV[2])
+redis.call('HSET', saga, 'lease', lease_until)
+redis.call('XCLAIM', ready, ARGV[3], ARGV[4], 0, ARGV[5], 'JUSTID')
+return op_record(saga, op, {RC.OK, lease_until})

@@ -1,0 +1,45 @@
+-- promote_retries: move due retries of one step back to its ready stream.
+-- Python reads the earliest candidates (ZRANGE) and passes their keys; this
+-- script re-checks each one's due time against Redis TIME and its state, so a
+-- candidate that is not due, or was retried or cancelled meanwhile, is skipped.
+--
+-- KEYS[1]  delayed retries of the step (zset: record -> due ms)
+-- KEYS[2]  ready stream of the step
+-- KEYS[3..8] state indexes, in SagaState order
+-- KEYS[9+2(i-1)], KEYS[10+2(i-1)]  saga hash and history of candidate i
+-- ARGV[1]  step name
+-- ARGV[2]  operation id
+-- ARGV[3]  history MAXLEN
+-- ARGV[4..] candidate record ids, at most 100
+-- Returns: {RC.OK, promoted, not_yet_due}
+-- Emits:   ready entry {rid, ep, v} and history 'promoted' per promoted saga
+--@include now
+--@include history
+--@include state_index
+
+local delayed, ready = KEYS[1], KEYS[2]
+local step, op, maxlen = ARGV[1], ARGV[2], ARGV[3]
+local n = #ARGV - 3
+if n > 100 then return redis.error_reply('promote_retries: at most 100 candidates per call') end
+local now = now_ms()
+local promoted, waiting = 0, 0
+
+for i = 1, n do
+  local record = ARGV[3 + i]
+  local saga, hist = KEYS[9 + 2 * (i - 1)], KEYS[10 + 2 * (i - 1)]
+  local due = redis.call('ZSCORE', delayed, record)
+  if due and tonumber(due) > now then
+    waiting = waiting + 1
+  elseif due then
+    local s = redis.call('HMGET', saga, 'state', 'step', 'epoch')
+    if s[1] == STATE.WAITING_RETRY and s[2] == step then
+      local entry = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[3], 'v', SCHEMA_VERSION)
+      redis.call('HSET', saga, 'state', STATE.PENDING, 'entry', entry, 'due', 0, 'updated', now)
+      index_state(3, record, STATE.WAITING_RETRY, STATE.PENDING, now)
+      history_append(hist, maxlen, {'e', 'promoted', 's', step, 'ep', s[3], 't', now, 'op', op})
+      promoted = promoted + 1
+    end
+    redis.call('ZREM', delayed, record)
+  end
+end
+return {RC.OK, promoted, waiting}

@@ -1,0 +1,49 @@
+-- start_saga: create a saga for a record and enqueue its first step.
+-- Idempotent: the same record and user returns the existing saga unchanged.
+--
+-- KEYS[1]  saga hash                 {p}:saga:<record>
+-- KEYS[2]  history stream            {p}:hist:<record>
+-- KEYS[3]  ready stream, first step  {p}:ready:<step>
+-- KEYS[4]  created index (zset)      {p}:idx:created
+-- KEYS[5]  user index (zset)         {p}:idx:user:<user>
+-- KEYS[6..11] state indexes, in SagaState order
+-- ARGV[1]  record id
+-- ARGV[2]  user id
+-- ARGV[3]  first step name
+-- ARGV[4]  first step input (JSON), stored as out:_input
+-- ARGV[5]  document reference ("" = resolved by the router)
+-- ARGV[6]  trace context (W3C traceparent, may be "")
+-- ARGV[7]  operation id
+-- ARGV[8]  history MAXLEN (entries, approximate)
+-- Returns: {RC.OK, state, step, epoch, created_ms}         created
+--          {RC.DUPLICATE, state, step, epoch, created_ms}  already exists for this user
+--          {RC.USER_MISMATCH, owner}                       exists for another user
+-- Emits:   ready entry {rid, ep, v}; history event 'started'
+--@include now
+--@include history
+--@include state_index
+
+local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
+local record, user, step = ARGV[1], ARGV[2], ARGV[3]
+
+local cur = redis.call('HMGET', saga, 'uid', 'state', 'step', 'epoch', 'created')
+if cur[1] then
+  if cur[1] ~= user then
+    return {RC.USER_MISMATCH, cur[1]}
+  end
+  return {RC.DUPLICATE, cur[2], cur[3], tonumber(cur[4]), tonumber(cur[5])}
+end
+
+local now = now_ms()
+local entry = redis.call('XADD', ready, '*', 'rid', record, 'ep', '1', 'v', SCHEMA_VERSION)
+redis.call('HSET', saga,
+  'v', SCHEMA_VERSION, 'rid', record, 'uid', user,
+  'state', STATE.PENDING, 'step', step, 'prev', '_input', 'epoch', 1, 'seq', 0,
+  'token', '', 'entry', entry, 'doc', ARGV[5], 'trace', ARGV[6],
+  'created', now, 'updated', now, 'out:_input', ARGV[4])
+redis.call('ZADD', KEYS[4], now, record)
+redis.call('ZADD', KEYS[5], now, record)
+index_state(6, record, nil, STATE.PENDING, now)
+history_append(hist, ARGV[8], {'e', 'started', 's', step, 'ep', 1, 't', now, 'x', user, 'op', ARGV[7]})
+redis.call('HSET', saga, 'op', ARGV[7])
+return {RC.OK, STATE.PENDING, step, 1, now}

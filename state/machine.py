@@ -1,0 +1,279 @@
+"""The Python face of the Lua transitions: one typed async method per script.
+
+Every call carries an operation id and is re-sent with the same id when the
+connection drops mid-call (the script answers a repeat from its record), which
+is why the client's own blind retries are off (see ``connection.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import msgspec
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from saga.state.codes import RC, raise_for, to_code
+from saga.state.ids import validate_id, validate_step
+from saga.state.keys import GROUP, Keys
+from saga.state.limits import StateLimits
+from saga.state.model import Claim, FailAction, SagaState
+from saga.state.replies import ClaimOutcome, claim_outcome, num, text
+from saga.state.scripts import evalsha, evalsha_many
+
+T = TypeVar("T")
+_TRANSIENT = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError)
+_RESEND_DELAYS = (0.05, 0.2, 0.5, 1.0)
+
+
+def new_op() -> str:
+    return os.urandom(8).hex()
+
+
+class StartResult(msgspec.Struct, frozen=True):
+    created: bool
+    state: SagaState
+    step: str
+    epoch: int
+    created_ms: int
+
+
+class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
+    output: bytes
+    next_step: str = ""
+    worker: str = ""
+    pages: bytes | None = None
+    delete_pages: bool = False
+    checkpoint: bytes | None = None
+    cost: float = 0.0
+    tokens: int = 0
+    op: str = ""
+
+
+class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
+    action: FailAction
+    error_class: str
+    error_message: str
+    delay_ms: int = 0
+    worker: str = ""
+    cost: float = 0.0
+    tokens: int = 0
+    op: str = ""
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """The code of a commit/fail and what it led to."""
+
+    code: RC
+    state: str = ""
+    detail: str = ""
+    """Next step (commit), due ms or dead-letter id (fail)."""
+
+
+class StateMachine:
+    """Runs the executor-side transitions of one keyspace against one client.
+
+    Operator transitions (retry, cancel) live in ``saga.state.operator``;
+    recovery and quarantine in ``saga.state.recovery``.
+    """
+
+    def __init__(self, client: Any, keys: Keys, limits: StateLimits | None = None) -> None:
+        self.client = client
+        self.keys = keys
+        self.limits = limits or StateLimits()
+
+    async def _resend(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Re-send a transition on connection loss; the op id makes a repeat harmless."""
+        for delay in _RESEND_DELAYS:
+            try:
+                return await call()
+            except _TRANSIENT:
+                await anyio.sleep(delay)
+        return await call()
+
+    def _state_indexes(self, partition: int) -> list[str]:
+        return self.keys.state_indexes(partition)
+
+    # -- start ------------------------------------------------------------
+    async def start(
+        self,
+        record_id: str,
+        user_id: str,
+        first_step: str,
+        *,
+        input_json: bytes = b"{}",
+        document: str = "",
+        trace: str = "",
+        op: str | None = None,
+    ) -> StartResult:
+        validate_id(record_id, "record_id")
+        validate_id(user_id, "user_id")
+        validate_step(first_step)
+        k, p = self.keys, self.keys.partition_of(record_id)
+        keys = [
+            k.saga(record_id),
+            k.history(record_id),
+            k.ready(p, first_step),
+            k.created_index(p),
+            k.user_index(p, user_id),
+            *self._state_indexes(p),
+        ]
+        args = [record_id, user_id, first_step, input_json, document, trace]
+        args += [op or new_op(), self.limits.history_maxlen]
+        reply = await self._resend(lambda: evalsha(self.client, "start_saga", keys, args))
+        code = to_code(reply[0])
+        raise_for(code, record_id, f"owned by {text(reply[1])}" if len(reply) > 1 else "")
+        return StartResult(
+            code == RC.OK, SagaState(text(reply[1])), text(reply[2]), num(reply[3]), num(reply[4])
+        )
+
+    # -- claim --------------------------------------------------------------
+    async def claim(
+        self,
+        step: str,
+        partition: int,
+        entries: Sequence[tuple[str, str]],
+        *,
+        worker: str,
+        lease_ms: int,
+        max_attempts: int,
+        load_pages: bool = False,
+        extra_fields: tuple[str, ...] = (),
+        op: str | None = None,
+    ) -> list[ClaimOutcome]:
+        """Claim (entry id, record id) pairs of one partition's ready stream, ≤100 per call."""
+        if not entries:
+            return []
+        k = self.keys
+        keys = [
+            k.ready(partition, step),
+            k.quarantine(partition),
+            k.dead(partition, step),
+            k.stats(partition),
+            *self._state_indexes(partition),
+        ]
+        args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
+        args += [self.limits.history_maxlen, "1" if load_pages else "0", max_attempts]
+        args += [len(extra_fields), *extra_fields]
+        for entry_id, record_id in entries:
+            keys += [k.saga(record_id), k.history(record_id), k.pages(record_id)]
+            args += [entry_id, record_id]
+        replies = await self._resend(lambda: evalsha(self.client, "claim_steps", keys, args))
+        return [claim_outcome(r, step, extra_fields) for r in replies]
+
+    # -- heartbeat ----------------------------------------------------------
+    async def heartbeat(
+        self, claim: Claim, *, worker: str, lease_ms: int, op: str | None = None
+    ) -> int:
+        """Extend the lease; returns the new deadline (ms). Raises LeaseLostError if fenced."""
+        p = self.keys.partition_of(claim.record_id)
+        keys = [self.keys.saga(claim.record_id), self.keys.ready(p, claim.step)]
+        args = [claim.token, lease_ms, GROUP, worker, claim.entry_id, op or new_op()]
+        reply = await self._resend(lambda: evalsha(self.client, "extend_lease", keys, args))
+        code = to_code(reply[0])
+        raise_for(code, claim.record_id)
+        return num(reply[1])
+
+    # -- commit and fail ----------------------------------------------------
+    def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
+        k, rid = self.keys, claim.record_id
+        p = k.partition_of(rid)
+        ready = k.ready(p, claim.step)
+        keys = [
+            k.saga(rid),
+            k.history(rid),
+            ready,
+            k.ready(p, req.next_step) if req.next_step else ready,
+            k.pages(rid),
+            k.stats(p),
+            k.costs(p, _day()),
+            k.created_index(p),
+            *self._state_indexes(p),
+        ]
+        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
+        args += [req.output, req.op or new_op(), self.limits.history_maxlen]
+        args += [req.pages or b"", self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
+        args += [repr(req.cost), req.checkpoint or b"", self.limits.retention_s]
+        args += [req.worker, req.tokens]
+        return "commit_step", keys, args
+
+    def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
+        k, rid = self.keys, claim.record_id
+        p = k.partition_of(rid)
+        keys = [
+            k.saga(rid),
+            k.history(rid),
+            k.ready(p, claim.step),
+            k.delayed(p, claim.step),
+            k.dead(p, claim.step),
+            k.stats(p),
+            k.costs(p, _day()),
+            *self._state_indexes(p),
+        ]
+        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
+        args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
+        args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
+        return "fail_step", keys, args
+
+    async def commit(self, claim: Claim, req: CommitRequest) -> Outcome:
+        """Commit one attempt. LEASE_LOST comes back as a code, not an exception."""
+        req = req if req.op else msgspec.structs.replace(req, op=new_op())
+        return (await self.finish_many([(claim, req)]))[0]
+
+    async def fail(self, claim: Claim, req: FailRequest) -> Outcome:
+        req = req if req.op else msgspec.structs.replace(req, op=new_op())
+        return (await self.finish_many([(claim, req)]))[0]
+
+    async def finish_many(
+        self, items: Sequence[tuple[Claim, CommitRequest | FailRequest]]
+    ) -> list[Outcome]:
+        """Commit or fail several attempts in one pipeline; each is its own atomic script."""
+        calls = []
+        for claim, req in items:
+            if not req.op:
+                req = msgspec.structs.replace(req, op=new_op())
+            if isinstance(req, CommitRequest):
+                calls.append(self._commit_call(claim, req))
+            else:
+                calls.append(self._fail_call(claim, req))
+        replies = await self._resend(lambda: evalsha_many(self.client, calls))
+        out = []
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+            code = to_code(reply[0])
+            state = text(reply[1]) if len(reply) > 1 else ""
+            detail = text(reply[2]) if len(reply) > 2 else ""
+            out.append(Outcome(code, state, detail))
+        return out
+
+    # -- retries ------------------------------------------------------------
+    async def due_candidates(self, step: str, partition: int, limit: int) -> list[tuple[str, int]]:
+        """The earliest delayed retries of a step (record id, due ms), due or not."""
+        rows = await self.client.zrange(
+            self.keys.delayed(partition, step), 0, limit - 1, withscores=True
+        )
+        return [(text(member), int(score)) for member, score in rows]
+
+    async def promote(
+        self, step: str, partition: int, records: Sequence[str], op: str | None = None
+    ) -> tuple[int, int]:
+        """Promote due retries among ``records``; returns (promoted, not yet due)."""
+        if not records:
+            return 0, 0
+        k = self.keys
+        keys = [k.delayed(partition, step), k.ready(partition, step)]
+        keys += self._state_indexes(partition)
+        for rid in records:
+            keys += [k.saga(rid), k.history(rid)]
+        args = [step, op or new_op(), self.limits.history_maxlen, *records]
+        reply = await self._resend(lambda: evalsha(self.client, "promote_retries", keys, args))
+        return num(reply[1]), num(reply[2])
+
+
+def _day() -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime())

@@ -1,0 +1,99 @@
+"""Operator transitions: re-run a saga from a step, cancel it."""
+
+from __future__ import annotations
+
+import msgspec
+
+from saga.state.codes import RC, raise_for, to_code
+from saga.state.errors import SagaNotFoundError, StepConflictError
+from saga.state.ids import validate_id, validate_step
+from saga.state.keys import GROUP
+from saga.state.machine import StateMachine, new_op
+from saga.state.replies import num, text
+from saga.state.scripts import evalsha
+
+
+class RetryResult(msgspec.Struct, frozen=True):
+    epoch: int
+    entry_id: str
+    duplicate: bool = False
+
+
+async def current_step(sm: StateMachine, record_id: str) -> str:
+    step = await sm.client.hget(sm.keys.saga(record_id), "step")
+    if step is None:
+        raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
+    return text(step)
+
+
+async def retry(
+    sm: StateMachine,
+    record_id: str,
+    from_step: str,
+    prev_step: str,
+    *,
+    force: bool = False,
+    actor: str = "operator",
+    op: str | None = None,
+) -> RetryResult:
+    """Re-run from ``from_step`` in a new epoch; ``prev_step`` is the step whose output it reads."""
+    validate_id(record_id)
+    validate_step(from_step)
+    op = op or new_op()
+    k, p = sm.keys, sm.keys.partition_of(record_id)
+    for _ in range(3):  # the current step can move between our read and the script
+        cur = await current_step(sm, record_id)
+        keys = [
+            k.saga(record_id),
+            k.history(record_id),
+            k.ready(p, from_step),
+            k.ready(p, cur),
+            k.delayed(p, cur),
+            k.dead(p, cur),
+            *k.state_indexes(p),
+        ]
+        args = [from_step, prev_step, cur, "1" if force else "0", GROUP, op]
+        args += [sm.limits.history_maxlen, actor]
+        reply = await sm._resend(lambda: evalsha(sm.client, "retry_saga", keys, args))  # noqa: B023
+        code = to_code(reply[0])
+        if code == RC.WRONG_STATE and text(reply[1]) == "step_moved":
+            continue
+        if code == RC.WRONG_STATE:
+            raise StepConflictError(
+                f"record {record_id!r} has no output of step {text(reply[2])!r} "
+                f"to re-run {from_step!r} from; retry from an earlier step"
+            )
+        if code == RC.BUSY:
+            raise_for(code, record_id, f"worker {text(reply[1])}")
+        raise_for(code, record_id)
+        return RetryResult(num(reply[1]), text(reply[2]), code == RC.DUPLICATE)
+    raise StepConflictError(f"record {record_id!r} kept moving between steps; try again")
+
+
+async def cancel(
+    sm: StateMachine, record_id: str, *, actor: str = "operator", op: str | None = None
+) -> str:
+    """Cancel a saga; returns the state it was in. Cancelling twice is a no-op."""
+    validate_id(record_id)
+    op = op or new_op()
+    k, p = sm.keys, sm.keys.partition_of(record_id)
+    for _ in range(3):
+        cur = await current_step(sm, record_id)
+        keys = [
+            k.saga(record_id),
+            k.history(record_id),
+            k.ready(p, cur),
+            k.delayed(p, cur),
+            k.dead(p, cur),
+            *k.state_indexes(p),
+        ]
+        args = [cur, GROUP, op, sm.limits.history_maxlen, actor]
+        reply = await sm._resend(lambda: evalsha(sm.client, "cancel_saga", keys, args))  # noqa: B023
+        code = to_code(reply[0])
+        if code == RC.WRONG_STATE and text(reply[1]) == "step_moved":
+            continue
+        if code == RC.WRONG_STATE:
+            raise StepConflictError(f"record {record_id!r} is completed; nothing to cancel")
+        raise_for(code, record_id)
+        return text(reply[1])
+    raise StepConflictError(f"record {record_id!r} kept moving between steps; try again")

@@ -1,0 +1,92 @@
+"""Reads of saga state for people and scripts: a saga, its history, its attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from saga.state.errors import SagaNotFoundError
+from saga.state.ids import validate_id
+from saga.state.keys import Keys
+from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.state.replies import num, text
+
+
+def parse_saga(raw: dict[bytes, bytes]) -> Saga:
+    f = {text(k): v for k, v in raw.items()}
+    attempts, outputs, costs = {}, {}, {}
+    for name, value in f.items():
+        kind, _, step = name.partition(":")
+        if kind == "att" and step:
+            attempts[step] = num(text(value).rpartition(":")[2])
+        elif kind == "out" and step and step != "_input":
+            outputs[step] = text(value)
+        elif kind == "cost" and step:
+            costs[step] = float(value)
+    return Saga(
+        v=num(f.get("v")),
+        record_id=text(f.get("rid")),
+        user_id=text(f.get("uid")),
+        state=SagaState(text(f.get("state"))),
+        step=text(f.get("step")),
+        epoch=num(f.get("epoch")),
+        created_ms=num(f.get("created")),
+        updated_ms=num(f.get("updated")),
+        token=text(f.get("token")),
+        worker=text(f.get("worker")),
+        lease_until_ms=num(f.get("lease")),
+        due_ms=num(f.get("due")),
+        entry=text(f.get("entry")),
+        document=text(f.get("doc")),
+        trace=text(f.get("trace")),
+        error_class=text(f.get("ec")),
+        error_message=text(f.get("em")),
+        attempts=attempts,
+        outputs=outputs,
+        costs=costs,
+    )
+
+
+def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
+    f = {text(k): text(v) for k, v in fields.items()}
+    return HistoryEvent(
+        id=text(entry_id),
+        event=EventType(f.get("e", "")),
+        at_ms=num(f.get("t")),
+        step=f.get("s", ""),
+        attempt=num(f.get("a")),
+        epoch=num(f.get("ep")),
+        worker=f.get("w", ""),
+        duration_ms=num(f.get("d")),
+        error_class=f.get("ec", ""),
+        error_message=f.get("em", ""),
+        cost=float(f.get("c") or 0),
+        next_step=f.get("n", ""),
+        due_ms=num(f.get("due")),
+        detail=f.get("x", ""),
+    )
+
+
+async def get_saga(client: Any, keys: Keys, record_id: str) -> Saga:
+    validate_id(record_id)
+    raw = await client.hgetall(keys.saga(record_id))
+    if not raw:
+        raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
+    return parse_saga(raw)
+
+
+async def get_saga_and_history(
+    client: Any, keys: Keys, record_id: str, limit: int = 10_000
+) -> tuple[Saga, list[HistoryEvent]]:
+    """The saga and its history in one round trip."""
+    validate_id(record_id)
+    pipe = client.pipeline(transaction=False)
+    pipe.hgetall(keys.saga(record_id))
+    pipe.xrange(keys.history(record_id), count=limit)
+    raw, rows = await pipe.execute()
+    if not raw:
+        raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
+    return parse_saga(raw), [parse_event(i, f) for i, f in rows]
+
+
+async def get_history(client: Any, keys: Keys, record_id: str) -> list[HistoryEvent]:
+    return (await get_saga_and_history(client, keys, record_id))[1]

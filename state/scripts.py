@@ -1,0 +1,134 @@
+"""Loads the Lua transitions: inlines includes, injects the shared tables, calls by SHA.
+
+Each script is called with EVALSHA of its own content, so two releases never run
+each other's scripts during a rolling deploy; on NOSCRIPT (a restarted or new
+server) the script is loaded and the call repeated — safe, because NOSCRIPT
+means it did not run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+from saga.state.codes import RC
+from saga.state.model import SCHEMA_VERSION, SagaState
+
+_INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
+
+SCRIPT_NAMES = (
+    "start_saga",
+    "claim_steps",
+    "extend_lease",
+    "commit_step",
+    "fail_step",
+    "promote_retries",
+    "retry_saga",
+    "cancel_saga",
+    "recover_idle",
+    "quarantine_entry",
+)
+
+
+def _preamble() -> str:
+    """The tables every script shares, generated from the Python enums."""
+    rc = ", ".join(f"{c.name}={c.value}" for c in RC)
+    states = ", ".join(f"{s.name}='{s.value}'" for s in SagaState)
+    pos = ", ".join(f"{s.value}={i}" for i, s in enumerate(SagaState))
+    return (
+        f"local RC = {{{rc}}}\n"
+        f"local STATE = {{{states}}}\n"
+        f"local STATE_POS = {{{pos}}}\n"
+        f"local SCHEMA_VERSION = {SCHEMA_VERSION}\n"
+    )
+
+
+def _read(path: str) -> str:
+    return resources.files("saga.state").joinpath("lua", path).read_text(encoding="utf-8")
+
+
+def render(name: str) -> str:
+    """The full source of one script: preamble, includes inlined in place."""
+    source = _read(f"{name}.lua")
+    seen: set[str] = set()
+
+    def inline(match: re.Match[str]) -> str:
+        inc = match.group(1)
+        if inc in seen:
+            return ""
+        seen.add(inc)
+        return _read(f"includes/{inc}.lua")
+
+    return _preamble() + _INCLUDE.sub(inline, source)
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    name: str
+    source: str
+    sha: str
+
+
+@cache
+def load_all() -> dict[str, Script]:
+    out = {}
+    for name in SCRIPT_NAMES:
+        source = render(name)
+        out[name] = Script(name, source, hashlib.sha1(source.encode()).hexdigest())
+    return out
+
+
+def version() -> str:
+    """A short digest of the whole script set (shown by ``saga config`` and /readyz)."""
+    digest = hashlib.sha1("".join(s.sha for s in load_all().values()).encode())
+    return digest.hexdigest()[:12]
+
+
+async def ensure_loaded(client: Any) -> None:
+    """SCRIPT LOAD every script (one pipeline): done at start so /readyz can say so."""
+    pipe = client.pipeline(transaction=False)
+    for script in load_all().values():
+        pipe.script_load(script.source)
+    await pipe.execute()
+
+
+async def evalsha(client: Any, name: str, keys: list[str], args: list[Any]) -> Any:
+    """Run one script by SHA, loading it once if the server does not have it."""
+    script = load_all()[name]
+    try:
+        return await client.evalsha(script.sha, len(keys), *keys, *args)
+    except NoScriptError:
+        await client.script_load(script.source)
+        return await client.evalsha(script.sha, len(keys), *keys, *args)
+
+
+async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+    """Run several scripts in one pipeline (one round trip); each stays its own atomic call.
+
+    Results are returned in order; an exception is returned in place of a failed
+    call's result. NOSCRIPT entries are loaded and re-run (they did not execute).
+    """
+    if not calls:
+        return []
+    results = await _pipeline(client, calls)
+    missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+    if missing:
+        await ensure_loaded(client)
+        again = await _pipeline(client, [calls[i] for i in missing])
+        for i, r in zip(missing, again, strict=True):
+            results[i] = r
+    return results
+
+
+async def _pipeline(client: Any, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+    scripts = load_all()
+    pipe = client.pipeline(transaction=False)
+    for name, keys, args in calls:
+        pipe.evalsha(scripts[name].sha, len(keys), *keys, *args)
+    return list(await pipe.execute(raise_on_error=False))

@@ -1,0 +1,73 @@
+"""Stream housekeeping: consumer groups at ID 0, trimming behind the slowest reader."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from typing import Any
+
+from redis.exceptions import ResponseError
+
+from saga.state.keys import GROUP, Keys
+from saga.state.replies import text
+
+
+async def ensure_groups(client: Any, keys: Keys, steps: Iterable[str]) -> int:
+    """Create the consumer group of every ready stream at ID 0 (MKSTREAM); returns how many
+    were new. At ID 0 a group created after the first XADD still sees every entry."""
+    created = 0
+    for step in steps:
+        for p in keys.all_partitions():
+            try:
+                await client.xgroup_create(keys.ready(p, step), GROUP, id="0", mkstream=True)
+                created += 1
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+    return created
+
+
+async def groups_present(client: Any, keys: Keys, steps: Iterable[str]) -> bool:
+    for step in steps:
+        for p in keys.all_partitions():
+            try:
+                groups = await client.xinfo_groups(keys.ready(p, step))
+            except ResponseError:
+                return False
+            if not any(text(g.get("name") or g.get(b"name")) == GROUP for g in groups):
+                return False
+    return True
+
+
+async def trim_behind_readers(client: Any, keys: Keys, step: str, partition: int) -> int:
+    """XTRIM MINID to the oldest entry still needed: the oldest pending entry, or the
+    group's last-delivered id when nothing is pending. Undelivered entries are never
+    trimmed, and the group's lag stays valid (KEDA reads it)."""
+    stream = keys.ready(partition, step)
+    try:
+        groups = await client.xinfo_groups(stream)
+    except ResponseError:
+        return 0
+    if not groups:
+        return 0
+    floor: tuple[int, int] | None = None
+    for g in groups:
+        last = text(g.get("last-delivered-id") or g.get(b"last-delivered-id"))
+        candidate = _parse(last)
+        pending = await client.xpending(stream, text(g.get("name") or g.get(b"name")))
+        if pending and pending.get("pending"):
+            candidate = min(candidate, _parse(text(pending["min"])))
+        else:
+            # Everything up to last-delivered is acknowledged: keep the last one itself.
+            candidate = candidate
+        floor = candidate if floor is None else min(floor, candidate)
+    if floor is None or floor == (0, 0):
+        return 0
+    with contextlib.suppress(ResponseError):
+        return int(await client.xtrim(stream, minid=f"{floor[0]}-{floor[1]}", approximate=False))
+    return 0
+
+
+def _parse(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms or 0), int(seq or 0)
