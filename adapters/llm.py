@@ -1,0 +1,316 @@
+"""The LLM port through litellm, bound to one attempt: the user's key, a cost meter, a cache.
+
+The runtime builds one ``LiteLLMClient`` per attempt::
+
+    meter = CostMeter()
+    llm = LiteLLMClient(config, redis=r, keys=k, record_id=rid, step="parser",
+                        api_key=billing.for_user(uid), meter=meter, breaker=llm_breaker)
+    ...                      # the step runs and calls llm.complete(...)
+    meter.total              # USD this attempt paid; recorded by its commit or fail
+
+The user's key goes to ``litellm.acompletion(api_key=...)`` per call, never
+through ``os.environ``, so concurrent steps for different users are safe.
+Answers are cached in Redis per record, step and prompt digest: a step re-run
+after a crash gets the answer it already paid for at cost 0 (``cached=True``).
+
+Errors: 401 drops the cached key and retries once with a fresh one, a second
+401 is permanent; 429, 5xx, connection errors and timeouts count against the
+breaker and are retryable; other 4xx are permanent. Messages are built from
+the exception class and status only, because provider errors echo prompts.
+litellm is imported on first use: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import msgspec
+import structlog
+
+from saga.adapters.billing import KeyProvider, Secret
+from saga.adapters.breaker import CircuitBreaker
+from saga.state.keys import Keys
+from saga.steps.context import Completion
+from saga.steps.errors import PermanentError, RetryableError
+
+__all__ = ["CostMeter", "LLMConfig", "LiteLLMClient", "quiet_litellm"]
+
+_log = structlog.get_logger("saga.llm")
+_CACHE_SCHEMA = 1
+
+
+def quiet_litellm() -> None:
+    """Keep litellm from printing or logging prompts, completions and hints."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    if hasattr(litellm, "turn_off_message_logging"):
+        litellm.turn_off_message_logging = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx", "openai"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@functools.cache
+def _litellm() -> Any:
+    import litellm
+
+    quiet_litellm()
+    return litellm
+
+
+class CostMeter:
+    """What one attempt paid: every provider call adds to it, cache hits add nothing."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self.calls = 0
+        self.cached_calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def add(self, cost: float, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+        self.total += cost
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+
+    def add_cached(self) -> None:
+        self.cached_calls += 1
+
+    def __repr__(self) -> str:
+        return (
+            f"CostMeter(total={self.total!r}, calls={self.calls}, cached_calls={self.cached_calls},"
+            f" prompt_tokens={self.prompt_tokens}, completion_tokens={self.completion_tokens})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """Per-deployment LLM settings shared by every attempt's client."""
+
+    model: str
+    """litellm model name, e.g. ``openai/gpt-4o-mini``."""
+    api_base: str | None = None
+    """The provider or LiteLLM proxy base URL; None for the provider's default."""
+    timeout_s: float = 60.0
+    """Per call; a timeout is retryable and counts against the breaker."""
+    cache_ttl_s: int = 24 * 3600
+    """How long an answer stays reusable by a re-run of the same step."""
+    extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """More ``acompletion`` kwargs, e.g. ``{"mock_response": "{}"}`` offline."""
+
+
+class _Cached(msgspec.Struct, frozen=True):
+    v: int
+    text: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class LiteLLMClient:
+    """The ``LLM`` port for one attempt of one step of one record, with the user's key."""
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        redis: Any,
+        keys: Keys,
+        record_id: str,
+        step: str,
+        api_key: KeyProvider,
+        meter: CostMeter,
+        breaker: CircuitBreaker | None = None,
+    ) -> None:
+        self.config = config
+        self.meter = meter
+        self._redis = redis
+        self._keys = keys
+        self._record_id = record_id
+        self._step = step
+        self._api_key = api_key
+        self._breaker = breaker
+
+    def __repr__(self) -> str:
+        return f"LiteLLMClient(model={self.config.model!r}, record_id={self._record_id!r})"
+
+    async def complete(
+        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
+    ) -> Completion:
+        """One answer: from the response cache, else from the provider (metered)."""
+        cache_key = self._keys.llm_cache(
+            self._record_id, self._step, self._digest(messages, purpose, json_mode)
+        )
+        hit = await self._redis.get(cache_key)
+        if hit is not None:
+            cached = msgspec.json.decode(hit, type=_Cached)
+            self.meter.add_cached()
+            _log.debug("llm_cache_hit", purpose=purpose, model=cached.model)
+            return Completion(
+                text=cached.text,
+                model=cached.model,
+                prompt_tokens=cached.prompt_tokens,
+                completion_tokens=cached.completion_tokens,
+                cached=True,
+            )
+        if self._breaker is not None:
+            await self._breaker.before_call()
+        completion = await self._call_with_key(messages, json_mode)
+        self.meter.add(completion.cost, completion.prompt_tokens, completion.completion_tokens)
+        record = _Cached(
+            _CACHE_SCHEMA,
+            completion.text,
+            completion.model,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+        )
+        await self._redis.set(cache_key, msgspec.json.encode(record), ex=self.config.cache_ttl_s)
+        _log.info(
+            "llm_call",
+            purpose=purpose,
+            model=completion.model,
+            cost=completion.cost,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+        return completion
+
+    def _digest(self, messages: Sequence[dict[str, str]], purpose: str, json_mode: bool) -> str:
+        body = msgspec.json.encode(
+            [self.config.model, purpose, json_mode, list(messages)], order="sorted"
+        )
+        return hashlib.sha256(body).hexdigest()
+
+    async def _call_with_key(
+        self, messages: Sequence[dict[str, str]], json_mode: bool
+    ) -> Completion:
+        try:
+            return await self._call(await self._api_key.get(), messages, json_mode)
+        except _Unauthorized:
+            pass
+        _log.warning("llm_key_rejected", status=401)
+        await self._api_key.invalidate()
+        try:
+            return await self._call(await self._api_key.get(), messages, json_mode)
+        except _Unauthorized:
+            pass
+        raise PermanentError("the LLM provider rejected the user's key twice (401)")
+
+    async def _call(
+        self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
+    ) -> Completion:
+        litellm = _litellm()
+        kwargs: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": list(messages),
+            "api_key": key.reveal(),
+            "timeout": self.config.timeout_s,
+            "max_retries": 0,  # the executor and the breaker decide about retries
+            **self.config.extra,
+        }
+        if self.config.api_base:
+            kwargs["api_base"] = self.config.api_base
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except litellm.AuthenticationError:
+            unauthorized = True
+        except Exception as exc:
+            unauthorized = False
+            failure = _classify(litellm, exc)
+        else:
+            await self._answered()
+            return _completion(litellm, response, self.config.model)
+        # Outside the except blocks: nothing raised from here chains the provider's
+        # exception, whose message may echo the prompt or the key.
+        if unauthorized:
+            await self._answered()
+            raise _Unauthorized
+        _log.warning(
+            "llm_call_failed", error=failure.name, status=failure.status, retryable=failure.outage
+        )
+        if failure.outage:
+            if self._breaker is not None:
+                await self._breaker.record_failure()
+            raise RetryableError(f"LLM call failed: {failure}")
+        if failure.answered:
+            await self._answered()
+            raise PermanentError(f"LLM call refused: {failure}")
+        raise RetryableError(f"LLM call failed: {failure}")
+
+    async def _answered(self) -> None:
+        # Any answer that is not an outage proves the provider is up (it closes a probe).
+        if self._breaker is not None:
+            await self._breaker.record_success()
+
+
+class _Unauthorized(Exception):
+    """The provider answered 401 (carries nothing from the provider's error)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    name: str
+    status: int | None
+    outage: bool
+    """429, 5xx, connection error or timeout: retryable, counts against the breaker."""
+    answered: bool
+    """Any other provider answer (4xx): permanent."""
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})" if self.status else self.name
+
+
+def _classify(litellm: Any, exc: Exception) -> _Failure:
+    """Class name and status only: provider messages echo prompts and keys."""
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    outage_types = (
+        litellm.RateLimitError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+        litellm.APIConnectionError,  # Timeout is a subclass
+    )
+    outage = isinstance(exc, outage_types) or (
+        status is not None and (status == 429 or status >= 500)
+    )
+    answered = not outage and (isinstance(exc, litellm.APIError) or status is not None)
+    return _Failure(type(exc).__name__, status, outage, answered)
+
+
+def _completion(litellm: Any, response: Any, model: str) -> Completion:
+    usage = getattr(response, "usage", None)
+    choices = getattr(response, "choices", None) or []
+    text = (choices[0].message.content if choices else None) or ""
+    return Completion(
+        text=text,
+        model=getattr(response, "model", None) or model,
+        cost=_cost(litellm, response),
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+    )
+
+
+def _cost(litellm: Any, response: Any) -> float:
+    """litellm's price table, else the cost the proxy reported, else 0 (unknown prices)."""
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:
+        cost = None
+    if not cost:
+        hidden = getattr(response, "_hidden_params", None) or {}
+        headers = hidden.get("additional_headers") or {}
+        cost = hidden.get("response_cost") or headers.get("llm_provider-x-litellm-response-cost")
+    try:
+        return float(cost or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
