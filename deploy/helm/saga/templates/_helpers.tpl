@@ -1,0 +1,230 @@
+{{/*
+Names, labels and the shared pieces of every workload.
+*/}}
+
+{{- define "saga.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "saga.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of a step's objects: <fullname>-<step>, underscores made DNS-safe. */}}
+{{- define "saga.stepName" -}}
+{{- printf "%s-%s" (include "saga.fullname" .root) (.step | replace "_" "-") | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "saga.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "saga.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "saga.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "saga.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: saga
+{{- end -}}
+
+{{/* Selector labels of one step: call with (dict "root" $ "step" $name). */}}
+{{- define "saga.stepSelectorLabels" -}}
+{{ include "saga.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .step | replace "_" "-" }}
+{{- end -}}
+
+{{- define "saga.stepLabels" -}}
+{{ include "saga.labels" .root }}
+app.kubernetes.io/component: {{ .step | replace "_" "-" }}
+{{- end -}}
+
+{{- define "saga.image" -}}
+{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A step's values: stepDefaults overridden by steps.<name>. Returns YAML. */}}
+{{- define "saga.stepValues" -}}
+{{- $defaults := deepCopy .root.Values.stepDefaults -}}
+{{- $own := deepCopy (default dict .spec) -}}
+{{- toYaml (mergeOverwrite $defaults $own) -}}
+{{- end -}}
+
+{{/* SAGA_<STEP> prefix of a step's own settings. */}}
+{{- define "saga.stepEnvPrefix" -}}
+{{- printf "SAGA_%s" (upper .) -}}
+{{- end -}}
+
+{{/* Enabled steps, sorted, as a YAML list of names. */}}
+{{- define "saga.enabledSteps" -}}
+{{- $names := list -}}
+{{- range $name, $spec := .Values.steps -}}
+{{- $s := include "saga.stepValues" (dict "root" $ "spec" $spec) | fromYaml -}}
+{{- if $s.enabled -}}
+{{- $names = append $names $name -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (sortAlpha $names) -}}
+{{- end -}}
+
+{{/* Ready stream of one step in one partition: <prefix>:{p<N>}:ready:<step>. */}}
+{{- define "saga.readyStream" -}}
+{{- printf "%s:{p%d}:ready:%s" .root.Values.config.keyPrefix (int .partition) .step -}}
+{{- end -}}
+
+{{/* The one consumer group on every ready stream. */}}
+{{- define "saga.consumerGroup" -}}executors{{- end -}}
+
+{{/* Mount point of the Redis CA bundle. */}}
+{{- define "saga.caDir" -}}/etc/saga/redis-ca{{- end -}}
+
+{{/*
+Every plain setting, as a YAML map of env name to string: the ConfigMap's
+data, and the init Job's env (the hook runs before the ConfigMap exists).
+*/}}
+{{- define "saga.settings" -}}
+{{- $c := .Values.config -}}
+SAGA_PARTITIONS: {{ $c.partitions | toString | quote }}
+SAGA_KEY_PREFIX: {{ $c.keyPrefix | quote }}
+SAGA_REDIS_CLUSTER: {{ ternary "true" "false" .Values.redis.cluster | quote }}
+SAGA_HEALTH_PORT: {{ $c.healthPort | toString | quote }}
+SAGA_LOG_FORMAT: {{ $c.logFormat | quote }}
+SAGA_LOG_LEVEL: {{ $c.logLevel | quote }}
+SAGA_PARSER: {{ $c.parser | quote }}
+SAGA_DRAIN_SECONDS: {{ $c.drainSeconds | toString | quote }}
+{{- with $c.documentSource }}
+SAGA_DOCUMENT_SOURCE: {{ . | quote }}
+{{- end }}
+{{- with $c.billingUrl }}
+SAGA_BILLING_URL: {{ . | quote }}
+{{- end }}
+{{- with $c.llmModel }}
+SAGA_LLM_MODEL: {{ . | quote }}
+{{- end }}
+{{- with $c.otlpEndpoint }}
+OTEL_EXPORTER_OTLP_ENDPOINT: {{ . | quote }}
+{{- end }}
+{{- if .Values.redis.secretKeys.ca }}
+SAGA_REDIS_CA_FILE: {{ printf "%s/ca.crt" (include "saga.caDir" .) | quote }}
+{{- end }}
+{{- range $name := include "saga.enabledSteps" . | fromYamlArray }}
+{{- $s := include "saga.stepValues" (dict "root" $ "spec" (get $.Values.steps $name)) | fromYaml }}
+{{- $p := include "saga.stepEnvPrefix" $name }}
+{{ $p }}_CONCURRENCY: {{ $s.concurrency | toString | quote }}
+{{ $p }}_MAX_ATTEMPTS: {{ $s.maxAttempts | toString | quote }}
+{{ $p }}_TIMEOUT: {{ $s.timeoutSeconds | toString | quote }}
+{{ $p }}_LEASE: {{ $s.leaseSeconds | toString | quote }}
+{{- end }}
+{{- range $k, $v := $c.extra }}
+{{ $k }}: {{ $v | toString | quote }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Redis connection env: REDIS_URL from the Secret, or built by Kubernetes from
+the Secret's parts with $(VAR) references. No value is ever inlined.
+*/}}
+{{- define "saga.redisEnv" -}}
+{{- $r := .Values.redis -}}
+{{- $k := $r.secretKeys -}}
+{{- if $k.url }}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $r.existingSecret }}
+      key: {{ $k.url }}
+{{- else }}
+- name: REDIS_HOST
+  valueFrom:
+    secretKeyRef:
+      name: {{ $r.existingSecret }}
+      key: {{ $k.host }}
+- name: REDIS_PORT
+  valueFrom:
+    secretKeyRef:
+      name: {{ $r.existingSecret }}
+      key: {{ $k.port }}
+{{- if $k.username }}
+- name: REDIS_USERNAME
+  valueFrom:
+    secretKeyRef:
+      name: {{ $r.existingSecret }}
+      key: {{ $k.username }}
+{{- end }}
+{{- if $k.password }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $r.existingSecret }}
+      key: {{ $k.password }}
+{{- end }}
+{{- $auth := "" -}}
+{{- if $k.password -}}
+{{- $auth = printf "%s:$(REDIS_PASSWORD)@" (ternary "$(REDIS_USERNAME)" "" (not (empty $k.username))) -}}
+{{- else if $k.username -}}
+{{- $auth = "$(REDIS_USERNAME)@" -}}
+{{- end }}
+- name: REDIS_URL
+  value: {{ printf "%s://%s$(REDIS_HOST):$(REDIS_PORT)/%d" (ternary "rediss" "redis" $r.tls) $auth (int $r.database) | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Volumes every pod has: a writable /tmp, and the CA bundle when TLS has one. */}}
+{{- define "saga.volumes" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- if .Values.redis.secretKeys.ca }}
+- name: redis-ca
+  secret:
+    secretName: {{ .Values.redis.existingSecret }}
+    defaultMode: 0444
+    items:
+      - key: {{ .Values.redis.secretKeys.ca }}
+        path: ca.crt
+{{- end }}
+{{- end -}}
+
+{{- define "saga.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.redis.secretKeys.ca }}
+- name: redis-ca
+  mountPath: {{ include "saga.caDir" . }}
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* Fail early, in words, on combinations the schema cannot express. */}}
+{{- define "saga.validate" -}}
+{{- $r := .Values.redis -}}
+{{- if and (not $r.secretKeys.url) (or (not $r.secretKeys.host) (not $r.secretKeys.port)) -}}
+{{- fail "redis.secretKeys: set `url`, or both `host` and `port`, so the workers can build REDIS_URL from the Secret" -}}
+{{- end -}}
+{{- if and .Values.keda.enabled (not $r.address) (or (not $r.secretKeys.host) (not $r.secretKeys.port)) -}}
+{{- fail "keda.enabled needs the Redis address as host:port: set redis.secretKeys.host and .port (keys of the Secret) or redis.address; KEDA cannot read a redis:// URL" -}}
+{{- end -}}
+{{- if and $r.secretKeys.ca (not $r.tls) -}}
+{{- fail "redis.secretKeys.ca is set but redis.tls is false: set redis.tls: true (and use rediss:// in the Secret's url)" -}}
+{{- end -}}
+{{- if and $r.cluster (ne (int $r.database) 0) -}}
+{{- fail "redis.database must be 0 when redis.cluster is true (a cluster has only database 0)" -}}
+{{- end -}}
+{{- if eq (len (include "saga.enabledSteps" . | fromYamlArray)) 0 -}}
+{{- fail "steps: at least one step must be enabled" -}}
+{{- end -}}
+{{- end -}}
