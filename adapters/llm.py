@@ -278,11 +278,10 @@ def _classify(litellm: Any, exc: Exception) -> _Failure:
         litellm.InternalServerError,
         litellm.ServiceUnavailableError,
         litellm.BadGatewayError,
-        litellm.APIConnectionError,  # Timeout is a subclass
+        litellm.APIConnectionError,
+        litellm.Timeout,  # a subclass of openai's APIConnectionError, not litellm's
     )
-    outage = isinstance(exc, outage_types) or (
-        status is not None and (status == 429 or status >= 500)
-    )
+    outage = isinstance(exc, outage_types) or status in (408, 429) or (status or 0) >= 500
     answered = not outage and (isinstance(exc, litellm.APIError) or status is not None)
     return _Failure(type(exc).__name__, status, outage, answered)
 

@@ -32,7 +32,7 @@ end
 local function open(code, failures)
   local retry_at = now + cooldown
   redis.call('HSET', breaker, 'state', 'open', 'opened_at', now, 'retry_at', retry_at)
-  redis.call('DEL', log, probe)
+  redis.call('DEL', probe)
   return {code, failures, retry_at}
 end
 
