@@ -25,3 +25,8 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Ask the LLM to canonicalise group names (grouper); off means offline only."""
     max_output_bytes: int = 512 * 1024
     """A step output (checkpoint) larger than this is a permanent error."""
+    document_source: str = ""
+    """Where the router finds a record's document when the saga names none
+    (``SAGA_DOCUMENT_SOURCE``): a path or URL template with ``{record_id}``, e.g.
+    ``https://records.internal/api/records/{record_id}/document`` or
+    ``/data/{record_id}.pdf``. Empty means every saga must name its document."""

@@ -1,0 +1,210 @@
+"""Document sources behind the ``DocumentSource`` port: local paths, file:// and http(s)://.
+
+Failures map onto step errors so the executor knows what to do:
+
+    missing file, HTTP 404/410              NotFoundError     dead letter at once
+    HTTP 408/425/429, 5xx, timeouts,
+    connection errors, other I/O errors     RetryableError    backoff and retry
+    other 4xx, too many redirects,
+    unreadable file                         PermanentError    dead letter at once
+    over ``max_bytes``                      PayloadTooLargeError
+    unsupported scheme, a directory,
+    a path outside ``allowed_roots``        InvalidInputError
+
+Error messages name the URL without its query string or credentials (signed
+URLs carry tokens there) and never quote the body.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import re
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import unquote, urlsplit
+
+import anyio.to_thread
+import httpx
+
+from saga.steps.context import Document, DocumentSource
+from saga.steps.errors import (
+    InvalidInputError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermanentError,
+    RetryableError,
+)
+
+PDF_MAGIC = b"%PDF-"
+OCTET_STREAM = "application/octet-stream"
+_RETRYABLE_4XX = frozenset({408, 425, 429})
+_FILENAME = re.compile(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)\"?", re.IGNORECASE)
+
+
+class DocumentFetcher:
+    """Fetches documents by reference; one HTTP client reused for every fetch.
+
+    ``allowed_roots`` (optional) confines local paths to those directories, so a
+    saga's ``--document`` cannot read any file the worker can.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_bytes: int,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        max_redirects: int = 3,
+        headers: Mapping[str, str] | None = None,
+        allowed_roots: Sequence[str | Path] = (),
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.max_redirects = max_redirects
+        self.allowed_roots = tuple(Path(root).resolve() for root in allowed_roots)
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            follow_redirects=True,
+            max_redirects=max_redirects,
+            headers=dict(headers or {}),
+        )
+
+    async def __aenter__(self) -> DocumentFetcher:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP client and its pooled connections."""
+        await self._client.aclose()
+
+    async def fetch(self, ref: str) -> Document:
+        """The document at ``ref``: a path, a file:// URL or an http(s):// URL."""
+        parts = urlsplit(ref)
+        scheme = parts.scheme.lower()
+        if scheme in ("http", "https"):
+            return await self._fetch_http(ref)
+        if scheme == "file":
+            if parts.netloc not in ("", "localhost"):
+                raise InvalidInputError("file:// URLs must name a local file (no host)")
+            path = Path(unquote(parts.path))
+        elif not scheme:
+            path = Path(ref)
+        else:
+            raise InvalidInputError(
+                f"unsupported document scheme {scheme[:20]!r}: use a path, file:// or http(s)://"
+            )
+        return await anyio.to_thread.run_sync(self._read_file, path)
+
+    def _read_file(self, path: Path) -> Document:
+        try:
+            resolved = path.resolve()
+            if self.allowed_roots and not any(
+                resolved.is_relative_to(root) for root in self.allowed_roots
+            ):
+                raise InvalidInputError(f"{path} is outside the allowed document directories")
+            with resolved.open("rb") as handle:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise InvalidInputError(f"{path} is not a regular file")
+                if info.st_size > self.max_bytes:
+                    raise PayloadTooLargeError(
+                        "document size in bytes", info.st_size, self.max_bytes
+                    )
+                content = handle.read(self.max_bytes + 1)
+        except FileNotFoundError:
+            raise NotFoundError(f"no document file at {path}") from None
+        except IsADirectoryError:
+            raise InvalidInputError(f"{path} is a directory, not a document") from None
+        except PermissionError:
+            raise PermanentError(f"permission denied reading {path}") from None
+        except OSError as exc:  # EIO on a network mount and friends: worth another try
+            raise RetryableError(
+                f"could not read {path} ({exc.strerror or type(exc).__name__})"
+            ) from exc
+        if len(content) > self.max_bytes:  # the file grew between stat and read
+            raise PayloadTooLargeError("document size in bytes", len(content), self.max_bytes)
+        return Document(
+            name=path.name, media_type=media_type_of(content, "", path.name), content=content
+        )
+
+    async def _fetch_http(self, url: str) -> Document:
+        shown = redact(url)
+        try:
+            async with self._client.stream("GET", url) as response:
+                check_status(response.status_code, shown)
+                content = await self._read_body(response)
+                name = document_name(response.headers.get("content-disposition", ""), response.url)
+                content_type = response.headers.get("content-type", "")
+        except httpx.TooManyRedirects:
+            raise PermanentError(
+                f"more than {self.max_redirects} redirects fetching {shown}"
+            ) from None
+        except httpx.TimeoutException:
+            raise RetryableError(f"timed out fetching {shown}") from None
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+            raise InvalidInputError(f"cannot fetch {shown} ({type(exc).__name__})") from None
+        except httpx.HTTPError as exc:  # connection refused, reset, protocol errors
+            raise RetryableError(f"could not fetch {shown} ({type(exc).__name__})") from None
+        return Document(
+            name=name, media_type=media_type_of(content, content_type, name), content=content
+        )
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            raise PayloadTooLargeError("document size in bytes", int(declared), self.max_bytes)
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > self.max_bytes:  # stop reading: the rest is not wanted
+                raise PayloadTooLargeError("document size in bytes", len(body), self.max_bytes)
+        return bytes(body)
+
+
+def check_status(status: int, shown: str) -> None:
+    """Raise the step error an HTTP status stands for; return on 2xx."""
+    if 200 <= status < 300:
+        return
+    if status in (404, 410):
+        raise NotFoundError(f"no document at {shown} (HTTP {status})")
+    if status >= 500 or status in _RETRYABLE_4XX:
+        raise RetryableError(f"HTTP {status} fetching {shown}")
+    raise PermanentError(f"HTTP {status} fetching {shown}")
+
+
+def redact(url: str) -> str:
+    """``url`` without credentials, query string and fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()
+
+
+def document_name(disposition: str, url: httpx.URL) -> str:
+    """The file name from Content-Disposition, else the last segment of the URL path."""
+    if match := _FILENAME.search(disposition):
+        return Path(unquote(match.group(1))).name or "document"
+    segments = [s for s in url.path.split("/") if s]
+    return unquote(segments[-1]) if segments else (url.host or "document")
+
+
+def media_type_of(content: bytes, content_type: str, name: str) -> str:
+    """The PDF magic wins; then the Content-Type; then the file extension."""
+    if content[:1024].lstrip().startswith(PDF_MAGIC):
+        return "application/pdf"
+    declared = content_type.split(";", 1)[0].strip().lower()
+    if declared and declared != OCTET_STREAM:
+        return declared
+    guessed, _ = mimetypes.guess_type(name)
+    return guessed or OCTET_STREAM
+
+
+def as_document_source(fetcher: DocumentFetcher) -> DocumentSource:
+    """``fetcher`` typed as the port (where mypy checks that it conforms)."""
+    return fetcher

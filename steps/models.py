@@ -1,0 +1,133 @@
+"""Typed inputs and outputs of the router, parser and grouper (msgspec Structs).
+
+Each step's output is the next step's input: ``RouterInput -> RouterOutput ->
+ParserOutput -> GrouperOutput``. All Structs are frozen and keyword-only so a
+checkpoint decodes to exactly what was committed.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import msgspec
+
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+"""A non-empty name; the bound is enforced when a model's JSON is decoded."""
+
+
+class Flag(StrEnum):
+    """A result compared with its reference range; ``""`` when it cannot be told."""
+
+    HIGH = "high"
+    LOW = "low"
+    NORMAL = "normal"
+    UNKNOWN = ""
+
+
+class RouterInput(msgspec.Struct, frozen=True, kw_only=True):
+    """The first step's input.
+
+    ``document`` is a path, ``file://`` or ``http(s)://`` reference; ``""`` means
+    "resolve it from the record id through ``StepConfig.document_source``".
+    """
+
+    document: str = ""
+
+
+class RouterOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """What the router found; the page texts travel separately (the pages blob)."""
+
+    document_name: str
+    media_type: str
+    page_count: int
+
+
+class Biomarker(msgspec.Struct, frozen=True, kw_only=True):
+    """One lab result as the document states it.
+
+    ``value_text`` is the result as written (``"6.1"``, ``"<0.5"``, ``"Negative"``);
+    ``value`` is set only when the result is a plain number. ``reference_text`` is
+    the range as written; ``reference_low``/``reference_high`` its numeric bounds
+    (one may be None for ``< 5.7`` or ``> 40``).
+    """
+
+    name: Name
+    value: float | None = None
+    value_text: str = ""
+    unit: str = ""
+    reference_low: float | None = None
+    reference_high: float | None = None
+    reference_text: str = ""
+    flag: Flag = Flag.UNKNOWN
+
+
+class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
+    """A diagnosis, with its ICD-10 code when the document gives one."""
+
+    name: Name
+    code: str = ""
+
+
+class Procedure(msgspec.Struct, frozen=True, kw_only=True):
+    """A procedure, with its date as written when the document gives one."""
+
+    name: Name
+    date: str = ""
+
+
+class GeneticFinding(msgspec.Struct, frozen=True, kw_only=True):
+    """A gene, the variant found and the lab's interpretation."""
+
+    gene: Name
+    variant: Name
+    interpretation: str = ""
+
+
+class Extraction(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the parser found in one document."""
+
+    biomarkers: list[Biomarker] = []
+    diagnoses: list[Diagnosis] = []
+    procedures: list[Procedure] = []
+    genetics: list[GeneticFinding] = []
+
+
+class ParserOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """Counts for the timeline plus the full extraction (a size-bounded checkpoint)."""
+
+    biomarker_count: int
+    diagnosis_count: int
+    procedure_count: int
+    genetic_count: int
+    extraction: Extraction
+
+    @classmethod
+    def of(cls, extraction: Extraction) -> ParserOutput:
+        """Build the output with counts taken from ``extraction``."""
+        return cls(
+            biomarker_count=len(extraction.biomarkers),
+            diagnosis_count=len(extraction.diagnoses),
+            procedure_count=len(extraction.procedures),
+            genetic_count=len(extraction.genetics),
+            extraction=extraction,
+        )
+
+
+class BiomarkerGroup(msgspec.Struct, frozen=True, kw_only=True):
+    """Equivalent biomarkers under one canonical name.
+
+    ``members`` lists the distinct names as the document wrote them, in order of
+    first appearance; ``biomarkers`` every result of the group, in document order.
+    """
+
+    canonical_name: str
+    members: list[str]
+    biomarkers: list[Biomarker]
+
+
+class GrouperOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """The biomarker groups of one document, in order of first appearance."""
+
+    group_count: int
+    groups: list[BiomarkerGroup]

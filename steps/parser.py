@@ -1,0 +1,51 @@
+"""Parser: the pages blob in, biomarkers, diagnoses, procedures and genetics out.
+
+The extractor is chosen per deployment (``StepConfig.extractor``): ``rules``
+needs no network, ``llm`` goes through the user's model. The runtime loads the
+pages blob with the claim and deletes it when this step's commit lands.
+"""
+
+from __future__ import annotations
+
+import anyio.to_thread
+import msgspec
+
+from saga.steps.config import ExtractorKind
+from saga.steps.context import StepContext
+from saga.steps.errors import NotFoundError, PayloadTooLargeError
+from saga.steps.extract_llm import extract_llm
+from saga.steps.extract_rules import extract_rules
+from saga.steps.models import Extraction, ParserOutput, RouterOutput
+
+
+async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
+    """Extract from the staged pages; the output carries the size-bounded extraction."""
+    pages = ctx.pages
+    if pages is None:
+        raise NotFoundError("the pages blob expired; retry from the router")
+    if len(pages) != inp.page_count:
+        ctx.log.warning(
+            "page count differs from the router's", expected=inp.page_count, got=len(pages)
+        )
+    extraction = await _extract(ctx, pages)
+    size = len(msgspec.json.encode(extraction))
+    if size > ctx.config.max_output_bytes:
+        raise PayloadTooLargeError("extraction size in bytes", size, ctx.config.max_output_bytes)
+    output = ParserOutput.of(extraction)
+    ctx.log.info(
+        "document parsed",
+        extractor=str(ctx.config.extractor),
+        biomarkers=output.biomarker_count,
+        diagnoses=output.diagnosis_count,
+        procedures=output.procedure_count,
+        genetics=output.genetic_count,
+        size_bytes=size,
+    )
+    return output
+
+
+async def _extract(ctx: StepContext, pages: list[str]) -> Extraction:
+    if ctx.config.extractor is ExtractorKind.LLM:
+        return await extract_llm(ctx, pages)
+    # hundreds of pages of regular expressions: keep the event loop free for heartbeats
+    return await anyio.to_thread.run_sync(extract_rules, pages)

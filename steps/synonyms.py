@@ -1,0 +1,108 @@
+"""A curated table of common lab analytes: canonical name -> names labs print for it.
+
+Aliases are written as labs write them; they are normalised with
+``saga.steps.normalize.name_key`` when the index is built, so case,
+punctuation, word order, British spelling and filler words need no entries of
+their own. Distinct tests stay distinct on purpose: CRP vs hs-CRP, total vs
+direct bilirubin, percentages vs absolute counts.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from saga.steps.normalize import name_key
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    # glycaemic control
+    "Hemoglobin A1c": (
+        "HbA1c",
+        "Hb A1c",
+        "HgbA1c",
+        "Hgb A1c",
+        "A1C",
+        "Glycated hemoglobin",
+        "Glycohemoglobin",
+        "Glycated hemoglobin A1c",
+        "Glycated hemoglobin (HbA1c)",
+        "Hemoglobin A1c (HbA1c)",
+    ),
+    "Glucose": ("Glucose", "Fasting glucose", "Glucose fasting", "Blood sugar", "FBG", "FPG"),
+    "Insulin": ("Insulin", "Fasting insulin"),
+    # lipids
+    "Total cholesterol": ("Cholesterol", "Total cholesterol", "TC", "Cholesterol total"),
+    "LDL cholesterol": ("LDL", "LDL-C", "LDL cholesterol", "Low density lipoprotein", "LDL calc"),
+    "HDL cholesterol": ("HDL", "HDL-C", "HDL cholesterol", "High density lipoprotein"),
+    "Non-HDL cholesterol": ("Non-HDL", "Non-HDL cholesterol", "Non HDL-C"),
+    "Triglycerides": ("Triglycerides", "Triglyceride", "TG", "TRIG"),
+    # complete blood count
+    "Hemoglobin": ("Hemoglobin", "Hb", "Hgb"),
+    "Hematocrit": ("Hematocrit", "Hct", "PCV", "Packed cell volume"),
+    "White blood cell count": ("WBC", "White blood cells", "White cell count", "Leukocytes"),
+    "Red blood cell count": ("RBC", "Red blood cells", "Red cell count", "Erythrocytes"),
+    "Platelet count": ("Platelets", "PLT", "Platelet count", "Thrombocytes"),
+    "Mean corpuscular volume": ("MCV", "Mean cell volume"),
+    "Mean corpuscular hemoglobin": ("MCH", "Mean cell hemoglobin"),
+    "Mean corpuscular hemoglobin concentration": ("MCHC", "Mean cell hemoglobin concentration"),
+    "Red cell distribution width": ("RDW", "RDW-CV", "Red cell distribution width"),
+    # metabolic panel
+    "Sodium": ("Sodium", "Na"),
+    "Potassium": ("Potassium", "K"),
+    "Chloride": ("Chloride", "Cl"),
+    "Bicarbonate": ("Bicarbonate", "CO2", "Carbon dioxide", "HCO3", "Total CO2"),
+    "Blood urea nitrogen": ("BUN", "Urea nitrogen", "Blood urea nitrogen"),
+    "Creatinine": ("Creatinine", "Creat", "Cr"),
+    "eGFR": ("eGFR", "Estimated GFR", "GFR estimated", "Glomerular filtration rate"),
+    "Calcium": ("Calcium", "Ca", "Total calcium"),
+    "Magnesium": ("Magnesium", "Mg"),
+    "Total protein": ("Total protein", "Protein total", "TP"),
+    "Albumin": ("Albumin", "Alb"),
+    "Total bilirubin": ("Bilirubin", "Total bilirubin", "Bilirubin total", "TBIL"),
+    "Alkaline phosphatase": ("Alkaline phosphatase", "ALP", "Alk phos"),
+    "Alanine aminotransferase": ("ALT", "SGPT", "Alanine aminotransferase", "ALT (SGPT)"),
+    "Aspartate aminotransferase": ("AST", "SGOT", "Aspartate aminotransferase", "AST (SGOT)"),
+    "Gamma-glutamyl transferase": ("GGT", "Gamma GT", "Gamma-glutamyl transferase", "GGTP"),
+    "Uric acid": ("Uric acid", "Urate"),
+    # thyroid
+    "Thyroid stimulating hormone": ("TSH", "Thyrotropin", "Thyroid stimulating hormone"),
+    "Free T4": ("Free T4", "FT4", "Free thyroxine", "Thyroxine free"),
+    "Free T3": ("Free T3", "FT3", "Free triiodothyronine"),
+    # vitamins, iron, inflammation
+    "Vitamin D (25-hydroxy)": (
+        "Vitamin D",
+        "25-OH Vitamin D",
+        "25-Hydroxyvitamin D",
+        "Vitamin D 25-Hydroxy",
+        "Vitamin D, 25-OH",
+        "25(OH)D",
+        "Calcidiol",
+    ),
+    "Vitamin B12": ("Vitamin B12", "B12", "Cobalamin", "Cyanocobalamin"),
+    "Folate": ("Folate", "Folic acid", "Serum folate"),
+    "Ferritin": ("Ferritin",),
+    "Iron": ("Iron", "Fe", "Serum iron"),
+    "Total iron binding capacity": ("TIBC", "Total iron binding capacity", "Iron binding capacity"),
+    "Transferrin saturation": ("Transferrin saturation", "TSAT", "Iron saturation"),
+    "C-reactive protein": ("CRP", "C-reactive protein", "C reactive protein"),
+    "High-sensitivity C-reactive protein": ("hs-CRP", "hsCRP", "High sensitivity CRP"),
+    "Erythrocyte sedimentation rate": ("ESR", "Sed rate", "Sedimentation rate"),
+    "Homocysteine": ("Homocysteine",),
+    "Prostate-specific antigen": ("PSA", "Prostate specific antigen", "Total PSA"),
+}
+
+
+@functools.cache
+def alias_index() -> dict[str, str]:
+    """name_key of every alias (and canonical name) -> canonical name; built once."""
+    index: dict[str, str] = {}
+    for canonical, aliases in SYNONYMS.items():
+        for alias in (canonical, *aliases):
+            key = name_key(alias)
+            if index.setdefault(key, canonical) != canonical:
+                raise ValueError(f"synonym {alias!r} belongs to two analytes")
+    return index
+
+
+def canonical_name(name: str) -> str | None:
+    """The table's canonical name for ``name``, exactly (after normalisation), or None."""
+    return alias_index().get(name_key(name))
