@@ -94,3 +94,16 @@ def test_cluster_with_a_database_number_fails_in_words() -> None:
     """Cluster mode has only database 0; another number fails."""
     values = small(redis={"cluster": True, "database": 2})
     assert "redis.database must be 0" in render_error(values)
+
+
+def test_min_replicas_above_max_fails_in_words() -> None:
+    """A step whose KEDA minimum exceeds its maximum fails, naming the step."""
+    values = small(steps={"parser": {"keda": {"minReplicas": 5, "maxReplicas": 2}}})
+    assert "steps.parser.keda: minReplicas (5) is above maxReplicas (2)" in render_error(values)
+
+
+def test_no_enabled_step_fails_in_words() -> None:
+    """Switching every step off fails instead of rendering an empty pipeline."""
+    off = {"enabled": False}
+    values = small(steps={"router": off, "parser": off, "grouper": off})
+    assert "at least one step must be enabled" in render_error(values)

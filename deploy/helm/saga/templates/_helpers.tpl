@@ -224,6 +224,12 @@ the Secret's parts with $(VAR) references. No value is ever inlined.
 {{- if and $r.cluster (ne (int $r.database) 0) -}}
 {{- fail "redis.database must be 0 when redis.cluster is true (a cluster has only database 0)" -}}
 {{- end -}}
+{{- range $name := include "saga.enabledSteps" . | fromYamlArray -}}
+{{- $s := include "saga.stepValues" (dict "root" $ "spec" (get $.Values.steps $name)) | fromYaml -}}
+{{- if gt (int $s.keda.minReplicas) (int $s.keda.maxReplicas) -}}
+{{- fail (printf "steps.%s.keda: minReplicas (%d) is above maxReplicas (%d)" $name (int $s.keda.minReplicas) (int $s.keda.maxReplicas)) -}}
+{{- end -}}
+{{- end -}}
 {{- if eq (len (include "saga.enabledSteps" . | fromYamlArray)) 0 -}}
 {{- fail "steps: at least one step must be enabled" -}}
 {{- end -}}
