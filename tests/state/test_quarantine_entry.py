@@ -1,0 +1,35 @@
+"""quarantine_entry: move a malformed entry aside with its reason and raw fields, and ack it."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from saga.state.keys import GROUP, Keys
+from saga.state.machine import StateMachine
+from saga.state.recovery import quarantine
+from tests.state.helpers import pending, stream_rows
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_quarantine_moves_entry_with_reason_and_raw_fields(
+    sm: StateMachine, keys: Keys
+) -> None:
+    """The entry lands in the quarantine with its raw fields (non-UTF-8 as base64) and is acked."""
+    stream = keys.ready(0, "router")
+    raw_fields = {b"rid": b"\xff\xfe bad", b"note": "ünïcode".encode()}
+    entry = (await sm.client.xadd(stream, raw_fields)).decode()
+    [[_, [(got_id, got_fields)]]] = await sm.client.xreadgroup(GROUP, "w-a", {stream: ">"}, count=1)
+    assert got_id.decode() == entry
+    qid = await quarantine(sm, "router", 0, entry, "rid is not UTF-8", got_fields)
+    [(row_id, row)] = await stream_rows(sm.client, keys.quarantine(0))
+    assert row_id == qid
+    assert (row["entry"], row["stream"], row["reason"]) == (entry, stream, "rid is not UTF-8")
+    assert json.loads(row["raw"]) == {
+        "rid": "base64:" + base64.b64encode(b"\xff\xfe bad").decode(),
+        "note": "ünïcode",
+    }
+    assert await pending(sm.client, stream) == []
