@@ -75,9 +75,12 @@ for i = 1, n do
   local s = redis.call('HMGET', saga, 'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token',
                        'lease', 'entry', 'worker', 'doc', 'trace', 'created', 'op', 'att:' .. step)
   if not s[2] then
-    redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
-               'rid', record, 'reason', 'saga not found', 't', now)
-    redis.call('XACK', ready, group, entry)
+    -- Once only: a re-sent batch finds the entry already acknowledged.
+    if #redis.call('XPENDING', ready, group, entry, entry, 1) > 0 then
+      redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
+                 'rid', record, 'reason', 'saga not found', 't', now)
+      redis.call('XACK', ready, group, entry)
+    end
     replies[i] = {RC.NOT_FOUND, entry, record}
   elseif schema_newer(s[1]) then
     replies[i] = {RC.SCHEMA_NEWER, entry, record}

@@ -49,7 +49,7 @@ if not s[1] then return {RC.NOT_FOUND} end
 if s[9] == token then return {RC.DUPLICATE, s[1]} end
 local now = now_ms()
 if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
-  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4])
+  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], ARGV[9])
   return {RC.LEASE_LOST, s[1]}
 end
 
