@@ -1,0 +1,63 @@
+"""Write the sample lab reports that ship in ``saga/samples`` (synthetic data only).
+
+    .venv/bin/python -m tests.steps.make_samples [OUTPUT_DIR]
+
+For every report in ``tests.steps.sample_reports`` it writes ``<name>.pdf`` and
+``<name>.expected.json`` (the exact Extraction the rules extractor must find).
+It also writes ``scan_no_text.pdf``: a "scanned" page with no text layer, which
+the router refuses, so the demo shows a dead letter. The test suite regenerates
+everything into a temporary folder and checks it still extracts as expected.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import msgspec
+from fpdf import FPDF
+
+from tests.steps.pdfgen import FIXED_DATE, expected_extraction, render
+from tests.steps.sample_reports import BROKEN_NAME, GOOD_REPORTS
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "saga" / "samples"
+
+
+def scanned_page_pdf() -> bytes:
+    """Two pages of grey bars where text would be: a scan without OCR."""
+    pdf = FPDF(format="A4")
+    pdf.set_creation_date(FIXED_DATE)
+    for _ in range(2):
+        pdf.add_page()
+        pdf.set_fill_color(90, 90, 90)
+        for row in range(30):
+            width = 60 + (row * 37) % 110
+            pdf.rect(15, 20 + row * 8, width, 3, style="F")
+    return bytes(pdf.output())
+
+
+def write_samples(directory: Path) -> list[Path]:
+    """Write every sample PDF and expected JSON into ``directory``; return the PDFs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for report in GOOD_REPORTS:
+        pdf = directory / f"{report.name}.pdf"
+        pdf.write_bytes(render(report))
+        expected = msgspec.json.format(msgspec.json.encode(expected_extraction(report)))
+        (directory / f"{report.name}.expected.json").write_bytes(expected + b"\n")
+        written.append(pdf)
+    broken = directory / f"{BROKEN_NAME}.pdf"
+    broken.write_bytes(scanned_page_pdf())
+    written.append(broken)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    directory = Path(argv[1]) if len(argv) > 1 else DEFAULT_DIR
+    for path in write_samples(directory):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
