@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from importlib import resources
 from typing import Any
 
@@ -44,8 +44,23 @@ __all__ = [
 
 _log = structlog.get_logger("saga.breaker")
 
-_CLOSED, _OPEN, _PROBE, _PROBE_BUSY = 0, 1, 2, 3
-_COUNTED, _OPENED, _REOPENED, _IGNORED = 0, 1, 2, 3
+
+class _Acquire(IntEnum):
+    """Return codes of breaker_acquire.lua."""
+
+    CLOSED = 0
+    OPEN = 1
+    PROBE = 2
+    PROBE_BUSY = 3
+
+
+class _Failure(IntEnum):
+    """Return codes of breaker_failure.lua."""
+
+    COUNTED = 0
+    OPENED = 1
+    REOPENED = 2
+    IGNORED = 3
 
 
 @functools.cache
@@ -124,8 +139,8 @@ class CircuitBreaker:
         code, retry_at_ms = await self._acquire(
             keys=[breaker, probe], args=[_ms(self.policy.probe_ttl_s)]
         )
-        if code in (_CLOSED, _PROBE):
-            if code == _PROBE:
+        if code in (_Acquire.CLOSED, _Acquire.PROBE):
+            if code == _Acquire.PROBE:
                 _log.info("circuit_half_open", breaker=self.name)
             return
         raise CircuitOpenError(self.name, int(retry_at_ms) / 1000)
@@ -141,12 +156,12 @@ class CircuitBreaker:
         code, failures, retry_at_ms = await self._failure(
             keys=self._keys, args=[p.failures, _ms(p.window_s), _ms(p.cooldown_s)]
         )
-        if code in (_OPENED, _REOPENED):
+        if code in (_Failure.OPENED, _Failure.REOPENED):
             _log.warning(
                 "circuit_opened",
                 breaker=self.name,
                 failures=int(failures),
-                probe_failed=code == _REOPENED,
+                probe_failed=code == _Failure.REOPENED,
                 retry_at=int(retry_at_ms) / 1000,
             )
 

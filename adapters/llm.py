@@ -64,30 +64,24 @@ def _litellm() -> Any:
     return litellm
 
 
+@dataclass(slots=True)
 class CostMeter:
     """What one attempt paid: every provider call adds to it, cache hits add nothing."""
 
-    def __init__(self) -> None:
-        self.total = 0.0
-        self.calls = 0
-        self.cached_calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
+    total: float = 0.0
+    """USD, from litellm's price table or the proxy's reported cost."""
+    calls: int = 0
+    """Provider calls made (and paid for) by this attempt."""
+    cached_calls: int = 0
+    """Answers reused from the response cache, at no cost."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
     def add(self, cost: float, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.total += cost
         self.calls += 1
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
-
-    def add_cached(self) -> None:
-        self.cached_calls += 1
-
-    def __repr__(self) -> str:
-        return (
-            f"CostMeter(total={self.total!r}, calls={self.calls}, cached_calls={self.cached_calls},"
-            f" prompt_tokens={self.prompt_tokens}, completion_tokens={self.completion_tokens})"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +145,7 @@ class LiteLLMClient:
         hit = await self._redis.get(cache_key)
         if hit is not None:
             cached = msgspec.json.decode(hit, type=_Cached)
-            self.meter.add_cached()
+            self.meter.cached_calls += 1
             _log.debug("llm_cache_hit", purpose=purpose, model=cached.model)
             return Completion(
                 text=cached.text,
@@ -160,9 +154,11 @@ class LiteLLMClient:
                 completion_tokens=cached.completion_tokens,
                 cached=True,
             )
+        # The key first: a billing failure must not strand this call's breaker probe.
+        key = await self._api_key.get()
         if self._breaker is not None:
             await self._breaker.before_call()
-        completion = await self._call_with_key(messages, json_mode)
+        completion = await self._call_with_key(key, messages, json_mode)
         self.meter.add(completion.cost, completion.prompt_tokens, completion.completion_tokens)
         record = _Cached(
             _CACHE_SCHEMA,
@@ -189,10 +185,10 @@ class LiteLLMClient:
         return hashlib.sha256(body).hexdigest()
 
     async def _call_with_key(
-        self, messages: Sequence[dict[str, str]], json_mode: bool
+        self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
     ) -> Completion:
         try:
-            return await self._call(await self._api_key.get(), messages, json_mode)
+            return await self._call(key, messages, json_mode)
         except _Unauthorized:
             pass
         _log.warning("llm_key_rejected", status=401)
@@ -208,12 +204,12 @@ class LiteLLMClient:
     ) -> Completion:
         litellm = _litellm()
         kwargs: dict[str, Any] = {
+            **self.config.extra,
             "model": self.config.model,
             "messages": list(messages),
             "api_key": key.reveal(),
             "timeout": self.config.timeout_s,
             "max_retries": 0,  # the executor and the breaker decide about retries
-            **self.config.extra,
         }
         if self.config.api_base:
             kwargs["api_base"] = self.config.api_base

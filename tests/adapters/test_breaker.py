@@ -21,7 +21,7 @@ from .support import eventually
 
 pytestmark = pytest.mark.anyio
 
-FAST = BreakerPolicy(failures=3, window_s=2.0, cooldown_s=0.3, probe_ttl_s=5.0)
+FAST = BreakerPolicy(failures=3, window_s=5.0, cooldown_s=0.5, probe_ttl_s=5.0)
 
 
 def make(redis: Any, keys: Keys, policy: BreakerPolicy = FAST, name: str = "llm") -> CircuitBreaker:
@@ -194,3 +194,11 @@ def test_policy_rejects_nonsense() -> None:
         BreakerPolicy(failures=0)
     with pytest.raises(ValueError):
         BreakerPolicy(cooldown_s=0)
+
+
+def test_breaker_keys_share_one_cluster_slot(keys: Keys) -> None:
+    """The breaker hash, failure log and probe key hash to one slot (one script, one slot)."""
+    from redis.crc import key_slot
+
+    names = [keys.breaker("llm"), keys.breaker_failures("llm"), keys.breaker_probe("llm")]
+    assert len({key_slot(name.encode()) for name in names}) == 1

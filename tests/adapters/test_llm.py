@@ -57,7 +57,7 @@ def local(stub: Stub, timeout_s: float = 5.0) -> LLMConfig:
 
 @pytest.fixture
 def breaker(redis: Any, keys: Keys) -> CircuitBreaker:
-    policy = BreakerPolicy(failures=3, window_s=10, cooldown_s=0.3, probe_ttl_s=10)
+    policy = BreakerPolicy(failures=3, window_s=10, cooldown_s=1.0, probe_ttl_s=10)
     return CircuitBreaker(redis, keys, "llm", policy)
 
 
