@@ -8,6 +8,7 @@ extraction is written next to the data, never computed by the extractor.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import re
 from dataclasses import dataclass, field
 
@@ -183,3 +184,24 @@ def _draw_table(pdf: FPDF, table: Table) -> None:
 
 def _cells(row: Lab) -> tuple[str, ...]:
     return (row.name, row.result, row.unit, row.ref, row.printed_flag)
+
+
+def make_pdf(pages: list[list[str]]) -> bytes:
+    """A text PDF, one list of lines per page (for tests that build their own documents)."""
+    pdf = FPDF(format="A4")
+    pdf.set_creation_date(FIXED_DATE)
+    pdf.set_font("Helvetica", size=10)
+    for lines in pages:
+        pdf.add_page()
+        for line in lines:
+            pdf.cell(0, 7, line, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def empty_pdf() -> bytes:
+    """A well-formed PDF with zero pages."""
+    from pypdf import PdfWriter
+
+    buffer = io.BytesIO()
+    PdfWriter().write(buffer)
+    return buffer.getvalue()
