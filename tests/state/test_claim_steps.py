@@ -215,3 +215,15 @@ async def test_claim_refuses_more_than_100_entries(sm: StateMachine) -> None:
     entries = [(f"1-{i}", f"r{i}") for i in range(101)]
     with pytest.raises(ResponseError, match="at most 100"):
         await sm.claim("router", 0, entries, worker="w-a", lease_ms=5000, max_attempts=3)
+
+
+async def test_claim_refuses_too_many_extra_fields(sm: StateMachine, keys: Keys) -> None:
+    """The count of extra fields is capped before the script loops over it."""
+    await sm.start("r1", "u1", "router")
+    entries = await read_ready(sm.client, keys, "router", "w-a")
+    fields = tuple(f"f{i}" for i in range(1000))
+    with pytest.raises(ResponseError, match="extra fields"):
+        await sm.claim(
+            "router", 0, entries, worker="w-a", lease_ms=5000, max_attempts=3, extra_fields=fields
+        )
+    assert (await saga_hash(sm.client, keys, "r1"))["state"] == "pending"
