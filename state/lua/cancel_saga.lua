@@ -26,7 +26,7 @@ local saga, hist = KEYS[1], KEYS[2]
 local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
-if s[1] == STATE.COMPLETED then return {RC.WRONG_STATE, 'completed', s[2]} end
+if s[1] == STATE.COMPLETED then return {RC.WRONG_STATE, STATE.COMPLETED, s[2]} end
 if s[2] ~= ARGV[1] then return {RC.WRONG_STATE, 'step_moved', s[2]} end
 
 local now, record = now_ms(), s[5]

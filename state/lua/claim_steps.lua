@@ -19,7 +19,7 @@
 -- ARGV[7]  "1" to return the pages blob
 -- ARGV[8]  max attempts: a lease that expired on the last attempt dead-letters the saga
 --          (an executor that crashes on a record must not crash forever)
--- ARGV[9]  n: number of extra saga fields to return (e.g. "ckpt:parser")
+-- ARGV[9]  n: number of extra saga fields to return (e.g. "ckpt:parser"), at most 32
 -- ARGV[10..9+n] the extra field names
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
@@ -45,6 +45,7 @@ local lease_ms, op, maxlen = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local want_pages = ARGV[7] == '1'
 local max_attempts = tonumber(ARGV[8])
 local n_extra = tonumber(ARGV[9])
+if n_extra > 32 then return redis.error_reply('claim_steps: at most 32 extra fields') end
 local extra_fields = {}
 for j = 1, n_extra do extra_fields[j] = ARGV[9 + j] end
 local first_pair = 10 + n_extra
