@@ -13,6 +13,16 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    ConnectionError,
+    TimeoutError,
+)
+"""Errors after which the server may be back soon: re-send, do not give up."""
 
 
 def connect(url: str, *, cluster: bool = False, **options: Any) -> aioredis.Redis:

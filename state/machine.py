@@ -14,10 +14,8 @@ from typing import Any, TypeVar
 
 import anyio
 import msgspec
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-
 from saga.state.codes import RC, raise_for, to_code
+from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys
 from saga.state.limits import StateLimits
@@ -26,7 +24,6 @@ from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.scripts import evalsha, evalsha_many
 
 T = TypeVar("T")
-_TRANSIENT = (RedisConnectionError, RedisTimeoutError, ConnectionError, TimeoutError)
 _RESEND_DELAYS = (0.05, 0.2, 0.5, 1.0)
 
 
@@ -91,7 +88,7 @@ class StateMachine:
         for delay in _RESEND_DELAYS:
             try:
                 return await call()
-            except _TRANSIENT:
+            except TRANSIENT_ERRORS:
                 await anyio.sleep(delay)
         return await call()
 

@@ -71,3 +71,23 @@ async def trim_behind_readers(client: Any, keys: Keys, step: str, partition: int
 def _parse(entry_id: str) -> tuple[int, int]:
     ms, _, seq = entry_id.partition("-")
     return int(ms or 0), int(seq or 0)
+
+
+async def prune_consumers(
+    client: Any, stream: str, *, keep: str, idle_ms: int = 3_600_000, limit: int = 20
+) -> int:
+    """Delete consumers left by dead pods, only when their pending list is empty
+    (deleting a consumer with pending entries would drop them from the group)."""
+    try:
+        consumers = await client.xinfo_consumers(stream, GROUP)
+    except ResponseError:
+        return 0
+    removed = 0
+    for c in consumers:
+        name = text(c.get("name") or c.get(b"name"))
+        pending = int(c.get("pending") or c.get(b"pending") or 0)
+        idle = int(c.get("idle") or c.get(b"idle") or 0)
+        if name != keep and pending == 0 and idle >= idle_ms and removed < limit:
+            await client.xgroup_delconsumer(stream, GROUP, name)
+            removed += 1
+    return removed

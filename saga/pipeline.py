@@ -1,0 +1,119 @@
+"""A pipeline is data: an ordered tuple of step specs.
+
+The document pipeline is router → parser → grouper. Other packages add steps
+through the ``saga.steps`` entry-point group: each entry point names a
+``StepRegistration`` (or a callable returning one) saying which step it goes
+after. Adding an ``enricher`` takes a function, a registration and a
+deployment — no change to the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field, replace
+from importlib.metadata import entry_points
+from typing import Any
+
+from saga.retry import RetryPolicy
+from saga.state.ids import validate_step
+
+ENTRY_POINT_GROUP = "saga.steps"
+StepFn = Callable[[Any, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """Everything the executor needs to run one step."""
+
+    name: str
+    fn: StepFn
+    input_type: type
+    output_type: type
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_s: float = 300.0
+    """An attempt running longer is cancelled (a retryable StepTimeoutError)."""
+    lease_s: float = 60.0
+    """A claim not renewed for this long may be taken over by another worker."""
+    concurrency: int = 8
+    loads_pages: bool = False
+    """The claim returns the record's pages blob (one round trip, no extra read)."""
+    deletes_pages: bool = False
+    """The commit deletes the pages blob (it is no longer needed)."""
+
+    def __post_init__(self) -> None:
+        validate_step(self.name)
+        if self.lease_s <= 0 or self.timeout_s <= 0 or self.concurrency < 1:
+            raise ValueError(f"step {self.name!r}: lease, timeout and concurrency must be > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class StepRegistration:
+    """What an entry point contributes: a step and the step it runs after."""
+
+    spec: StepSpec
+    after: str
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    steps: tuple[StepSpec, ...]
+
+    def __post_init__(self) -> None:
+        names = [s.name for s in self.steps]
+        if not names:
+            raise ValueError("a pipeline needs at least one step")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate step names in {names}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.steps)
+
+    @property
+    def first(self) -> StepSpec:
+        return self.steps[0]
+
+    def get(self, name: str) -> StepSpec:
+        for spec in self.steps:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"unknown step {name!r}; the pipeline has {', '.join(self.names)}")
+
+    def next_of(self, name: str) -> str:
+        """The step after ``name``, or "" for the last."""
+        i = self.names.index(self.get(name).name)
+        return self.steps[i + 1].name if i + 1 < len(self.steps) else ""
+
+    def prev_of(self, name: str) -> str:
+        """The step whose output is ``name``'s input ("_input" for the first)."""
+        i = self.names.index(self.get(name).name)
+        return self.steps[i - 1].name if i > 0 else "_input"
+
+    def insert_after(self, after: str, spec: StepSpec) -> Pipeline:
+        i = self.names.index(self.get(after).name)
+        return Pipeline((*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
+
+    def with_overrides(self, overrides: Callable[[StepSpec], StepSpec]) -> Pipeline:
+        return Pipeline(tuple(overrides(s) for s in self.steps))
+
+
+def with_registrations(pipeline: Pipeline, regs: Iterable[StepRegistration]) -> Pipeline:
+    for reg in regs:
+        pipeline = pipeline.insert_after(reg.after, reg.spec)
+    return pipeline
+
+
+def discovered_registrations() -> list[StepRegistration]:
+    """Step registrations from installed packages (entry-point group ``saga.steps``)."""
+    regs = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        obj = ep.load()
+        reg = obj() if callable(obj) and not isinstance(obj, StepRegistration) else obj
+        if not isinstance(reg, StepRegistration):
+            raise TypeError(f"entry point {ep.name!r} did not give a StepRegistration")
+        regs.append(reg)
+    return regs
+
+
+def spec_with(spec: StepSpec, **changes: Any) -> StepSpec:
+    return replace(spec, **{k: v for k, v in changes.items() if v is not None})

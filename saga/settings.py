@@ -1,0 +1,192 @@
+"""One frozen settings struct, read from the environment in one function.
+
+Nothing reads the environment elsewhere, and nothing reads it at import time:
+``load_settings()`` is called by the CLI and passed down explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from saga.state.limits import StateLimits
+from saga.steps.config import ExtractorKind, StepConfig
+
+
+class SettingsError(ValueError):
+    """An environment variable has a value saga cannot use."""
+
+
+class StepSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Per-step overrides: ``SAGA_<STEP>_CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE``."""
+
+    concurrency: int | None = None
+    """Attempts of this step one worker runs at once."""
+    max_attempts: int | None = None
+    """Attempts before the saga is dead-lettered at this step."""
+    timeout_s: float | None = None
+    """An attempt running longer is cancelled and counts as a retryable failure."""
+    lease_s: float | None = None
+    """How long a claim holds without a heartbeat before another worker may take it."""
+
+
+class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
+    failures: int = 5
+    """Failures within ``window_s`` that open a dependency's circuit."""
+    window_s: float = 30.0
+    cooldown_s: float = 30.0
+    """How long an open circuit waits before letting one probe through."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    redis_url: str | None = None
+    """``REDIS_URL``; unset starts (or reuses) the embedded server under ``data_dir``."""
+    redis_ca_file: str | None = None
+    """``SAGA_REDIS_CA_FILE``: CA bundle for ``rediss://``."""
+    cluster: bool = False
+    """``SAGA_REDIS_CLUSTER``: talk to Redis Cluster (one slot per partition)."""
+    data_dir: Path = Path(".saga-data")
+    partitions: int = 1
+    """``SAGA_PARTITIONS``: hash-tag partitions of the record space."""
+    key_prefix: str = "saga"
+    document_source: str = ""
+    """``SAGA_DOCUMENT_SOURCE``: template resolving a record's document, ``{record_id}``."""
+    health_port: int = 8080
+    log_format: str = "console"
+    log_level: str = "info"
+    billing_url: str = ""
+    llm_model: str = "openai/gpt-4o-mini"
+    llm_api_base: str = ""
+    llm_api_key: str = ""
+    """A single key for every user when no billing service is configured (secret)."""
+    llm_timeout_s: float = 60.0
+    llm_mock_response: str = ""
+    """Offline demos and tests: litellm's ``mock_response`` for every call."""
+    parser: ExtractorKind = ExtractorKind.RULES
+    drain_s: float = 30.0
+    """On SIGTERM, how long in-flight steps may take to finish and commit."""
+    read_batch: int = 50
+    block_ms: int = 1000
+    promote_interval_s: float = 1.0
+    recovery_interval_s: float = 10.0
+    metrics_by_user: bool = False
+    steps: dict[str, StepSettings] = {}
+    limits: StateLimits = StateLimits()
+    step_config: StepConfig = StepConfig()
+    breaker: BreakerSettings = BreakerSettings()
+
+    def for_step(self, name: str) -> StepSettings:
+        return self.steps.get(name, StepSettings())
+
+    def masked(self) -> dict[str, object]:
+        """The effective settings with secrets masked (``saga config``)."""
+        data = msgspec.to_builtins(self)
+        if data.get("llm_api_key"):
+            data["llm_api_key"] = "***"
+        if data.get("redis_url"):
+            data["redis_url"] = re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", data["redis_url"])
+        return data
+
+
+_STEP_VAR = re.compile(r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE)")
+_STEP_FIELD = {
+    "CONCURRENCY": "concurrency",
+    "MAX_ATTEMPTS": "max_attempts",
+    "TIMEOUT": "timeout_s",
+    "LEASE": "lease_s",
+}
+
+
+def _default_data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("saga", appauthor=False))
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Read every ``SAGA_*`` variable (and ``REDIS_URL``) into one Settings."""
+    env = os.environ if env is None else env
+
+    def get(name: str, default: str = "") -> str:
+        return env.get(name, default).strip()
+
+    def num(name: str, default: float, kind: type = float) -> float:
+        raw = get(name)
+        if not raw:
+            return default
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise SettingsError(f"{name}={raw!r} is not a number") from None
+        if value < 0:
+            raise SettingsError(f"{name}={raw!r} must not be negative")
+        return value  # type: ignore[no-any-return]
+
+    def flag(name: str) -> bool:
+        return get(name).lower() in ("1", "true", "yes", "on")
+
+    steps: dict[str, dict[str, float]] = {}
+    for name, value in env.items():
+        m = _STEP_VAR.fullmatch(name)
+        if m and value.strip():
+            kind = int if m.group(2) in ("CONCURRENCY", "MAX_ATTEMPTS") else float
+            steps.setdefault(m.group(1).lower(), {})[_STEP_FIELD[m.group(2)]] = num(name, 0, kind)
+    log_format = get("SAGA_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
+    if log_format not in ("json", "console"):
+        raise SettingsError(f"SAGA_LOG_FORMAT={log_format!r} must be json or console")
+    parser = get("SAGA_PARSER", "rules")
+    if parser not in ("rules", "llm"):
+        raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
+    try:
+        return Settings(
+            redis_url=get("REDIS_URL") or None,
+            redis_ca_file=get("SAGA_REDIS_CA_FILE") or None,
+            cluster=flag("SAGA_REDIS_CLUSTER"),
+            data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
+            partitions=int(num("SAGA_PARTITIONS", 1, int)),
+            key_prefix=get("SAGA_KEY_PREFIX", "saga"),
+            document_source=get("SAGA_DOCUMENT_SOURCE"),
+            health_port=int(num("SAGA_HEALTH_PORT", 8080, int)),
+            log_format=log_format,
+            log_level=get("SAGA_LOG_LEVEL", "info").lower(),
+            billing_url=get("SAGA_BILLING_URL"),
+            llm_model=get("SAGA_LLM_MODEL", "openai/gpt-4o-mini"),
+            llm_api_base=get("SAGA_LLM_API_BASE"),
+            llm_api_key=get("SAGA_LLM_API_KEY"),
+            llm_timeout_s=num("SAGA_LLM_TIMEOUT", 60.0),
+            llm_mock_response=get("SAGA_LLM_MOCK_RESPONSE"),
+            parser=ExtractorKind(parser),
+            drain_s=num("SAGA_DRAIN_SECONDS", 30.0),
+            read_batch=int(num("SAGA_READ_BATCH", 50, int)),
+            block_ms=int(num("SAGA_BLOCK_MS", 1000, int)),
+            promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),
+            recovery_interval_s=num("SAGA_RECOVERY_INTERVAL", 10.0),
+            metrics_by_user=flag("SAGA_METRICS_BY_USER"),
+            steps={k: msgspec.convert(v, StepSettings) for k, v in steps.items()},
+            limits=StateLimits(
+                history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
+                pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
+                retention_s=int(num("SAGA_RETENTION_DAYS", 7.0) * 86400),
+                claim_batch=int(num("SAGA_READ_BATCH", 50, int)),
+            ),
+            step_config=StepConfig(
+                max_document_bytes=int(num("SAGA_MAX_DOCUMENT_BYTES", 20 * 1024 * 1024, int)),
+                max_pages=int(num("SAGA_MAX_PAGES", 200, int)),
+                max_chars_per_page=int(num("SAGA_MAX_CHARS_PER_PAGE", 20_000, int)),
+                extractor=ExtractorKind(parser),
+                llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
+                max_output_bytes=int(num("SAGA_MAX_OUTPUT_BYTES", 512 * 1024, int)),
+            ),
+            breaker=BreakerSettings(
+                failures=int(num("SAGA_BREAKER_FAILURES", 5, int)),
+                window_s=num("SAGA_BREAKER_WINDOW", 30.0),
+                cooldown_s=num("SAGA_BREAKER_COOLDOWN", 30.0),
+            ),
+        )
+    except msgspec.ValidationError as exc:
+        raise SettingsError(str(exc)) from None

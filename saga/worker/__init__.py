@@ -1,0 +1,1 @@
+"""The step executor: ``saga worker <step>...`` (reader, pool, recovery, promoter, health)."""

@@ -1,0 +1,188 @@
+"""Running one attempt: decode input, run the step under a timeout with lease
+heartbeats, then commit or fail it through the committer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+
+from saga.pipeline import Pipeline, StepSpec
+from saga.retry import decide
+from saga.settings import Settings
+from saga.state.codes import RC
+from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.errors import LeaseLostError
+from saga.state.machine import CommitRequest, FailRequest, Outcome, StateMachine
+from saga.state.model import Claim, FailAction
+from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
+from saga.worker.committer import Committer
+from saga.worker.context import AttemptContext
+from saga.worker.observer import Observer
+from saga.worker.ports import Ports
+
+log = structlog.get_logger("saga.worker")
+
+
+@dataclass
+class AttemptRunner:
+    """Shared by every attempt of one executor."""
+
+    sm: StateMachine
+    pipeline: Pipeline
+    settings: Settings
+    committer: Committer
+    ports: Ports
+    worker: str
+    observer: Observer
+
+    async def run(self, spec: StepSpec, claim: Claim) -> Outcome | None:
+        """Run and finish one attempt. Returns None when the attempt was fenced
+        mid-step or cancelled by a drain (then nothing is acknowledged)."""
+        bound = log.bind(
+            record_id=claim.record_id,
+            user_id=claim.user_id,
+            step=claim.step,
+            attempt=claim.attempt,
+            epoch=claim.epoch,
+            worker=self.worker,
+        )
+        bound.info("step_claimed", lease_until_ms=claim.lease_until_ms)
+        attempt_ports = self.ports.for_attempt(claim)
+        lease_lost = anyio.Event()
+        started = time.monotonic()
+
+        async def heartbeat() -> None:
+            await self.sm.heartbeat(claim, worker=self.worker, lease_ms=int(spec.lease_s * 1000))
+
+        ctx = AttemptContext(
+            claim=claim,
+            log=bound,
+            documents=self.ports.documents,
+            llm=attempt_ports.llm,
+            config=self.settings.step_config,
+            _heartbeat=heartbeat,
+        )
+        req: CommitRequest | FailRequest
+        with anyio.CancelScope() as scope:
+            try:
+                output = await self._execute(spec, ctx, scope, lease_lost, heartbeat)
+                req = self._commit_request(spec, ctx, output)
+            except Exception as exc:  # the step failed: decide what happens next
+                req = self._fail_request(spec, claim, exc)
+        if scope.cancelled_caught:
+            if lease_lost.is_set():
+                bound.warning("lease_lost", duration_seconds=time.monotonic() - started)
+                self.observer.fenced(spec.name)
+            return None
+        usd, tokens = attempt_ports.cost()
+        req = msgspec.structs.replace(req, cost=usd, tokens=tokens, worker=self.worker)
+        outcome = await self.committer.submit(claim, req)
+        self._report(bound, spec, claim, req, outcome, time.monotonic() - started, usd, tokens)
+        return outcome
+
+    async def _execute(
+        self,
+        spec: StepSpec,
+        ctx: AttemptContext,
+        scope: anyio.CancelScope,
+        lease_lost: anyio.Event,
+        heartbeat: Any,
+    ) -> bytes:
+        try:
+            inp = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
+        except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
+            raise InvalidInputError(f"input of step {spec.name!r} is invalid: {exc}") from None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._heartbeats, spec, ctx, scope, lease_lost, heartbeat)
+            try:
+                with anyio.fail_after(spec.timeout_s):
+                    result = await spec.fn(ctx, inp)
+            except TimeoutError:
+                raise StepTimeoutError(
+                    f"step {spec.name!r} ran past its timeout of {spec.timeout_s:g}s"
+                ) from None
+            finally:
+                tg.cancel_scope.cancel()
+        output = msgspec.json.encode(result)
+        limit = self.settings.step_config.max_output_bytes
+        if len(output) > limit:
+            raise PayloadTooLargeError(f"output of step {spec.name!r} (bytes)", len(output), limit)
+        return output
+
+    async def _heartbeats(
+        self,
+        spec: StepSpec,
+        ctx: AttemptContext,
+        scope: anyio.CancelScope,
+        lease_lost: anyio.Event,
+        heartbeat: Any,
+    ) -> None:
+        """Renew the lease every third of it; a stale token stops the step at once."""
+        while True:
+            await anyio.sleep(spec.lease_s / 3)
+            try:
+                await heartbeat()
+            except LeaseLostError:
+                lease_lost.set()
+                scope.cancel()
+                return
+            except TRANSIENT_ERRORS as exc:
+                ctx.log.warning("heartbeat_failed", error=type(exc).__name__)
+
+    def _commit_request(self, spec: StepSpec, ctx: AttemptContext, output: bytes) -> CommitRequest:
+        return CommitRequest(
+            output=output,
+            next_step=self.pipeline.next_of(spec.name),
+            pages=ctx.staged_pages,
+            delete_pages=spec.deletes_pages,
+        )
+
+    def _fail_request(self, spec: StepSpec, claim: Claim, exc: Exception) -> FailRequest:
+        d = decide(exc, claim.attempt, spec.retry, now=time.time())
+        return FailRequest(
+            action=d.action,
+            delay_ms=d.delay_ms,
+            error_class=d.error_class,
+            error_message=d.message,
+        )
+
+    def _report(
+        self,
+        bound: Any,
+        spec: StepSpec,
+        claim: Claim,
+        req: CommitRequest | FailRequest,
+        outcome: Outcome,
+        duration: float,
+        usd: float,
+        tokens: int,
+    ) -> None:
+        if usd or tokens:
+            self.observer.cost(spec.name, claim.user_id, usd, tokens)
+        if outcome.code == RC.LEASE_LOST:
+            bound.warning("lease_lost", duration_seconds=duration, state=outcome.state)
+            self.observer.fenced(spec.name)
+            return
+        if isinstance(req, CommitRequest):
+            bound.info(
+                "step_committed", duration_seconds=round(duration, 6), next_step=req.next_step,
+                cost_usd=usd, duplicate=outcome.code == RC.DUPLICATE,
+            )  # fmt: skip
+            self.observer.committed(spec.name, duration)
+            return
+        event = {
+            FailAction.RETRY: "retry_scheduled",
+            FailAction.PARK: "step_parked",
+            FailAction.DEAD: "dead_lettered",
+        }[req.action]
+        bound.warning(
+            "step_failed", duration_seconds=round(duration, 6), error_class=req.error_class,
+            error=req.error_message, action=req.action.value,
+        )  # fmt: skip
+        bound.info(event, delay_ms=req.delay_ms)
+        self.observer.failed(spec.name, req.action.value, duration)

@@ -1,0 +1,63 @@
+"""The StepContext handed to a step for one attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from saga.state.model import Claim
+from saga.steps.config import StepConfig
+from saga.steps.context import LLM, DocumentSource
+
+
+@dataclass
+class AttemptContext:
+    """Implements ``saga.steps.context.StepContext`` over a claim."""
+
+    claim: Claim
+    log: Any
+    documents: DocumentSource
+    llm: LLM | None
+    config: StepConfig
+    _heartbeat: Callable[[], Awaitable[None]]
+    staged_pages: bytes | None = field(default=None, init=False)
+    _pages: list[str] | None = field(default=None, init=False)
+
+    @property
+    def record_id(self) -> str:
+        return self.claim.record_id
+
+    @property
+    def user_id(self) -> str:
+        return self.claim.user_id
+
+    @property
+    def step(self) -> str:
+        return self.claim.step
+
+    @property
+    def attempt(self) -> int:
+        return self.claim.attempt
+
+    @property
+    def epoch(self) -> int:
+        return self.claim.epoch
+
+    @property
+    def idempotency_key(self) -> str:
+        return self.claim.idempotency_key
+
+    @property
+    def pages(self) -> list[str] | None:
+        if self._pages is None and self.claim.pages is not None:
+            self._pages = msgspec.json.decode(self.claim.pages, type=list[str])
+        return self._pages
+
+    def store_pages(self, pages: list[str]) -> None:
+        self.staged_pages = msgspec.json.encode(pages)
+
+    async def heartbeat(self) -> None:
+        await self._heartbeat()

@@ -1,0 +1,281 @@
+"""The executor: reads its steps' streams in batches, claims a batch per script
+call, runs up to ``concurrency`` attempts per step, recovers idle entries,
+promotes due retries, keeps the streams trimmed, and drains on SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import structlog
+
+from saga.pipeline import Pipeline, StepSpec
+from saga.settings import Settings
+from saga.state import recovery, streams
+from saga.state.codes import RC
+from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.keys import GROUP, Keys
+from saga.state.machine import StateMachine
+from saga.state.scripts import ensure_loaded
+from saga.worker.attempt import AttemptRunner
+from saga.worker.committer import Committer
+from saga.worker.entries import Malformed, parse_entry
+from saga.worker.health import HealthState
+from saga.worker.observer import Observer
+from saga.worker.ports import Ports
+from saga.worker.slots import Slots
+
+log = structlog.get_logger("saga.worker")
+
+
+class Executor:
+    def __init__(
+        self,
+        *,
+        client: Any,
+        keys: Keys,
+        settings: Settings,
+        pipeline: Pipeline,
+        steps: Sequence[str],
+        ports: Ports,
+        worker: str,
+        observer: Observer | None = None,
+        health: HealthState | None = None,
+    ) -> None:
+        self.client, self.keys, self.settings = client, keys, settings
+        self.specs = [pipeline.get(s) for s in steps]
+        self.worker = worker
+        self.sm = StateMachine(client, keys, settings.limits)
+        self.health = health or HealthState()
+        self.observer = observer or Observer()
+        self.committer = Committer(self.sm, self.health)
+        self.runner = AttemptRunner(
+            self.sm, pipeline, settings, self.committer, ports, worker, self.observer
+        )
+        self.slots = {s.name: Slots(s.concurrency) for s in self.specs}
+        self.stopping = anyio.Event()
+        self._inflight: set[tuple[str, int, str]] = set()
+        self._all_idle = anyio.Event()
+        self._clock_offset_ms = 0
+
+    # -- lifecycle ------------------------------------------------------------
+    async def run(self) -> None:
+        """Run until ``stop()`` (or SIGTERM/SIGINT via ``run_with_signals``), then drain."""
+        await self._prepare()
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(self.committer.run)
+            async with anyio.create_task_group() as attempts:
+                self._attempts = attempts
+                async with anyio.create_task_group() as loops:
+                    for spec in self.specs:
+                        loops.start_soon(self._read_loop, spec)
+                    loops.start_soon(self._every, "recovery", self.settings.recovery_interval_s,
+                                     self._recover_once)  # fmt: skip
+                    loops.start_soon(self._every, "promote", self.settings.promote_interval_s,
+                                     self._promote_once)  # fmt: skip
+                    loops.start_soon(self._every, "maintenance", 60.0, self._maintain_once)
+                    await self.stopping.wait()
+                    loops.cancel_scope.cancel()
+                await self._drain(attempts)
+            self.committer.close()
+        log.info("worker_stopped", worker=self.worker)
+
+    def stop(self) -> None:
+        if not self.stopping.is_set():
+            log.info("worker_draining", worker=self.worker, inflight=len(self._inflight))
+            self.health.draining = True
+            self.stopping.set()
+
+    async def run_with_signals(self) -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    async for _ in signals:
+                        self.stop()
+
+            tg.start_soon(watch)
+            await self.run()
+            tg.cancel_scope.cancel()
+
+    async def _drain(self, attempts: anyio.abc.TaskGroup) -> None:
+        """Let in-flight attempts finish within the grace period; cancel the rest,
+        unacknowledged, so another executor reclaims them."""
+        if self._inflight:
+            with anyio.move_on_after(self.settings.drain_s):
+                while self._inflight:
+                    self._all_idle = anyio.Event()
+                    await self._all_idle.wait()
+        if self._inflight:
+            log.warning("drain_timeout", left_unacknowledged=len(self._inflight))
+        attempts.cancel_scope.cancel()
+
+    async def _prepare(self) -> None:
+        """Load scripts and create groups, retrying (at most ~1/s) until Redis answers."""
+        delay = 0.1
+        while True:
+            try:
+                await ensure_loaded(self.client)
+                self.health.scripts_loaded = True
+                await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
+                self.health.groups_present = True
+                await self._sync_clock()
+                self.health.redis_up()
+                log.info("worker_started", worker=self.worker, steps=[s.name for s in self.specs])
+                return
+            except TRANSIENT_ERRORS as exc:
+                self.health.redis_down(exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    # -- reading and claiming ---------------------------------------------------
+    async def _read_loop(self, spec: StepSpec) -> None:
+        slots = self.slots[spec.name]
+        streams_of = {self.keys.ready(p, spec.name): p for p in self.keys.all_partitions()}
+        groups = (
+            [{s: ">"} for s in streams_of] if self.settings.cluster else [dict.fromkeys(streams_of, ">")]
+        )
+        delay = 0.1
+        while True:
+            self.health.tick(f"read:{spec.name}")
+            await slots.wait_free()
+            for group in groups:
+                n = slots.reserve(self.settings.read_batch)
+                if n == 0:
+                    break
+                try:
+                    reply = await self.client.xreadgroup(
+                        GROUP, self.worker, group, count=n, block=self.settings.block_ms
+                    )
+                    delay = 0.1
+                except TRANSIENT_ERRORS as exc:
+                    slots.release(n)
+                    self.health.redis_down(exc)
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, 1.0)
+                    continue
+                self.health.redis_up()
+                got = 0
+                for stream, entries in reply or []:
+                    name = stream.decode() if isinstance(stream, bytes) else stream
+                    got += await self._claim_and_run(spec, streams_of[name], entries, n - got)
+                slots.release(n - got)
+
+    async def _claim_and_run(
+        self, spec: StepSpec, partition: int, entries: list[Any], reserved: int
+    ) -> int:
+        """Claim entries (already read) and start their attempts; returns slots used."""
+        pairs = []
+        for raw_id, fields in entries:
+            entry_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
+            parsed = parse_entry(entry_id, fields)
+            if isinstance(parsed, Malformed):
+                await recovery.quarantine(self.sm, spec.name, partition, entry_id, parsed.reason,
+                                          fields or {})  # fmt: skip
+                log.warning("entry_quarantined", step=spec.name, entry=entry_id, reason=parsed.reason)
+                self.observer.quarantined(spec.name)
+            elif (spec.name, partition, entry_id) not in self._inflight:
+                pairs.append((entry_id, parsed.record_id))
+        used = 0
+        for i in range(0, len(pairs), 100):
+            outcomes = await self.sm.claim(
+                spec.name, partition, pairs[i : i + 100], worker=self.worker,
+                lease_ms=int(spec.lease_s * 1000), max_attempts=spec.retry.max_attempts,
+                load_pages=spec.loads_pages,
+            )  # fmt: skip
+            for out in outcomes:
+                if out.code in (RC.OK, RC.DUPLICATE) and out.claim:
+                    used += 1
+                    self._start(spec, partition, out.claim)
+                elif out.code not in (RC.OK, RC.DUPLICATE):
+                    self._log_refused(spec, out.code, out.entry_id, out.record_id, out.detail)
+        self.observer.claimed(spec.name, used)
+        return used
+
+    def _start(self, spec: StepSpec, partition: int, claim: Any) -> None:
+        # Entry ids are per stream: two steps' streams can hold the same id.
+        key = (spec.name, partition, claim.entry_id)
+        self._inflight.add(key)
+
+        async def attempt() -> None:
+            try:
+                await self.runner.run(spec, claim)
+            except TRANSIENT_ERRORS as exc:  # the step stays pending: recovery re-runs it
+                log.warning("attempt_abandoned", record_id=claim.record_id, error=type(exc).__name__)
+            finally:
+                self._inflight.discard(key)
+                self.slots[spec.name].release(1)
+                if not self._inflight:
+                    self._all_idle.set()
+
+        self._attempts.start_soon(attempt)
+
+    def _log_refused(self, spec: StepSpec, code: RC, entry: str, record: str, detail: str) -> None:
+        event = {
+            RC.NOT_FOUND: "entry_quarantined",
+            RC.STALE_ENTRY: "stale_entry_dropped",
+            RC.LEASE_HELD: "lease_held_elsewhere",
+            RC.DEAD_LETTERED: "dead_lettered",
+            RC.SCHEMA_NEWER: "saga_from_newer_release",
+        }.get(code, "claim_refused")
+        level = log.debug if code in (RC.STALE_ENTRY, RC.LEASE_HELD) else log.warning
+        level(event, step=spec.name, entry=entry, record_id=record, detail=detail)
+
+    # -- periodic work ----------------------------------------------------------
+    async def _every(self, name: str, interval: float, fn: Any) -> None:
+        while True:
+            self.health.tick(name)
+            try:
+                await fn()
+            except TRANSIENT_ERRORS as exc:
+                self.health.redis_down(exc)
+            await anyio.sleep(interval)
+
+    async def _recover_once(self) -> None:
+        """Take over entries idle past the lease (their worker died) and re-run them."""
+        for spec in self.specs:
+            slots = self.slots[spec.name]
+            for p in self.keys.all_partitions():
+                n = slots.reserve(50)
+                if n == 0:
+                    break
+                got = 0
+                try:
+                    rec = await recovery.recover_idle(
+                        self.sm, spec.name, p, worker=self.worker,
+                        min_idle_ms=int(spec.lease_s * 1000) + 1000, count=n,
+                    )  # fmt: skip
+                    for lost in rec.deleted:
+                        log.error("entry_lost", step=spec.name, entry=lost, partition=p)
+                    if rec.entries:
+                        log.info("entries_recovered", step=spec.name, count=len(rec.entries))
+                        got = await self._claim_and_run(spec, p, rec.entries, n)
+                finally:
+                    slots.release(n - got)
+
+    async def _promote_once(self) -> None:
+        now = time.time() * 1000 + self._clock_offset_ms
+        for spec in self.specs:
+            for p in self.keys.all_partitions():
+                cands = await self.sm.due_candidates(spec.name, p, 100)
+                due = [rid for rid, at in cands if at <= now + 50]
+                if due:
+                    promoted, _ = await self.sm.promote(spec.name, p, due)
+                    if promoted:
+                        log.debug("retries_promoted", step=spec.name, count=promoted)
+
+    async def _maintain_once(self) -> None:
+        await self._sync_clock()
+        for spec in self.specs:
+            for p in self.keys.all_partitions():
+                await streams.trim_behind_readers(self.client, self.keys, spec.name, p)
+                await streams.prune_consumers(
+                    self.client, self.keys.ready(p, spec.name), keep=self.worker
+                )
+
+    async def _sync_clock(self) -> None:
+        secs, micros = await self.client.time()
+        self._clock_offset_ms = int(secs * 1000 + micros // 1000 - time.time() * 1000)

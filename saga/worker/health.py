@@ -1,0 +1,106 @@
+"""Health of one executor, and the tiny HTTP server that reports it.
+
+``/livez``: the loops are alive and not stuck (a Redis outage is not a reason
+to restart a pod). ``/readyz``: Redis reachable, scripts loaded, groups present.
+``/metrics``: Prometheus text from the metrics hook.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import anyio
+import structlog
+from anyio.abc import SocketStream
+
+log = structlog.get_logger("saga.worker")
+
+
+class HealthState:
+    def __init__(self, stuck_after_s: float = 60.0) -> None:
+        self.redis_ok = False
+        self.scripts_loaded = False
+        self.groups_present = False
+        self.draining = False
+        self.stuck_after_s = stuck_after_s
+        self._ticks: dict[str, float] = {}
+        self.last_error = ""
+
+    def tick(self, loop: str) -> None:
+        self._ticks[loop] = time.monotonic()
+
+    def redis_down(self, exc: BaseException) -> None:
+        if self.redis_ok:
+            log.warning("redis_unreachable", error=type(exc).__name__)
+        self.redis_ok = False
+        self.last_error = type(exc).__name__
+
+    def redis_up(self) -> None:
+        if not self.redis_ok and self.scripts_loaded:
+            log.info("redis_reachable")
+        self.redis_ok = True
+
+    def live(self) -> tuple[bool, str]:
+        now = time.monotonic()
+        stale = [n for n, t in self._ticks.items() if now - t > self.stuck_after_s]
+        return (not stale, f"stuck: {', '.join(stale)}" if stale else "ok")
+
+    def ready(self) -> tuple[bool, str]:
+        if self.draining:
+            return False, "draining"
+        if not self.redis_ok:
+            return False, f"redis unreachable ({self.last_error or 'not connected yet'})"
+        if not self.scripts_loaded:
+            return False, "scripts not loaded"
+        if not self.groups_present:
+            return False, "consumer groups missing"
+        return True, "ok"
+
+
+async def serve_health(
+    state: HealthState,
+    port: int,
+    metrics: Callable[[], str] | None = None,
+    *,
+    host: str = "0.0.0.0",
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled. ``port=0`` picks a free port (reported via task_status)."""
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port, reuse_port=False)
+    bound = listener.extra(anyio.abc.SocketAttribute.local_port)
+    task_status.started(bound)
+
+    async def handle(stream: SocketStream) -> None:
+        async with stream:
+            try:
+                with anyio.fail_after(5):
+                    request = await stream.receive(4096)
+            except (TimeoutError, anyio.EndOfStream, anyio.BrokenResourceError):
+                return
+            path = request.split(b" ", 2)[1].decode("latin-1") if b" " in request else "/"
+            code, body, ctype = _route(state, path.split("?")[0], metrics)
+            head = f"HTTP/1.1 {code}\r\nContent-Type: {ctype}\r\n"
+            head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            try:
+                await stream.send(head.encode() + body)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+
+    async with listener:
+        await listener.serve(handle)
+
+
+def _route(
+    state: HealthState, path: str, metrics: Callable[[], str] | None
+) -> tuple[str, bytes, str]:
+    if path == "/livez":
+        ok, why = state.live()
+    elif path == "/readyz":
+        ok, why = state.ready()
+    elif path == "/metrics":
+        text = metrics() if metrics else ""
+        return "200 OK", text.encode(), "text/plain; version=0.0.4; charset=utf-8"
+    else:
+        return "404 Not Found", b"not found\n", "text/plain"
+    return ("200 OK" if ok else "503 Service Unavailable"), (why + "\n").encode(), "text/plain"
