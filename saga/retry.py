@@ -30,8 +30,8 @@ class RetryPolicy:
 def backoff_s(attempt: int, policy: RetryPolicy, rnd: random.Random | None = None) -> float:
     """``min(2^attempt * base, cap)`` seconds, plus up to ``jitter`` of it at random."""
     delay = min((2 ** max(attempt, 0)) * policy.base_s, policy.cap_s)
-    r = (rnd or random).random()
-    return delay + delay * policy.jitter * r
+    r: float = (rnd or random).random()
+    return float(delay + delay * policy.jitter * r)
 
 
 @dataclass(frozen=True, slots=True)

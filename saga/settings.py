@@ -85,11 +85,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
-        data = msgspec.to_builtins(self)
+        data: dict[str, object] = msgspec.to_builtins(self)
         if data.get("llm_api_key"):
             data["llm_api_key"] = "***"
-        if data.get("redis_url"):
-            data["redis_url"] = re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", data["redis_url"])
+        url = data.get("redis_url")
+        if isinstance(url, str):
+            data["redis_url"] = re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", url)
         return data
 
 

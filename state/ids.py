@@ -23,15 +23,21 @@ def validate_id(value: object, what: str = "record_id") -> str:
     if not value:
         raise InvalidIdError(f"{what} is empty")
     if len(value) > MAX_ID_LENGTH:
-        raise InvalidIdError(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+        raise InvalidIdError(
+            f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}"
+        )
     if _ID.fullmatch(value) is None:
-        bad = next((c for c in value if not (c.isascii() and (c.isalnum() or c in "._:@+=-"))), None)
+        bad = next((c for c in value if not _allowed(c)), None)
         if bad is None:
             raise InvalidIdError(f"{what} {value!r} must start with a letter or digit")
         raise InvalidIdError(
             f"{what} {value!r} contains {bad!r}; allowed are letters, digits and . _ : @ + = -"
         )
     return value
+
+
+def _allowed(c: str) -> bool:
+    return c.isascii() and (c.isalnum() or c in "._:@+=-")
 
 
 def validate_step(name: object) -> str:

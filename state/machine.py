@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import anyio
 import msgspec
+
 from saga.state.codes import RC, raise_for, to_code
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.ids import validate_id, validate_step
@@ -119,7 +120,7 @@ class StateMachine:
             k.user_index(p, user_id),
             *self._state_indexes(p),
         ]
-        args = [record_id, user_id, first_step, input_json, document, trace]
+        args: list[Any] = [record_id, user_id, first_step, input_json, document, trace]
         args += [op or new_op(), self.limits.history_maxlen]
         reply = await self._resend(lambda: evalsha(self.client, "start_saga", keys, args))
         code = to_code(reply[0])
@@ -230,9 +231,8 @@ class StateMachine:
     ) -> list[Outcome]:
         """Commit or fail several attempts in one pipeline; each is its own atomic script."""
         calls = []
-        for claim, req in items:
-            if not req.op:
-                req = msgspec.structs.replace(req, op=new_op())
+        for claim, given in items:
+            req = given if given.op else msgspec.structs.replace(given, op=new_op())
             if isinstance(req, CommitRequest):
                 calls.append(self._commit_call(claim, req))
             else:

@@ -52,7 +52,7 @@ async def retry(
             k.dead(p, cur),
             *k.state_indexes(p),
         ]
-        args = [from_step, prev_step, cur, "1" if force else "0", GROUP, op]
+        args: list[object] = [from_step, prev_step, cur, "1" if force else "0", GROUP, op]
         args += [sm.limits.history_maxlen, actor]
         reply = await sm._resend(lambda: evalsha(sm.client, "retry_saga", keys, args))  # noqa: B023
         code = to_code(reply[0])

@@ -19,7 +19,7 @@ def text(value: Any) -> str:
 
 
 def num(value: Any) -> int:
-    if value is None or value == b"" or value == "":
+    if value is None or value in (b"", ""):
         return 0
     return int(float(value))
 

@@ -57,9 +57,6 @@ async def trim_behind_readers(client: Any, keys: Keys, step: str, partition: int
         pending = await client.xpending(stream, text(g.get("name") or g.get(b"name")))
         if pending and pending.get("pending"):
             candidate = min(candidate, _parse(text(pending["min"])))
-        else:
-            # Everything up to last-delivered is acknowledged: keep the last one itself.
-            candidate = candidate
         floor = candidate if floor is None else min(floor, candidate)
     if floor is None or floor == (0, 0):
         return 0

@@ -94,7 +94,7 @@ class AttemptRunner:
         heartbeat: Any,
     ) -> bytes:
         try:
-            inp = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
+            inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
             raise InvalidInputError(f"input of step {spec.name!r} is invalid: {exc}") from None
         async with anyio.create_task_group() as tg:

@@ -136,7 +136,9 @@ class Executor:
         slots = self.slots[spec.name]
         streams_of = {self.keys.ready(p, spec.name): p for p in self.keys.all_partitions()}
         groups = (
-            [{s: ">"} for s in streams_of] if self.settings.cluster else [dict.fromkeys(streams_of, ">")]
+            [{s: ">"} for s in streams_of]
+            if self.settings.cluster
+            else [dict.fromkeys(streams_of, ">")]
         )
         delay = 0.1
         while True:
@@ -175,7 +177,9 @@ class Executor:
             if isinstance(parsed, Malformed):
                 await recovery.quarantine(self.sm, spec.name, partition, entry_id, parsed.reason,
                                           fields or {})  # fmt: skip
-                log.warning("entry_quarantined", step=spec.name, entry=entry_id, reason=parsed.reason)
+                log.warning(
+                    "entry_quarantined", step=spec.name, entry=entry_id, reason=parsed.reason
+                )
                 self.observer.quarantined(spec.name)
             elif (spec.name, partition, entry_id) not in self._inflight:
                 pairs.append((entry_id, parsed.record_id))
@@ -204,7 +208,9 @@ class Executor:
             try:
                 await self.runner.run(spec, claim)
             except TRANSIENT_ERRORS as exc:  # the step stays pending: recovery re-runs it
-                log.warning("attempt_abandoned", record_id=claim.record_id, error=type(exc).__name__)
+                log.warning(
+                    "attempt_abandoned", record_id=claim.record_id, error=type(exc).__name__
+                )
             finally:
                 self._inflight.discard(key)
                 self.slots[spec.name].release(1)
