@@ -64,14 +64,18 @@ def split_cells(line: str) -> list[str]:
 
 
 def row_cells(header: Header, line: str) -> list[str]:
-    """Cells of a table row under ``header``; pipe rows keep their empty cells."""
+    """Cells of a table row under ``header``; pipe rows keep their empty cells.
+
+    A leading or trailing pipe is a border only when the row has more cells than
+    the header: ``| Folate | 12.0`` under five columns starts with an empty cell.
+    """
     if "|" not in line:
         return split_cells(line)
     cells = [cell.strip() for cell in line.strip().split("|")]
-    if line.strip().startswith("|"):
+    if len(cells) > header.width and not cells[0]:
         cells.pop(0)
     if len(cells) > header.width and not cells[-1]:
-        cells.pop()  # the closing border of "| a | b |"
+        cells.pop()
     return cells + [""] * (header.width - len(cells))
 
 

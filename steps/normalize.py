@@ -42,8 +42,6 @@ _FILLER = frozenset(
         "calc",
         "calculated",
         "measured",
-        "conc",
-        "concentration",
         "result",
     )
 )
