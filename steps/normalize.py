@@ -3,7 +3,8 @@
 ``normalize_name("Glycated Haemoglobin (HbA1c), serum")`` ->
 ``"glycated hemoglobin hba1c"``: accents folded, lower case, British spellings
 made American, units in brackets and filler words (serum, plasma, level...)
-dropped, punctuation turned into spaces. ``name_key`` also sorts the words, so
+dropped, punctuation turned into spaces, a few word abbreviations (Hb, Vit)
+spelled out. ``name_key`` also sorts the words, so
 ``Cholesterol, Total`` and ``Total cholesterol`` meet.
 """
 
@@ -26,6 +27,14 @@ _SPELLINGS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"glycosylated", "glycated"),
     )
 )
+# word-level abbreviations, so "Glycosylated Hb A1c" meets "Glycated hemoglobin A1c"
+_ABBREVIATIONS = {
+    "hb": "hemoglobin",
+    "hgb": "hemoglobin",
+    "vit": "vitamin",
+    "chol": "cholesterol",
+    "tot": "total",
+}
 # a bracket holding a unit: "(mg/dL)", "[%]", "(x10^9/L)"
 _UNIT_BRACKET = re.compile(r"[(\[][^)\]]*[/%^][^)\]]*[)\]]")
 _FILLER = frozenset(
@@ -54,7 +63,7 @@ def normalize_name(name: str) -> str:
     for pattern, replacement in _SPELLINGS:
         folded = pattern.sub(replacement, folded)
     words = re.sub(r"[^a-z0-9]+", " ", folded).split()
-    return " ".join(word for word in words if word not in _FILLER)
+    return " ".join(_ABBREVIATIONS.get(word, word) for word in words if word not in _FILLER)
 
 
 def name_key(name: str) -> str:

@@ -10,7 +10,7 @@ from saga.adapters.documents import DocumentFetcher
 from saga.samples import Sample, list_samples, load_expected
 from saga.steps.errors import InvalidInputError
 from saga.steps.grouper import group
-from saga.steps.models import Extraction, RouterInput
+from saga.steps.models import Extraction, ParserOutput, RouterInput
 from saga.steps.parser import parse
 from saga.steps.router import route
 from saga.steps.testing import make_context
@@ -74,8 +74,6 @@ async def test_followup_sample_groups_the_hba1c_family() -> None:
     sample = next(s for s in GOOD if s.name == "followup_mixed")
     extraction = load_expected(sample)
     assert extraction is not None
-    from saga.steps.models import ParserOutput
-
     out = await group(make_context(step="grouper"), ParserOutput.of(extraction))
     groups = {g.canonical_name: g.members for g in out.groups}
     assert groups["Hemoglobin A1c"] == ["Glycated haemoglobin", "HbA1c", "A1C"]
