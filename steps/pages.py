@@ -21,7 +21,7 @@ from saga.steps.errors import InvalidInputError, PayloadTooLargeError
 PDF_MAGIC = b"%PDF-"
 PDF_MEDIA_TYPE = "application/pdf"
 _MARKUP = frozenset({"text/html", "application/xhtml+xml", "text/xml", "application/xml"})
-_SPACE_RUN = re.compile(r"[ \u00a0]{2,}")
+_SPACE_RUN = re.compile(r" {2,}")
 
 
 def is_pdf(document: Document) -> bool:
@@ -117,7 +117,8 @@ def tidy(text: str) -> str:
     """Trim lines, squeeze space runs to two (a column break) and blank-line runs to one."""
     lines: list[str] = []
     for raw in text.split("\n"):
-        line = _SPACE_RUN.sub("  ", raw.replace("\t", "  ")).strip()
+        # a tab is a column break; a no-break space inside a name is just a space
+        line = _SPACE_RUN.sub("  ", raw.replace("\t", "  ").replace("\u00a0", " ")).strip()
         if line or (lines and lines[-1]):
             lines.append(line)
     while lines and not lines[-1]:
