@@ -116,3 +116,7 @@ class Keys:
 
     def scripts_version(self) -> str:
         return f"{self.prefix}:scripts:version"
+
+    def steps_registry(self) -> str:
+        """A set of every step name a worker or client has created groups for."""
+        return f"{self.prefix}:steps"

@@ -17,6 +17,7 @@ async def ensure_groups(client: Any, keys: Keys, steps: Iterable[str]) -> int:
     were new. At ID 0 a group created after the first XADD still sees every entry."""
     created = 0
     for step in steps:
+        await client.sadd(keys.steps_registry(), step)  # read by `saga top` and `saga dlq`
         for p in keys.all_partitions():
             try:
                 await client.xgroup_create(keys.ready(p, step), GROUP, id="0", mkstream=True)
