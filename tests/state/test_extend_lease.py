@@ -29,7 +29,7 @@ async def test_heartbeat_extends_lease_and_resets_entry_idle(sm: StateMachine, k
     stream = keys.ready(0, "router")
 
     async def idle_enough() -> bool:
-        return (await pending(sm.client, stream))[0]["idle"] >= 100
+        return bool((await pending(sm.client, stream))[0]["idle"] >= 100)
 
     await wait_until(idle_enough, what="entry idle >= 100 ms")
     t0 = await server_ms(sm.client)

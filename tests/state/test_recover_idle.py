@@ -21,7 +21,7 @@ async def test_recover_takes_over_entries_idle_past_min_idle(sm: StateMachine, k
     c = await claim_next(sm, "router", "w-a")
 
     async def idle_enough() -> bool:
-        return (await pending(sm.client, stream))[0]["idle"] >= 80
+        return bool((await pending(sm.client, stream))[0]["idle"] >= 80)
 
     await wait_until(idle_enough, what="entry idle >= 80 ms")
     await sm.start("r2", "u1", "router")

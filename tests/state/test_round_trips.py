@@ -8,6 +8,7 @@ script calls count there too: that is server work, not round trips).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -96,11 +97,11 @@ async def test_round_trips_of_one_full_saga(meter: Meter, keys: Keys) -> None:
         costs[f"{step}: claim"] = await meter.cost(claim)
         c = box["claim"]
         costs[f"{step}: heartbeat"] = await meter.cost(
-            lambda c=c: sm.heartbeat(c, worker="w-a", lease_ms=60_000)
+            functools.partial(sm.heartbeat, c, worker="w-a", lease_ms=60_000)
         )
         nxt = {"router": "parser", "parser": "grouper", "grouper": ""}[step]
         req = CommitRequest(output=b"{}", next_step=nxt)
-        costs[f"{step}: commit"] = await meter.cost(lambda c=c, req=req: sm.commit(c, req))
+        costs[f"{step}: commit"] = await meter.cost(functools.partial(sm.commit, c, req))
         prev = step
     assert prev == "grouper"
     costs["show (saga + history)"] = await meter.cost(

@@ -31,7 +31,7 @@ import asyncio
 import os
 import uuid
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -135,8 +135,8 @@ class SagaMachine(RuleBasedStateMachine):
         self.model = {rid: Rec() for rid in RECORDS}
         self.run(ensure_groups(self.client, self.keys, STEPS))
 
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coro)
+    def run(self, aw: Awaitable[T]) -> T:
+        return self.loop.run_until_complete(aw)
 
     def teardown(self) -> None:
         try:
@@ -446,9 +446,9 @@ class SagaMachine(RuleBasedStateMachine):
             self._check_record(rid, sagas[rid], hists[rid])
         self._check_streams(sagas, streams)
         for rid in RECORDS:
-            state = sagas[rid].get("state")
+            current = sagas[rid].get("state")
             assert {s for s in SagaState if rid in index[s]} == (
-                {SagaState(state)} if state else set()
+                {SagaState(current)} if current else set()
             )
 
     def _check_record(self, rid: str, h: dict[str, str], hist: list[dict[str, str]]) -> None:
@@ -505,4 +505,4 @@ def _id(entry: str) -> tuple[int, int]:
 
 def test_state_machine_holds_against_the_model(redis_url: str) -> None:
     """Random interleavings of every transition keep the model's invariants (see module doc)."""
-    run_state_machine_as_test(lambda: SagaMachine(redis_url), settings=SETTINGS)
+    run_state_machine_as_test(lambda: SagaMachine(redis_url), settings=SETTINGS)  # type: ignore[arg-type]
