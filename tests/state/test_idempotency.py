@@ -175,3 +175,25 @@ async def test_second_call_with_same_op_changes_nothing(
     after = await snapshot(sm.client, keys.prefix)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert changed == [], f"{name}: the repeat changed {changed}"
+
+
+@pytest.mark.parametrize("force", [False, True])
+async def test_retry_resent_after_an_executor_claimed_is_answered_from_the_record(
+    sm: StateMachine, keys: Keys, force: bool
+) -> None:
+    """A retry re-sent after an executor already claimed its new entry changes nothing.
+
+    The resend loop re-sends after 50 ms; an executor blocked on XREADGROUP claims the
+    new entry within that time, and its claim writes the saga's last op id.
+    """
+    await sm.start("r1", "u1", "router")
+    c = await claim_next(sm, "router", "w-a")
+    await sm.fail(c, FailRequest(action=FailAction.DEAD, error_class="E", error_message="m"))
+    first = await operator.retry(sm, "r1", "router", "_input", force=force, op=OP)
+    claimed = await claim_next(sm, "router", "w-b")
+    before = await snapshot(sm.client, keys.prefix)
+    again = await operator.retry(sm, "r1", "router", "_input", force=force, op=OP)
+    assert (again.epoch, again.entry_id, again.duplicate) == (first.epoch, first.entry_id, True)
+    assert await snapshot(sm.client, keys.prefix) == before
+    ok = await sm.commit(claimed, CommitRequest(output=b"{}", next_step="parser"))
+    assert ok.code == 0
