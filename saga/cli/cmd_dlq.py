@@ -1,0 +1,218 @@
+"""saga dlq list|show|replay|purge: the dead letters of every step (or of --step)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table, tty
+
+USAGE = "saga dlq list|show|replay|purge; see `saga dlq <verb> --help`."
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "dlq",
+        help="list, show, replay or purge dead letters",
+        description="Sagas that failed for good leave a dead letter at the step they failed.",
+    )
+    verbs = p.add_subparsers(dest="verb", metavar="<verb>")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--step", help="only this step (default: every registered step)")
+    common.add_argument("--json", action="store_true", help="one JSON document")
+    v = verbs.add_parser("list", parents=[common], help="dead letters, newest first")
+    v.add_argument("--limit", type=int, default=50, help="at most N (default 50)")
+    v = verbs.add_parser("show", help="the dead letter of one record")
+    v.add_argument("record_id")
+    v.add_argument("--json", action="store_true", help="one JSON document")
+    v = verbs.add_parser(
+        "replay", parents=[common], help="re-run dead-lettered sagas from the step they failed at"
+    )
+    v.add_argument("--limit", type=int, default=100, help="at most N, oldest first (default 100)")
+    v.add_argument("--dry-run", action="store_true", help="list what would be replayed")
+    v = verbs.add_parser(
+        "purge", parents=[common], help="delete dead letters (the sagas stay failed); needs --yes"
+    )
+    v.add_argument("--yes", action="store_true", help="confirm: the entries are deleted for good")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.settings import load_settings
+
+    if not args.verb:
+        raise CliError(f"give a verb: {USAGE}", Exit.USAGE)
+    if args.verb == "purge" and not args.yes:
+        raise CliError(
+            "purge deletes dead letters for good (the sagas stay failed); "
+            "run it again with --yes to confirm.",
+            Exit.USAGE,
+        )
+    if getattr(args, "limit", 1) < 1:
+        raise CliError("--limit must be at least 1.", Exit.USAGE)
+    if args.verb == "show":
+        from saga.state.ids import validate_id
+
+        validate_id(args.record_id, "record id")
+    settings = load_settings()
+
+    async def go() -> int:
+        from saga.runtime import client_for, keys_of
+
+        async with client_for(settings) as client:
+            keys = keys_of(settings)
+            if args.verb == "show":
+                return await _show(client, keys, args)
+            steps = await _steps(client, keys, args.step)
+            if args.verb == "list":
+                return await _list(client, keys, steps, args)
+            if args.verb == "replay":
+                return await _replay(client, keys, steps, args, settings)
+            return await _purge(client, keys, steps, args)
+
+    return run(go)
+
+
+async def _steps(client: Any, keys: Any, step: str | None) -> list[str]:
+    from saga.state.ids import validate_step
+    from saga.state.queries import registered_steps
+
+    known = await registered_steps(client, keys)
+    if step is None:
+        return known
+    if validate_step(step) not in known:
+        raise CliError(
+            f"unknown step {step!r}; the registered steps are {', '.join(known) or 'none yet'}.",
+            Exit.USAGE,
+        )
+    return [step]
+
+
+async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespace) -> int:
+    from saga.cli.timeline import clip
+    from saga.state.queries import dead_letters
+
+    found = await dead_letters(client, keys, steps, args.limit)
+    if args.json:
+        print_json({"dead_letters": found})
+    elif not found:
+        print("no dead letters")
+    else:
+        cut = 60 if tty() else None
+        rows = [
+            [
+                d.record_id,
+                d.user_id,
+                d.step,
+                str(d.attempt),
+                d.error_class,
+                clip(d.error_message, cut),
+                fmt_ms(d.at_ms),
+            ]
+            for d in found
+        ]
+        print(table(["record", "user", "step", "attempt", "error", "message", "time"], rows))
+    return Exit.OK
+
+
+async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
+    from saga.state.queries import dead_letter_of
+
+    found = await dead_letter_of(client, keys, args.record_id)
+    if not found:
+        raise CliError(
+            f"record {args.record_id!r} has no dead letter; "
+            f"`saga show {args.record_id}` tells where it is."
+        )
+    if args.json:
+        print_json({"dead_letters": found})
+        return Exit.OK
+    for d in found:
+        print(
+            f"record   {d.record_id}\nuser     {d.user_id}\nstep     {d.step}\n"
+            f"attempt  {d.attempt}\nepoch    {d.epoch}\ntime     {fmt_ms(d.at_ms)}\n"
+            f"error    {d.error_class}\nmessage  {d.error_message}\nentry    {d.id}"
+        )
+    return Exit.OK
+
+
+async def _replay(
+    client: Any, keys: Any, steps: list[str], args: argparse.Namespace, settings: Any
+) -> int:
+    """Re-run each live dead letter's saga from its step; stale letters are skipped."""
+    from saga.state.errors import StateError
+    from saga.state.queries import dead_letters
+
+    letters = await dead_letters(client, keys, steps, args.limit, oldest_first=True)
+    live, skipped = await _split_stale(client, keys, letters)
+    done: list[dict[str, str]] = []
+    errors: list[dict[str, str]] = []
+    if not args.dry_run and live:
+        # The pipeline's order says which step's output feeds the step: imported only here.
+        from saga.client import SagaClient
+        from saga.runtime import document_pipeline
+
+        sagas = SagaClient(client, keys, document_pipeline(settings), settings)
+        for d in live:
+            try:
+                await sagas.retry(d.record_id, step=d.step, actor=_actor())
+                done.append({"record_id": d.record_id, "step": d.step})
+            except (StateError, KeyError) as exc:
+                errors.append({"record_id": d.record_id, "step": d.step, "error": str(exc)})
+    if args.dry_run:
+        done = [{"record_id": d.record_id, "step": d.step} for d in live]
+    _print_replay(args, done, skipped, errors)
+    return Exit.FAILED if errors else Exit.OK
+
+
+async def _split_stale(client: Any, keys: Any, letters: list[Any]) -> tuple[list[Any], list[Any]]:
+    """A letter is live while its saga is failed and still names it; others are stale."""
+    pipe = client.pipeline(transaction=False)
+    for d in letters:
+        pipe.hmget(keys.saga(d.record_id), "state", "dead_id")
+    live: list[Any] = []
+    stale: list[Any] = []
+    for d, (state, dead_id) in zip(letters, await pipe.execute(), strict=True):
+        ok = state == b"failed" and dead_id == d.id.encode()
+        (live if ok else stale).append(d)
+    return live, [{"record_id": d.record_id, "step": d.step, "reason": "stale"} for d in stale]
+
+
+def _print_replay(args: argparse.Namespace, done: list, skipped: list, errors: list) -> None:  # type: ignore[type-arg]
+    import sys
+
+    if args.json:
+        print_json(
+            {"dry_run": args.dry_run, "replayed": done, "skipped": skipped, "errors": errors}
+        )
+        return
+    verb = "would replay" if args.dry_run else "replayed"
+    print(f"{verb} {len(done)} saga(s)" + (":" if done else ""))
+    for r in done:
+        print(f"  {r['record_id']}  from {r['step']}")
+    if skipped:
+        print(f"skipped {len(skipped)} stale dead letter(s) (the saga moved on or is gone)")
+    for e in errors:
+        print(f"saga: {e['record_id']} was not replayed: {e['error']}", file=sys.stderr)
+
+
+async def _purge(client: Any, keys: Any, steps: list[str], args: argparse.Namespace) -> int:
+    from saga.state.queries import purge_dead_letters
+
+    count = await purge_dead_letters(client, keys, steps)
+    if args.json:
+        print_json({"purged": count, "steps": steps})
+    else:
+        print(f"purged {count} dead letter(s) of {', '.join(steps) or 'no steps'}")
+    return Exit.OK
+
+
+def _actor() -> str:
+    import getpass
+    import socket
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"cli dlq replay {user}@{socket.gethostname()}"

@@ -1,0 +1,85 @@
+"""saga list [--state S] [--step S] [--user U] [--since T] [--limit N] [--json]"""
+
+from __future__ import annotations
+
+import argparse
+
+from saga.cli.common import CliError, Exit, fmt_ms, parse_since, print_json, run, state_text, table
+
+MAX_LIMIT = 10_000
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from saga.state.model import SagaState
+
+    p = sub.add_parser(
+        "list",
+        help="sagas by state, step, user or age, newest first (from the indexes)",
+        description=(
+            "List sagas, newest first. Served from the indexes, never by scanning the "
+            "keyspace: the user index with --user, else the state index with --state "
+            "(ordered by when they entered the state), else the index of creation times."
+        ),
+    )
+    p.add_argument("--state", choices=[s.value for s in SagaState], help="only sagas in S")
+    p.add_argument("--step", help="only sagas at step S")
+    p.add_argument("--user", help="only sagas of user U")
+    p.add_argument("--since", help="only sagas created since T: 30m, 2h, 7d or an ISO date")
+    p.add_argument("--limit", type=int, default=50, help="at most N sagas (default 50)")
+    p.add_argument("--json", action="store_true", help='one JSON document {"sagas": [...]}')
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.settings import load_settings
+    from saga.state.ids import validate_id, validate_step
+    from saga.state.model import SagaState
+    from saga.state.queries import ListQuery
+
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise CliError(f"--limit must be between 1 and {MAX_LIMIT}.", Exit.USAGE)
+    query = ListQuery(
+        state=SagaState(args.state) if args.state else None,
+        step=validate_step(args.step) if args.step else None,
+        user=validate_id(args.user, "user id") if args.user else None,
+        since_ms=parse_since(args.since),
+        limit=args.limit,
+    )
+    settings = load_settings()
+
+    async def go() -> int:
+        from saga.runtime import client_for, keys_of
+        from saga.state.queries import list_sagas
+
+        async with client_for(settings) as client:
+            rows = await list_sagas(client, keys_of(settings), query)
+        if args.json:
+            print_json({"sagas": rows})
+        elif not rows:
+            print("no sagas match; try without filters, or a longer --since")
+        else:
+            print(_table(rows))
+        return Exit.OK
+
+    return run(go)
+
+
+def _table(rows: list) -> str:  # type: ignore[type-arg]
+    from saga.cli.common import tty
+    from saga.cli.timeline import error_text, money
+
+    limit = 60 if tty() else None
+    cells = [
+        [
+            r.record_id,
+            r.user_id,
+            state_text(r.state),
+            r.step,
+            str(r.attempts),
+            fmt_ms(r.updated_ms),
+            money(r.cost),
+            error_text(r.error_class, r.error_message, limit) or "-",
+        ]
+        for r in rows
+    ]
+    return table(["record", "user", "state", "step", "attempts", "updated", "cost", "error"], cells)

@@ -1,0 +1,170 @@
+"""saga show <record_id> [--json] [--follow]: a saga and the timeline of its attempts."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from saga.cli.common import Exit, fmt_ms, print_json, run, state_text, table, tty
+
+POLL_S = 0.5
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "show",
+        help="a saga and its timeline: one row per attempt, drawn as bars",
+        description=(
+            "Show a saga: who it belongs to, where it is, what it cost, and one row per "
+            "attempt (step, attempt, epoch, worker, start, duration, outcome, error, cost) "
+            "with a bar on a time axis shared by all rows, so a slow or retried step "
+            "stands out. Other events (started, promoted, retried, cancelled) are markers."
+        ),
+        epilog="Exit codes: 0 shown, 2 invalid id, 3 Redis unreachable, 4 no such saga.",
+    )
+    p.add_argument("record_id", help="the record whose saga to show")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON document {"saga", "attempts", "events"}; with --follow, '
+        "one JSON line per event",
+    )
+    p.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="keep updating until the saga completes, fails or is cancelled "
+        "(redraws on a terminal, prints one line per new event otherwise)",
+    )
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.settings import load_settings
+    from saga.state.ids import validate_id
+
+    validate_id(args.record_id, "record id")
+    settings = load_settings()
+
+    async def go() -> int:
+        from saga.runtime import client_for, keys_of
+        from saga.state.reads import get_saga_and_history
+
+        async with client_for(settings) as client:
+            keys = keys_of(settings)
+            if args.follow:
+                return await follow(client, keys, args.record_id, as_json=args.json)
+            saga, events = await get_saga_and_history(client, keys, args.record_id)
+        if args.json:
+            print_json(document(saga, events, _now_ms()))
+        else:
+            print(render(saga, events, _now_ms()))
+        return Exit.OK
+
+    try:
+        return run(go)
+    except KeyboardInterrupt:
+        return Exit.OK
+
+
+def document(saga: Any, events: list[Any], now_ms: int) -> dict[str, Any]:
+    """``--json``: the saga, its attempts and its raw events, with stable field names."""
+    from saga.cli.timeline import Attempt, pair, saga_view
+
+    rows = pair(events, now_ms)
+    return {
+        "saga": saga_view(saga),
+        "attempts": [r for r in rows if isinstance(r, Attempt)],
+        "events": events,
+    }
+
+
+def render(saga: Any, events: list[Any], now_ms: int) -> str:
+    """The header block and the timeline table, for people."""
+    import shutil
+
+    from saga.cli.timeline import error_text, layout, money
+
+    fancy = tty()
+    head: list[tuple[str, str]] = [
+        ("record", saga.record_id),
+        ("user", saga.user_id),
+        ("state", state_text(saga.state.value)),
+        ("step", saga.step),
+        ("epoch", str(saga.epoch)),
+        ("created", fmt_ms(saga.created_ms)),
+        ("updated", fmt_ms(saga.updated_ms)),
+        ("cost", money(saga.total_cost) if saga.total_cost else "$0"),
+        ("error", error_text(saga.error_class, saga.error_message, 100 if fancy else None)),
+    ]
+    if saga.state.value == "running":
+        head.append(("lease", f"{saga.worker} until {fmt_ms(saga.lease_until_ms)}"))
+    elif saga.state.value == "waiting_retry":
+        head.append(("retry at", fmt_ms(saga.due_ms)))
+    lines = [f"{k:<9}{v or '-'}" for k, v in head]
+    columns = shutil.get_terminal_size((120, 24)).columns
+    headers, rows = layout(saga, events, now_ms, fancy=fancy, columns=columns)
+    return "\n".join(lines) + "\n\n" + table(headers, rows)
+
+
+def event_line(e: Any) -> str:
+    """One history event as a line (``--follow`` when stdout is not a terminal)."""
+    from saga.cli.timeline import error_text, money
+
+    parts = [fmt_ms(e.at_ms), e.event.value, e.step]
+    if e.attempt:
+        parts.append(f"attempt={e.attempt}")
+    if e.epoch:
+        parts.append(f"epoch={e.epoch}")
+    if e.worker:
+        parts.append(f"worker={e.worker}")
+    if e.error_class or e.error_message:
+        parts.append(error_text(e.error_class, e.error_message, None))
+    if e.cost:
+        parts.append(money(e.cost))
+    if e.detail:
+        parts.append(e.detail)
+    return "  ".join(p for p in parts if p)
+
+
+async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool) -> int:
+    """Poll every POLL_S until the saga reaches a terminal state."""
+    import sys
+
+    import anyio
+    import msgspec
+
+    from saga.state.reads import get_saga_and_history
+
+    redraw = tty() and not as_json
+    last: tuple[int, int] | None = None
+    while True:
+        saga, events = await get_saga_and_history(client, keys, record_id)
+        new = [e for e in events if last is None or _id(e.id) > last]
+        if redraw:
+            sys.stdout.write("\033[H\033[2J" + render(saga, events, _now_ms()) + "\n")
+        elif as_json:
+            sys.stdout.writelines(msgspec.json.encode(e).decode() + "\n" for e in new)
+        elif last is None:
+            sys.stdout.write(render(saga, events, _now_ms()) + "\n\n")
+        else:
+            sys.stdout.writelines(event_line(e) + "\n" for e in new)
+        sys.stdout.flush()
+        if events:
+            last = _id(events[-1].id)
+        elif last is None:
+            last = (0, 0)
+        if saga.state.terminal:
+            return Exit.OK
+        await anyio.sleep(POLL_S)
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms or 0), int(seq or 0)
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)

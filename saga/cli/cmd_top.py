@@ -1,0 +1,193 @@
+"""saga top [--once] [--json] [--interval S]: queues, throughput, workers and breakers."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from saga.cli.common import CliError, Exit, colour, print_json, run, table, tty
+
+BREAKERS = ("llm", "billing")
+BREAKER_COLOURS = {"closed": "32", "open": "31", "half_open": "33"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "top",
+        help="live view per step: queue, lag, pending, dead letters, throughput, workers",
+        description=(
+            "Per registered step, summed over partitions: ready stream length, consumer-group "
+            "lag (not yet delivered), pending (delivered, not acknowledged), retries waiting, "
+            "dead letters, throughput (commits per second over the last interval) and active "
+            "workers (consumers seen within 60 s); then each circuit breaker. Refreshes until "
+            "Ctrl-C. Throughput is a rate, so --once samples twice, --interval apart "
+            "(--interval 0: one sample, throughput null)."
+        ),
+    )
+    p.add_argument("--once", action="store_true", help="print one view and exit")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="JSON: one document with --once, else one line per refresh",
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between refreshes, and --once's sampling window (default 1)",
+    )
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.settings import load_settings
+
+    if args.interval < 0 or args.interval > 3600 or (args.interval == 0 and not args.once):
+        raise CliError(
+            "--interval must be between 0 and 3600 seconds (0 only with --once).", Exit.USAGE
+        )
+    settings = load_settings()
+
+    async def go() -> int:
+        from saga.runtime import client_for, keys_of
+
+        async with client_for(settings) as client:
+            keys = keys_of(settings)
+            if args.once:
+                await _once(client, keys, args)
+            else:
+                await _live(client, keys, args)
+        return Exit.OK
+
+    try:
+        return run(go)
+    except KeyboardInterrupt:
+        return Exit.OK
+
+
+class Sample:
+    """One reading: queue numbers per step, breakers, and when (monotonic seconds)."""
+
+    def __init__(self, steps: list[Any], breakers: dict[str, Any], at: float) -> None:
+        self.steps, self.breakers, self.at = steps, breakers, at
+
+
+async def sample(client: Any, keys: Any) -> Sample:
+    """The steps' queue numbers (one pipeline) and the breakers, read concurrently."""
+    import anyio
+
+    from saga.adapters.breaker import read_all
+    from saga.state.queries import queue_stats, registered_steps
+
+    steps = await registered_steps(client, keys)
+    found: dict[str, Any] = {}
+
+    async def queues() -> None:
+        found["steps"] = await queue_stats(client, keys, steps)
+
+    async def breakers() -> None:
+        found["breakers"] = await read_all(client, keys, list(BREAKERS))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(queues)
+        tg.start_soon(breakers)
+    return Sample(found["steps"], found["breakers"], time.monotonic())
+
+
+def rates(prev: Sample | None, cur: Sample) -> dict[str, float | None]:
+    """Commits per second per step between two samples (None without a previous one)."""
+    if prev is None or cur.at <= prev.at:
+        return {s.step: None for s in cur.steps}
+    before = {s.step: s.committed for s in prev.steps}
+    dt = cur.at - prev.at
+    return {s.step: max(0, s.committed - before.get(s.step, s.committed)) / dt for s in cur.steps}
+
+
+def document(cur: Sample, prev: Sample | None) -> dict[str, Any]:
+    import msgspec
+
+    r = rates(prev, cur)
+    steps = [{**msgspec.structs.asdict(s), "throughput": _round(r[s.step])} for s in cur.steps]
+    window = round(cur.at - prev.at, 3) if prev else None
+    return {
+        "at_ms": int(time.time() * 1000),
+        "window_s": window,
+        "steps": steps,
+        "breakers": cur.breakers,
+    }
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+def render(cur: Sample, prev: Sample | None) -> str:
+    r = rates(prev, cur)
+    if not cur.steps:
+        body = "no steps registered yet: start a worker (`saga worker`) or a saga first"
+    else:
+        rows = [
+            [
+                s.step,
+                str(s.length),
+                "?" if s.lag is None else str(s.lag),
+                str(s.pending),
+                str(s.delayed),
+                colour(str(s.dead), "31") if s.dead else "0",
+                "-" if r[s.step] is None else f"{r[s.step]:.1f}",
+                str(s.workers),
+            ]
+            for s in cur.steps
+        ]
+        headers = ["step", "ready", "lag", "pending", "retrying", "dead", "done/s", "workers"]
+        body = table(headers, rows)
+    return body + "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
+
+
+def _breaker(name: str, b: Any) -> str:
+    state = b.state.value
+    text = f"{name} {colour(state, BREAKER_COLOURS.get(state, '0'))}"
+    if b.retry_at and state != "closed":
+        text += f" (retry in {max(0.0, b.retry_at - time.time()):.0f}s)"
+    if b.failures:
+        text += f" {b.failures} failure(s)"
+    return text
+
+
+async def _once(client: Any, keys: Any, args: argparse.Namespace) -> None:
+    import anyio
+
+    prev = None
+    if args.interval > 0:
+        prev = await sample(client, keys)
+        await anyio.sleep(args.interval)
+    cur = await sample(client, keys)
+    if args.json:
+        print_json(document(cur, prev))
+    else:
+        print(render(cur, prev))
+
+
+async def _live(client: Any, keys: Any, args: argparse.Namespace) -> None:
+    import sys
+
+    import anyio
+    import msgspec
+
+    redraw = tty() and not args.json
+    prev: Sample | None = None
+    while True:
+        cur = await sample(client, keys)
+        if args.json:
+            sys.stdout.write(msgspec.json.encode(document(cur, prev)).decode() + "\n")
+        elif redraw:
+            stamp = time.strftime("%H:%M:%S")
+            head = f"saga top  {stamp}  every {args.interval:g}s  Ctrl-C to quit\n\n"
+            sys.stdout.write("\033[H\033[2J" + head + render(cur, prev) + "\n")
+        else:
+            sys.stdout.write(render(cur, prev) + "\n\n")
+        sys.stdout.flush()
+        prev = cur
+        await anyio.sleep(args.interval)

@@ -1,0 +1,299 @@
+"""A saga's history as attempts on a shared time axis (``saga show``).
+
+Pure functions of the saga and its events: pairing claims with their ends,
+drawing proportional bars, and laying out the rows. No Redis, no clock: ``now_ms``
+is a parameter, so tests can render a timeline from hand-built events.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from saga.cli.common import colour, fmt_duration
+from saga.state.model import EventType, HistoryEvent, Saga
+
+E = EventType
+_ENDS = {
+    E.COMMITTED: "committed",
+    E.RETRY_SCHEDULED: "retry_scheduled",
+    E.PARKED: "parked",
+    E.DEAD_LETTERED: "dead_lettered",
+    E.FENCED: "fenced",
+}
+LABELS = {
+    "committed": ("ok", "32"),
+    "retry_scheduled": ("retry", "33"),
+    "parked": ("parked", "33"),
+    "dead_lettered": ("dead", "31"),
+    "fenced": ("fenced", "35"),
+    "lease_expired": ("lease expired", "31"),
+    "running": ("running", "36"),
+    "cancelled": ("cancelled", "90"),
+    "superseded": ("superseded", "90"),
+}
+"""Outcome → (label for people, colour on a TTY)."""
+
+
+class Attempt(msgspec.Struct, kw_only=True):
+    """One claim of a step and how it ended."""
+
+    step: str
+    attempt: int
+    epoch: int
+    worker: str
+    start_ms: int
+    end_ms: int | None = None
+    """None while running."""
+    duration_ms: int = 0
+    outcome: str = "running"
+    """committed | retry_scheduled | parked | dead_lettered | fenced | lease_expired |
+    cancelled | superseded | running"""
+    error_class: str = ""
+    error_message: str = ""
+    cost: float = 0.0
+    reclaimed: bool = False
+    """Started by taking over an expired lease."""
+
+
+class SagaView(msgspec.Struct, kw_only=True):
+    """The saga fields ``saga show --json`` prints (outputs are left out)."""
+
+    record_id: str
+    user_id: str
+    state: str
+    step: str
+    epoch: int
+    created_ms: int
+    updated_ms: int
+    worker: str
+    lease_until_ms: int
+    due_ms: int
+    document: str
+    error_class: str
+    error_message: str
+    attempts: dict[str, int]
+    costs: dict[str, float]
+    total_cost: float
+
+
+def saga_view(s: Saga) -> SagaView:
+    return SagaView(
+        record_id=s.record_id,
+        user_id=s.user_id,
+        state=s.state.value,
+        step=s.step,
+        epoch=s.epoch,
+        created_ms=s.created_ms,
+        updated_ms=s.updated_ms,
+        worker=s.worker,
+        lease_until_ms=s.lease_until_ms,
+        due_ms=s.due_ms,
+        document=s.document,
+        error_class=s.error_class,
+        error_message=s.error_message,
+        attempts=s.attempts,
+        costs=s.costs,
+        total_cost=round(s.total_cost, 9),
+    )
+
+
+Row = Attempt | HistoryEvent
+
+
+def pair(events: Sequence[HistoryEvent], now_ms: int) -> list[Row]:
+    """The rows in history order: an Attempt per claim (paired with the next end of the
+    same step, epoch and worker) and the other events as markers."""
+    rows: list[Row] = []
+    live: list[Attempt] = []
+    for e in events:
+        if e.event in (E.CLAIMED, E.RECLAIMED):
+            if e.event == E.RECLAIMED:
+                same = lambda a: a.step == e.step and a.epoch == e.epoch  # noqa: B023, E731
+                _close_all(live, e, "lease_expired", same)
+            a = Attempt(
+                step=e.step,
+                attempt=e.attempt,
+                epoch=e.epoch,
+                worker=e.worker,
+                start_ms=e.at_ms,
+                reclaimed=e.event == E.RECLAIMED,
+            )
+            rows.append(a)
+            live.append(a)
+        elif e.event in _ENDS:
+            found = _match(live, e)
+            if found is None and e.event == E.FENCED:
+                rows.append(e)  # a late result of an attempt already closed
+                continue
+            if found is None:  # its claim was trimmed from the history
+                found = Attempt(
+                    step=e.step,
+                    attempt=e.attempt,
+                    epoch=e.epoch,
+                    worker=e.worker,
+                    start_ms=e.at_ms - e.duration_ms,
+                )
+                rows.append(found)
+            else:
+                live.remove(found)
+            _end(found, e, _ENDS[e.event])
+        else:
+            rows.append(e)
+            if e.event == E.CANCELLED:
+                _close_all(live, e, "cancelled", lambda a: True)
+            elif e.event == E.RETRIED:
+                _close_all(live, e, "superseded", lambda a: a.epoch < e.epoch)  # noqa: B023
+    for a in live:
+        a.duration_ms = max(0, now_ms - a.start_ms)
+    return rows
+
+
+def _match(live: list[Attempt], e: HistoryEvent) -> Attempt | None:
+    epoch = e.epoch or _token_epoch(e.detail)
+    same = [a for a in live if a.step == e.step and (not epoch or a.epoch == epoch)]
+    exact = [a for a in same if a.worker == e.worker]
+    if e.event == E.FENCED:
+        return exact[0] if exact else None
+    by_number = [a for a in same if a.attempt == e.attempt]
+    return next(iter(exact or by_number or same), None)
+
+
+def _token_epoch(detail: str) -> int:
+    m = re.search(r"stale token (\d+):", detail)
+    return int(m.group(1)) if m else 0
+
+
+def _end(a: Attempt, e: HistoryEvent, outcome: str) -> None:
+    a.end_ms, a.outcome = e.at_ms, outcome
+    a.duration_ms = max(0, e.at_ms - a.start_ms)
+    a.error_class, a.error_message, a.cost = e.error_class, e.error_message, e.cost
+
+
+def _close_all(live: list[Attempt], e: HistoryEvent, outcome: str, which: Any) -> None:
+    for a in [a for a in live if which(a)]:
+        live.remove(a)
+        a.end_ms, a.outcome, a.duration_ms = e.at_ms, outcome, max(0, e.at_ms - a.start_ms)
+
+
+# -- drawing ------------------------------------------------------------------------
+
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+
+
+def axis(events: Sequence[HistoryEvent], running: bool, now_ms: int) -> tuple[int, int]:
+    """The shared time axis: first event to last (or to now while the saga runs)."""
+    if not events:
+        return now_ms, now_ms + 1
+    t0, t1 = events[0].at_ms, events[-1].at_ms
+    if running:
+        t1 = max(t1, now_ms)
+    return t0, max(t1, t0 + 1)
+
+
+def bar(start: int, end: int, span: tuple[int, int], width: int, fancy: bool) -> str:
+    """A bar from ``start`` to ``end`` (ms) on ``span``; at least one cell wide."""
+    scale = width / (span[1] - span[0])
+    a = min(max((start - span[0]) * scale, 0.0), width - 1.0)
+    b = min(max((end - span[0]) * scale, a), float(width))
+    if not fancy:
+        first = int(a)
+        return " " * first + "#" * max(1, round(b) - first)
+    first, full = int(a), int(b)
+    tail = _EIGHTHS[int((b - full) * 8)] if full < width else ""
+    body = "█" * (full - first) + tail.strip()
+    return " " * first + (body or "▏")
+
+
+def marker(at: int, span: tuple[int, int], width: int, fancy: bool) -> str:
+    pos = min(int((at - span[0]) * width / (span[1] - span[0])), width - 1)
+    return " " * max(pos, 0) + ("│" if fancy else "|")
+
+
+def money(usd: float) -> str:
+    return f"${usd:.4f}" if usd else "-"
+
+
+def clip(s: str, n: int | None) -> str:
+    return s if n is None or len(s) <= n else s[: n - 1] + "…"
+
+
+def error_text(ec: str, em: str, limit: int | None) -> str:
+    return clip(f"{ec}: {em}" if ec and em else ec or em, limit)
+
+
+# -- layout -------------------------------------------------------------------------
+
+HEADERS = ("step", "#", "ep", "worker", "start", "duration", "outcome", "error", "cost")
+
+
+def layout(
+    saga: Saga, events: Sequence[HistoryEvent], now_ms: int, *, fancy: bool, columns: int
+) -> tuple[list[str], list[list[str]]]:
+    """Headers and cells of the timeline table; the last column is the bar, as wide as
+    the terminal leaves (``fancy``: a TTY, block characters) or 30 characters."""
+    span = axis(events, not saga.state.terminal, now_ms)
+    limit = 48 if fancy else None
+    rows = pair(events, now_ms)
+    cells: list[list[str]] = []
+    for r in rows:
+        if isinstance(r, Attempt):
+            label, code = LABELS[r.outcome]
+            cells.append(
+                [
+                    r.step,
+                    str(r.attempt),
+                    str(r.epoch),
+                    r.worker or "-",
+                    _clock(r.start_ms),
+                    fmt_duration(r.duration_ms / 1000),
+                    colour(label, code),
+                    error_text(r.error_class, r.error_message, limit) or "-",
+                    money(r.cost),
+                ]
+            )
+        else:
+            cells.append(
+                [
+                    r.step,
+                    "",
+                    str(r.epoch or ""),
+                    r.worker,
+                    _clock(r.at_ms),
+                    "",
+                    colour(r.event.value, "2"),
+                    clip(_note(r), limit),
+                    "",
+                ]
+            )
+    used = sum(max([len(h), *(_width(c[i]) for c in cells)]) + 2 for i, h in enumerate(HEADERS))
+    width = min(max(columns - used - 1, 10), 80) if fancy else 30
+    bars = [_bar_of(r, span, width, fancy, now_ms) for r in rows]
+    head = f"timeline {fmt_duration((span[1] - span[0]) / 1000)}"
+    return [*HEADERS, head], [[*c, b] for c, b in zip(cells, bars, strict=True)]
+
+
+def _note(e: HistoryEvent) -> str:
+    if e.event == E.FENCED:
+        return f"late result refused ({e.detail})"
+    return "" if e.event == E.STARTED else e.detail
+
+
+def _bar_of(r: Row, span: tuple[int, int], width: int, fancy: bool, now_ms: int) -> str:
+    if isinstance(r, HistoryEvent):
+        return marker(r.at_ms, span, width, fancy)
+    text = bar(r.start_ms, r.end_ms if r.end_ms is not None else now_ms, span, width, fancy)
+    return colour(text, LABELS[r.outcome][1])
+
+
+def _clock(ms: int) -> str:
+    import time
+
+    return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+def _width(s: str) -> int:
+    return len(re.sub(r"\033\[[0-9;]*m", "", s))
