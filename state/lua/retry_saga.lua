@@ -33,7 +33,8 @@ local saga, hist = KEYS[1], KEYS[2]
 local from, prev, expected, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
 local group, op, maxlen = ARGV[5], ARGV[6], ARGV[7]
 
-local replay = op_replay(saga, op)
+-- Its own op slot: executors claim the new entry (writing 'op') before a resend arrives.
+local replay = op_replay(saga, op, 'retry_op')
 if replay then return replay end
 local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'entry', 'lease', 'worker',
                      'dead_id', 'rid')
@@ -63,4 +64,4 @@ local why = 'from ' .. s[1] .. ' at ' .. s[2] .. ' by ' .. ARGV[8]
 if force then why = why .. ' (forced)' end
 history_append(hist, maxlen, {'e', 'retried', 's', from, 'ep', epoch, 't', now, 'x', why,
                               'op', op})
-return op_record(saga, op, {RC.OK, epoch, entry})
+return op_record(saga, op, {RC.OK, epoch, entry}, 'retry_op')
