@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ def quiet_litellm() -> None:
 
 @functools.cache
 def _litellm() -> Any:
+    # litellm fetches its price map from the network at import unless told not to;
+    # nothing in saga may download at run time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     quiet_litellm()

@@ -75,6 +75,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     promote_interval_s: float = 1.0
     recovery_interval_s: float = 10.0
     metrics_by_user: bool = False
+    pipeline: str = ""
+    """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
     limits: StateLimits = StateLimits()
     step_config: StepConfig = StepConfig()
@@ -85,7 +87,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
-        data: dict[str, object] = msgspec.to_builtins(self)
+        data: dict[str, object] = msgspec.to_builtins(self, enc_hook=str)
         if data.get("llm_api_key"):
             data["llm_api_key"] = "***"
         url = data.get("redis_url")
@@ -168,6 +170,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),
             recovery_interval_s=num("SAGA_RECOVERY_INTERVAL", 10.0),
             metrics_by_user=flag("SAGA_METRICS_BY_USER"),
+            pipeline=get("SAGA_PIPELINE"),
             steps={k: msgspec.convert(v, StepSettings) for k, v in steps.items()},
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
@@ -182,6 +185,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 extractor=ExtractorKind(parser),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
                 max_output_bytes=int(num("SAGA_MAX_OUTPUT_BYTES", 512 * 1024, int)),
+                document_source=get("SAGA_DOCUMENT_SOURCE"),
             ),
             breaker=BreakerSettings(
                 failures=int(num("SAGA_BREAKER_FAILURES", 5, int)),

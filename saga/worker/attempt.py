@@ -97,17 +97,25 @@ class AttemptRunner:
             inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
             raise InvalidInputError(f"input of step {spec.name!r} is invalid: {exc}") from None
+        error: Exception | None = None
+        result: Any = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._heartbeats, spec, ctx, scope, lease_lost, heartbeat)
+            # Errors are kept and raised after the group: a task group would wrap
+            # them in an ExceptionGroup and hide the step's own error type.
             try:
                 with anyio.fail_after(spec.timeout_s):
                     result = await spec.fn(ctx, inp)
             except TimeoutError:
-                raise StepTimeoutError(
+                error = StepTimeoutError(
                     f"step {spec.name!r} ran past its timeout of {spec.timeout_s:g}s"
-                ) from None
+                )
+            except Exception as exc:
+                error = exc
             finally:
                 tg.cancel_scope.cancel()
+        if error is not None:
+            raise error
         output = msgspec.json.encode(result)
         limit = self.settings.step_config.max_output_bytes
         if len(output) > limit:
@@ -170,9 +178,12 @@ class AttemptRunner:
             return
         if isinstance(req, CommitRequest):
             bound.info(
-                "step_committed", duration_seconds=round(duration, 6), next_step=req.next_step,
-                cost_usd=usd, duplicate=outcome.code == RC.DUPLICATE,
-            )  # fmt: skip
+                "step_committed",
+                duration_seconds=round(duration, 6),
+                next_step=req.next_step,
+                cost_usd=usd,
+                duplicate=outcome.code == RC.DUPLICATE,
+            )
             self.observer.committed(spec.name, duration)
             return
         event = {
@@ -181,8 +192,11 @@ class AttemptRunner:
             FailAction.DEAD: "dead_lettered",
         }[req.action]
         bound.warning(
-            "step_failed", duration_seconds=round(duration, 6), error_class=req.error_class,
-            error=req.error_message, action=req.action.value,
-        )  # fmt: skip
+            "step_failed",
+            duration_seconds=round(duration, 6),
+            error_class=req.error_class,
+            error=req.error_message,
+            action=req.action.value,
+        )
         bound.info(event, delay_ms=req.delay_ms)
         self.observer.failed(spec.name, req.action.value, duration)

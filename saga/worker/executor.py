@@ -72,10 +72,15 @@ class Executor:
                 async with anyio.create_task_group() as loops:
                     for spec in self.specs:
                         loops.start_soon(self._read_loop, spec)
-                    loops.start_soon(self._every, "recovery", self.settings.recovery_interval_s,
-                                     self._recover_once)  # fmt: skip
-                    loops.start_soon(self._every, "promote", self.settings.promote_interval_s,
-                                     self._promote_once)  # fmt: skip
+                    loops.start_soon(
+                        self._every,
+                        "recovery",
+                        self.settings.recovery_interval_s,
+                        self._recover_once,
+                    )
+                    loops.start_soon(
+                        self._every, "promote", self.settings.promote_interval_s, self._promote_once
+                    )
                     loops.start_soon(self._every, "maintenance", 60.0, self._maintain_once)
                     await self.stopping.wait()
                     loops.cancel_scope.cancel()
@@ -175,8 +180,9 @@ class Executor:
             entry_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
             parsed = parse_entry(entry_id, fields)
             if isinstance(parsed, Malformed):
-                await recovery.quarantine(self.sm, spec.name, partition, entry_id, parsed.reason,
-                                          fields or {})  # fmt: skip
+                await recovery.quarantine(
+                    self.sm, spec.name, partition, entry_id, parsed.reason, fields or {}
+                )
                 log.warning(
                     "entry_quarantined", step=spec.name, entry=entry_id, reason=parsed.reason
                 )
@@ -186,10 +192,14 @@ class Executor:
         used = 0
         for i in range(0, len(pairs), 100):
             outcomes = await self.sm.claim(
-                spec.name, partition, pairs[i : i + 100], worker=self.worker,
-                lease_ms=int(spec.lease_s * 1000), max_attempts=spec.retry.max_attempts,
+                spec.name,
+                partition,
+                pairs[i : i + 100],
+                worker=self.worker,
+                lease_ms=int(spec.lease_s * 1000),
+                max_attempts=spec.retry.max_attempts,
                 load_pages=spec.loads_pages,
-            )  # fmt: skip
+            )
             for out in outcomes:
                 if out.code in (RC.OK, RC.DUPLICATE) and out.claim:
                     used += 1
@@ -251,9 +261,13 @@ class Executor:
                 got = 0
                 try:
                     rec = await recovery.recover_idle(
-                        self.sm, spec.name, p, worker=self.worker,
-                        min_idle_ms=int(spec.lease_s * 1000) + 1000, count=n,
-                    )  # fmt: skip
+                        self.sm,
+                        spec.name,
+                        p,
+                        worker=self.worker,
+                        min_idle_ms=int(spec.lease_s * 1000) + 1000,
+                        count=n,
+                    )
                     for lost in rec.deleted:
                         log.error("entry_lost", step=spec.name, entry=lost, partition=p)
                     if rec.entries:

@@ -1,0 +1,1 @@
+"""The ``saga`` command line."""

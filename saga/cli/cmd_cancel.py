@@ -1,0 +1,48 @@
+"""saga cancel <record_id>"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import socket
+
+from saga.cli.common import Exit, print_json, run
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "cancel",
+        help="cancel a saga wherever it is",
+        description="Cancel a saga. A running attempt is fenced out; "
+        "cancelling twice changes nothing.",
+    )
+    p.add_argument("record_id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def actor() -> str:
+    return f"cli {getpass.getuser()}@{socket.gethostname()}"
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.settings import load_settings
+
+    settings = load_settings()
+
+    async def go() -> int:
+        from saga.client import SagaClient
+
+        async with SagaClient.from_settings(settings) as sagas:
+            previous = await sagas.cancel(args.record_id, actor=actor())
+        if args.json:
+            print_json(
+                {"record_id": args.record_id, "previous_state": previous, "state": "cancelled"}
+            )
+        elif previous == "cancelled":
+            print(f"saga {args.record_id} was already cancelled")
+        else:
+            print(f"saga {args.record_id} cancelled (was {previous})")
+        return Exit.OK
+
+    return run(go)

@@ -1,0 +1,49 @@
+"""saga init: create consumer groups at ID 0 and load the scripts (a Helm hook runs it)."""
+
+from __future__ import annotations
+
+import argparse
+
+from saga.cli.common import Exit, print_json, run
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "init",
+        help="create consumer groups and load scripts",
+        description="Create every step's consumer group at ID 0 (MKSTREAM) in "
+        "every partition and load the Lua scripts. Safe to run again.",
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.runtime import client_for, document_pipeline, keys_of
+    from saga.settings import load_settings
+    from saga.state import scripts, streams
+
+    settings = load_settings()
+    pipeline = document_pipeline(settings)
+    keys = keys_of(settings)
+
+    async def go() -> int:
+        async with client_for(settings) as client:
+            await scripts.ensure_loaded(client)
+            created = await streams.ensure_groups(client, keys, pipeline.names)
+        report = {
+            "steps": list(pipeline.names),
+            "partitions": settings.partitions,
+            "groups_created": created,
+            "scripts_version": scripts.version(),
+        }
+        if args.json:
+            print_json(report)
+        else:
+            print(
+                f"{created} consumer group(s) created for {', '.join(pipeline.names)} "
+                f"in {settings.partitions} partition(s); scripts {scripts.version()} loaded"
+            )
+        return Exit.OK
+
+    return run(go)

@@ -1,0 +1,138 @@
+"""saga retry <record_id> [--step S] [--force]  |  saga retry --step S [--failed] ... (bulk)"""
+
+from __future__ import annotations
+
+import argparse
+
+from saga.cli.common import CliError, Exit, parse_since, print_json, run, table
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "retry",
+        help="re-run a saga from a step, or every saga dead-lettered at a step",
+        description=(
+            "With a record id: re-run that saga from --step (default: where it stopped), "
+            "keeping its history. Without one: re-run every saga dead-lettered at --step "
+            "(the dead-letter replay)."
+        ),
+    )
+    p.add_argument("record_id", nargs="?")
+    p.add_argument("--step", help="step to re-run from")
+    p.add_argument("--force", action="store_true", help="even while the step is running")
+    p.add_argument("--failed", action="store_true", help="bulk: sagas failed at --step (default)")
+    p.add_argument("--user", help="bulk: only this user's sagas")
+    p.add_argument("--since", help="bulk: failed within, e.g. 2h, 7d, or an ISO date")
+    p.add_argument("--limit", type=int, default=1000, help="bulk: at most N sagas")
+    p.add_argument("--dry-run", action="store_true", help="bulk: list what would be retried")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.settings import load_settings
+
+    if args.record_id is None and not args.step:
+        raise CliError("give a record id, or --step for the bulk retry of dead letters", Exit.USAGE)
+    if args.record_id and (args.user or args.since or args.dry_run):
+        raise CliError("--user, --since and --dry-run apply to the bulk form only", Exit.USAGE)
+    settings = load_settings()
+    since = parse_since(args.since)
+
+    async def go() -> int:
+        from saga.cli.cmd_cancel import actor
+        from saga.client import SagaClient
+
+        async with SagaClient.from_settings(settings) as sagas:
+            if args.step:
+                _known_step(sagas, args.step)
+            if args.record_id:
+                res = await sagas.retry(
+                    args.record_id, step=args.step, force=args.force, actor=actor()
+                )
+                if args.json:
+                    print_json(
+                        {
+                            "record_id": args.record_id,
+                            "epoch": res.epoch,
+                            "duplicate": res.duplicate,
+                        }
+                    )
+                else:
+                    saga = await sagas.get(args.record_id)
+                    print(f"saga {args.record_id} re-runs from {saga.step} in epoch {res.epoch}")
+                return Exit.OK
+            return await _bulk(sagas, args, since, actor())
+
+    return run(go)
+
+
+def _known_step(sagas: object, step: str) -> None:
+    from saga.client import SagaClient
+
+    assert isinstance(sagas, SagaClient)
+    if step not in sagas.pipeline.names:
+        raise CliError(
+            f"unknown step {step!r}; the pipeline has {', '.join(sagas.pipeline.names)}", Exit.USAGE
+        )
+
+
+async def failed_at(sagas: object, step: str, user: str | None, since: int, limit: int) -> list:
+    """Sagas failed at ``step`` (newest first), from the failed-state index: never a scan."""
+    from saga.client import SagaClient
+    from saga.state.model import SagaState
+    from saga.state.replies import text
+
+    assert isinstance(sagas, SagaClient)
+    r, k = sagas.redis, sagas.keys
+    found: list[tuple[int, str, str, str]] = []
+    for p in k.all_partitions():
+        idx = k.state_index(p, SagaState.FAILED)
+        members = await r.zrevrangebyscore(
+            idx, "+inf", since or "-inf", start=0, num=limit * 4, withscores=True
+        )
+        pipe = r.pipeline(transaction=False)
+        for member, _ in members:
+            pipe.hmget(k.saga(text(member)), "state", "step", "uid", "ec")
+        for (member, score), (state, at, uid, ec) in zip(
+            members, await pipe.execute(), strict=True
+        ):
+            if text(state) == "failed" and text(at) == step and (not user or text(uid) == user):
+                found.append((int(score), text(member), text(uid), text(ec)))
+    found.sort(reverse=True)
+    return found[:limit]
+
+
+async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -> int:
+    from saga.client import SagaClient
+    from saga.state.errors import StateError
+
+    assert isinstance(sagas, SagaClient)
+    rows = await failed_at(sagas, args.step, args.user, since, args.limit)
+    done, errors = [], []
+    if not args.dry_run:
+        for _, rid, _, _ in rows:
+            try:
+                await sagas.retry(rid, step=args.step, actor=who)
+                done.append(rid)
+            except StateError as exc:
+                errors.append((rid, str(exc)))
+    if args.json:
+        print_json(
+            {
+                "step": args.step,
+                "dry_run": args.dry_run,
+                "matched": [r[1] for r in rows],
+                "retried": done,
+                "errors": [{"record_id": r, "error": e} for r, e in errors],
+            }
+        )
+    else:
+        verb = "would retry" if args.dry_run else "retried"
+        count = len(rows) if args.dry_run else len(done)
+        print(f"{verb} {count} saga(s) dead-lettered at {args.step}")
+        if rows:
+            print(table(["record", "user", "error"], [[r[1], r[2], r[3]] for r in rows]))
+        for rid, err in errors:
+            print(f"  {rid}: {err}")
+    return Exit.FAILED if errors else Exit.OK

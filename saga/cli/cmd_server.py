@@ -1,0 +1,39 @@
+"""saga server status|start|stop: the embedded server used when REDIS_URL is unset."""
+
+from __future__ import annotations
+
+import argparse
+
+from saga.cli.common import CliError, Exit, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("server", help="manage the embedded server (when REDIS_URL is unset)")
+    p.add_argument("action", choices=["status", "start", "stop"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.runtime import embedded_server, ensure_embedded
+    from saga.settings import load_settings
+
+    settings = load_settings()
+    if settings.redis_url:
+        raise CliError("REDIS_URL is set, so no embedded server is used", Exit.USAGE)
+    server = embedded_server(settings)
+    if args.action == "start":
+        server = ensure_embedded(settings)
+    elif args.action == "stop":
+        was = server.running()
+        server.stop()
+        print(f"embedded server {'stopped' if was else 'was not running'}")
+        return Exit.OK
+    running = server.running()
+    info = {"running": running, "url": server.url, "data_dir": str(settings.data_dir)}
+    if args.json:
+        print_json(info)
+    else:
+        state = "running" if running else "stopped"
+        print(f"embedded server {state} at {server.url} (data in {settings.data_dir})")
+    return Exit.OK if running or args.action == "status" else Exit.FAILED

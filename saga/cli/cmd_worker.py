@@ -1,0 +1,61 @@
+"""saga worker <step>... [--concurrency N]"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from saga.cli.common import CliError, Exit, run
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "worker",
+        help="run a step executor (one or several steps in one process)",
+        description="Run executors for the given steps (default: $SAGA_STEP, comma-separated) "
+        "until SIGTERM/SIGINT, then drain in-flight steps within SAGA_DRAIN_SECONDS.",
+    )
+    p.add_argument("steps", nargs="*", help="steps to serve, e.g. router parser grouper")
+    p.add_argument("--concurrency", type=int, help="attempts per step at once (overrides)")
+    p.add_argument("--health-port", type=int, help="health/metrics port (-1: none)")
+    p.set_defaults(func=main)
+
+
+def steps_of(args: argparse.Namespace) -> list[str]:
+    steps = list(args.steps) or [s for s in os.environ.get("SAGA_STEP", "").split(",") if s]
+    if not steps:
+        raise CliError(
+            "name the steps to serve, e.g. `saga worker parser`, or set SAGA_STEP", Exit.USAGE
+        )
+    return steps
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.logs import configure_logging
+    from saga.settings import load_settings
+    from saga.worker.service import serve
+
+    settings = load_settings()
+    steps = steps_of(args)
+    configure_logging(settings.log_format, settings.log_level)
+    from saga.runtime import document_pipeline
+
+    pipeline = document_pipeline(settings)
+    unknown = [s for s in steps if s not in pipeline.names]
+    if unknown:
+        raise CliError(
+            f"unknown step(s) {', '.join(unknown)}; the pipeline has {', '.join(pipeline.names)}",
+            Exit.USAGE,
+        )
+
+    async def go() -> int:
+        await serve(
+            settings,
+            steps,
+            pipeline=pipeline,
+            concurrency=args.concurrency,
+            health_port=args.health_port,
+        )
+        return Exit.OK
+
+    return run(go)

@@ -1,0 +1,129 @@
+"""What every command shares: exit codes, errors on stderr, tables and JSON on stdout.
+
+Colour and box drawing only on a TTY; ``--json`` always prints one JSON document.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from enum import IntEnum
+from typing import Any, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+
+class Exit(IntEnum):
+    OK = 0
+    FAILED = 1
+    """The operation failed, or the record is not in the state asked."""
+    USAGE = 2
+    """Bad usage or invalid input."""
+    UNREACHABLE = 3
+    """Redis could not be reached."""
+    NOT_FOUND = 4
+    """The record does not exist."""
+
+
+class CliError(Exception):
+    """One sentence for stderr, and the exit code to leave with."""
+
+    def __init__(self, message: str, code: Exit = Exit.FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def tty() -> bool:
+    return sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
+
+
+def colour(text: str, code: str) -> str:
+    return f"\033[{code}m{text}\033[0m" if tty() else text
+
+
+STATE_COLOURS = {
+    "completed": "32",
+    "failed": "31",
+    "cancelled": "90",
+    "running": "36",
+    "waiting_retry": "33",
+    "pending": "37",
+}
+
+
+def state_text(state: str) -> str:
+    return colour(state, STATE_COLOURS.get(state, "0"))
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(obj)).decode() + "\n")
+
+
+def _visible_len(s: str) -> int:
+    import re
+
+    return len(re.sub(r"\033\[[0-9;]*m", "", s))
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain aligned table; box lines only on a TTY."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, c in enumerate(row):
+            widths[i] = max(widths[i], _visible_len(c))
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v + " " * (widths[i] - _visible_len(v)) for i, v in enumerate(values)]
+        return "  ".join(parts).rstrip()
+
+    sep = "─" if tty() else "-"
+    out = [colour(line(list(headers)), "1"), "  ".join(sep * w for w in widths)]
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    import anyio
+
+    return anyio.run(main)
+
+
+def fmt_ms(ms: int) -> str:
+    import time
+
+    if not ms:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+def fmt_duration(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    return f"{seconds / 60:.1f}m"
+
+
+def parse_since(value: str | None) -> int:
+    """``--since`` as epoch ms: ``30m``, ``2h``, ``7d``, or an ISO date/time."""
+    import datetime as dt
+    import time
+
+    if not value:
+        return 0
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    if value[-1] in units and value[:-1].replace(".", "", 1).isdigit():
+        return int((time.time() - float(value[:-1]) * units[value[-1]]) * 1000)
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise CliError(
+            f"--since {value!r} is neither a duration like 30m/2h/7d nor an ISO date", Exit.USAGE
+        ) from None
+    if when.tzinfo is None:
+        when = when.astimezone()
+    return int(when.timestamp() * 1000)

@@ -1,0 +1,108 @@
+"""The async client an API backend uses to submit and steer sagas.
+
+It runs the same scripts as the CLI and the executors::
+
+    async with SagaClient.from_settings(load_settings()) as sagas:
+        await sagas.start("mr-2024-0001", "user-42", document="s3-proxy://...")
+        saga = await sagas.get("mr-2024-0001")
+        events = await sagas.history("mr-2024-0001")
+        await sagas.retry("mr-2024-0001", step="parser")
+        await sagas.cancel("mr-2024-0001")
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+from saga.pipeline import Pipeline
+from saga.settings import Settings
+from saga.state import operator, reads, streams
+from saga.state.keys import Keys
+from saga.state.machine import StartResult, StateMachine
+from saga.state.model import HistoryEvent, Saga
+from saga.state.operator import RetryResult
+
+__all__ = ["SagaClient"]
+
+
+class _FirstInput(msgspec.Struct, frozen=True):
+    document: str = ""
+
+
+class SagaClient:
+    """start / get / history / retry / cancel over one keyspace."""
+
+    def __init__(
+        self, client: Any, keys: Keys, pipeline: Pipeline, settings: Settings | None = None
+    ) -> None:
+        self.redis = client
+        self.keys = keys
+        self.pipeline = pipeline
+        self.sm = StateMachine(client, keys, settings.limits if settings else None)
+        self._owns_client = False
+        self._groups_ready = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, pipeline: Pipeline | None = None) -> SagaClient:
+        from saga.runtime import document_pipeline, keys_of, open_client
+
+        self = cls(
+            open_client(settings),
+            keys_of(settings),
+            pipeline or document_pipeline(settings),
+            settings,
+        )
+        self._owns_client = True
+        return self
+
+    async def __aenter__(self) -> SagaClient:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.redis.aclose()
+
+    async def start(
+        self, record_id: str, user_id: str, *, document: str = "", trace: str = ""
+    ) -> StartResult:
+        """Create the saga and enqueue its first step; the same call again is a no-op."""
+        if not self._groups_ready:  # once per client: groups must exist at ID 0 first
+            await streams.ensure_groups(self.redis, self.keys, self.pipeline.names)
+            self._groups_ready = True
+        first = msgspec.json.encode(_FirstInput(document=document))
+        return await self.sm.start(
+            record_id,
+            user_id,
+            self.pipeline.first.name,
+            input_json=first,
+            document=document,
+            trace=trace,
+        )
+
+    async def get(self, record_id: str) -> Saga:
+        return await reads.get_saga(self.redis, self.keys, record_id)
+
+    async def history(self, record_id: str) -> list[HistoryEvent]:
+        return await reads.get_history(self.redis, self.keys, record_id)
+
+    async def retry(
+        self, record_id: str, *, step: str | None = None, force: bool = False, actor: str = "api"
+    ) -> RetryResult:
+        """Re-run from ``step`` (default: the step the saga is at), keeping history."""
+        if step is None:
+            step = (await self.get(record_id)).step
+        self.pipeline.get(step)
+        return await operator.retry(
+            self.sm, record_id, step, self.pipeline.prev_of(step), force=force, actor=actor
+        )
+
+    async def cancel(self, record_id: str, *, actor: str = "api") -> str:
+        return await operator.cancel(self.sm, record_id, actor=actor)

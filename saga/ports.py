@@ -1,0 +1,74 @@
+"""The default ports: documents over file/http, the user's LLM through litellm with
+per-user keys from billing (or one static key), both behind shared circuit breakers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from saga.adapters.billing import BillingClient, KeyProvider, Secret, StaticKey
+from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
+from saga.adapters.documents import DocumentFetcher
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.model import Claim
+from saga.steps.context import DocumentSource
+from saga.worker.ports import AttemptPorts
+
+
+class DefaultPorts:
+    def __init__(self, settings: Settings, client: Any, keys: Keys) -> None:
+        from saga.adapters.llm import LLMConfig
+
+        self.settings, self.client, self.keys = settings, client, keys
+        b = settings.breaker
+        policy = BreakerPolicy(failures=b.failures, window_s=b.window_s, cooldown_s=b.cooldown_s)
+        self.llm_breaker = CircuitBreaker(client, keys, "llm", policy)
+        self._documents = DocumentFetcher(max_bytes=settings.step_config.max_document_bytes)
+        self.billing: BillingClient | None = None
+        if settings.billing_url:
+            breaker = CircuitBreaker(client, keys, "billing", policy)
+            self.billing = BillingClient(settings.billing_url, client, keys, breaker)
+        extra = {"mock_response": settings.llm_mock_response} if settings.llm_mock_response else {}
+        self.llm_config = LLMConfig(
+            model=settings.llm_model,
+            api_base=settings.llm_api_base or None,
+            timeout_s=settings.llm_timeout_s,
+            extra=extra,
+        )
+        self.llm_enabled = bool(
+            settings.billing_url or settings.llm_api_key or settings.llm_mock_response
+        )
+
+    @property
+    def documents(self) -> DocumentSource:
+        return self._documents
+
+    def _key(self, user_id: str) -> KeyProvider:
+        if self.billing is not None:
+            return self.billing.for_user(user_id)
+        return StaticKey(Secret(self.settings.llm_api_key or "sk-no-key"))
+
+    def for_attempt(self, claim: Claim) -> AttemptPorts:
+        if not self.llm_enabled:
+            return AttemptPorts(None, lambda: (0.0, 0))
+        from saga.adapters.llm import CostMeter, LiteLLMClient
+
+        meter = CostMeter()
+        llm = LiteLLMClient(
+            self.llm_config,
+            redis=self.client,
+            keys=self.keys,
+            record_id=claim.record_id,
+            step=claim.step,
+            api_key=self._key(claim.user_id),
+            meter=meter,
+            breaker=self.llm_breaker,
+        )
+        return AttemptPorts(
+            llm, lambda: (meter.total, meter.prompt_tokens + meter.completion_tokens)
+        )
+
+    async def aclose(self) -> None:
+        await self._documents.aclose()
+        if self.billing is not None:
+            await self.billing.aclose()

@@ -1,0 +1,65 @@
+"""A worker process: client, ports, executor, health server, signals — wired from settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import anyio
+import structlog
+
+from saga.pipeline import Pipeline
+from saga.settings import Settings
+from saga.worker.executor import Executor
+from saga.worker.health import HealthState, serve_health
+from saga.worker.naming import worker_name
+from saga.worker.observer import Observer
+
+log = structlog.get_logger("saga.worker")
+
+
+async def serve(
+    settings: Settings,
+    steps: Sequence[str],
+    *,
+    pipeline: Pipeline | None = None,
+    concurrency: int | None = None,
+    health_port: int | None = None,
+    observer: Observer | None = None,
+    metrics: Callable[[], str] | None = None,
+) -> None:
+    """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return."""
+    from saga.ports import DefaultPorts
+    from saga.runtime import document_pipeline, keys_of, open_client
+
+    pipeline = pipeline or document_pipeline(settings)
+    if concurrency:
+        pipeline = pipeline.with_overrides(lambda s: replace(s, concurrency=concurrency))
+    for step in steps:
+        pipeline.get(step)  # unknown step: a clear KeyError before anything starts
+    client = open_client(settings)
+    keys = keys_of(settings)
+    ports = DefaultPorts(settings, client, keys)
+    health = HealthState()
+    executor = Executor(
+        client=client,
+        keys=keys,
+        settings=settings,
+        pipeline=pipeline,
+        steps=steps,
+        ports=ports,
+        worker=worker_name(),
+        observer=observer,
+        health=health,
+    )
+    port = settings.health_port if health_port is None else health_port
+    try:
+        async with anyio.create_task_group() as tg:
+            if port >= 0:
+                bound = await tg.start(serve_health, health, port, metrics)
+                log.info("health_listening", port=bound)
+            await executor.run_with_signals()
+            tg.cancel_scope.cancel()
+    finally:
+        await ports.aclose()
+        await client.aclose()
