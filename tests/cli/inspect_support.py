@@ -22,35 +22,57 @@ __all__ = [
     "cli",
     "cli_json",
     "commit",
+    "env_for",
     "fail",
     "machine",
+    "python",
     "retried_and_reclaimed",
     "run_to_dead",
+    "spawn",
     "start",
 ]
+
+
+def env_for(keys: Keys, redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a CLI process on the test's server and key prefix."""
+    env = {
+        **os.environ,
+        "REDIS_URL": redis_url,
+        "SAGA_KEY_PREFIX": keys.prefix,
+        "SAGA_PARTITIONS": str(keys.partitions),
+        "SAGA_LOG_FORMAT": "json",
+        **extra,
+    }
+    env.pop("NO_COLOR", None)
+    return env
+
+
+def python(
+    keys: Keys, redis_url: str, *argv: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python <argv>`` with the CLI environment; output captured as text."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        env=env_for(keys, redis_url, **(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def cli(
     keys: Keys, redis_url: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """``saga <args>`` through ``python -m saga.cli.main`` against the test's key prefix."""
-    full = {
-        **os.environ,
-        "REDIS_URL": redis_url,
-        "SAGA_KEY_PREFIX": keys.prefix,
-        "SAGA_PARTITIONS": str(keys.partitions),
-        "SAGA_LOG_FORMAT": "json",
-        "COLUMNS": "160",
-        **(env or {}),
-    }
-    full.pop("NO_COLOR", None)
-    return subprocess.run(
-        [sys.executable, "-m", "saga.cli.main", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
+    return python(keys, redis_url, "-m", "saga.cli.main", *args, env=env, timeout=timeout)
+
+
+def spawn(keys: Keys, redis_url: str, *args: str, **popen: Any) -> subprocess.Popen[str]:
+    """``saga <args>`` started in the background (``--follow``, live views)."""
+    popen.setdefault("text", True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "saga.cli.main", *args], env=env_for(keys, redis_url), **popen
     )
 
 

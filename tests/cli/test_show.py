@@ -6,7 +6,6 @@ import json
 import os
 import pty
 import subprocess
-import sys
 from typing import Any
 
 import anyio
@@ -21,7 +20,9 @@ from tests.cli.inspect_support import (
     cli_json,
     commit,
     machine,
+    python,
     retried_and_reclaimed,
+    spawn,
     start,
 )
 from tests.state.helpers import claim_next, server_ms, wait_lease_expired
@@ -116,13 +117,7 @@ async def test_follow_prints_new_events_until_terminal(
     """--follow off a TTY: the timeline once, then one line per new event, exit at the end."""
     sm = await machine(redis, keys)
     await start(sm, "mr-f")
-    env = {**os.environ, "REDIS_URL": redis_url, "SAGA_KEY_PREFIX": keys.prefix}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "saga.cli.main", "show", "mr-f", "--follow"],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    proc = spawn(keys, redis_url, "show", "mr-f", "--follow", stdout=subprocess.PIPE)
     assert proc.stdout is not None
     try:
         with anyio.fail_after(20):  # the first render is printed before we move on
@@ -159,11 +154,7 @@ async def test_tty_draws_block_bars_and_colour(redis: Any, keys: Keys, redis_url
     req = FailRequest(action=FailAction.DEAD, error_class="ParseError", error_message="x" * 200)
     await sm.fail(claim, req)
     master, slave = pty.openpty()
-    env = {**os.environ, "REDIS_URL": redis_url, "SAGA_KEY_PREFIX": keys.prefix}
-    env.pop("NO_COLOR", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "saga.cli.main", "show", "mr-t"], env=env, stdout=slave, stderr=slave
-    )
+    proc = spawn(keys, redis_url, "show", "mr-t", stdout=slave, stderr=slave, text=False)
     os.close(slave)
     chunks = []
     with anyio.fail_after(20):
@@ -185,14 +176,8 @@ async def test_tty_draws_block_bars_and_colour(redis: Any, keys: Keys, redis_url
 async def test_cold_start_imports_nothing_heavy(redis: Any, keys: Keys, redis_url: str) -> None:
     """`saga show --json` never imports litellm, pypdf, rapidfuzz, httpx or OTel exporters."""
     await start(await machine(redis, keys), "mr-c")
-    env = {**os.environ, "REDIS_URL": redis_url, "SAGA_KEY_PREFIX": keys.prefix}
-    res = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "saga.cli.main", "show", "--json", "mr-c"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    res = python(
+        keys, redis_url, "-X", "importtime", "-m", "saga.cli.main", "show", "--json", "mr-c"
     )
     assert res.returncode == 0, res.stderr[-2000:]
     modules = {
@@ -208,14 +193,7 @@ async def test_cold_start_imports_nothing_heavy(redis: Any, keys: Keys, redis_ur
         "import sys; from saga.cli.main import main; rc = main(sys.argv[1:]); "
         "print(*sys.modules, file=sys.stderr); sys.exit(rc)"
     )
-    res = subprocess.run(
-        [sys.executable, "-c", probe, "show", "--json", "mr-c"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    res = python(keys, redis_url, "-c", probe, "show", "--json", "mr-c")
     loaded = res.stderr.split()
     assert res.returncode == 0 and "saga.cli.cmd_show" in loaded
     assert [m for m in loaded if m.startswith(HEAVY)] == []
