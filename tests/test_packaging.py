@@ -37,8 +37,8 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path, redis_url: str)
     probe = (
         "import saga, saga.state.scripts as s, saga.steps.router, saga.adapters.documents, "
         "saga.samples as m; "
-        "assert saga.__file__.startswith(%r), saga.__file__; "
-        "assert len(m.list_samples()) >= 4; print(s.version())" % str(env_dir)
+        f"assert saga.__file__.startswith({str(env_dir)!r}), saga.__file__; "
+        "assert len(m.list_samples()) >= 4; print(s.version())"
     )
     out = subprocess.run(
         [py, "-c", probe], check=False, capture_output=True, text=True, cwd=tmp_path
