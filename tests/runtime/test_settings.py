@@ -1,0 +1,47 @@
+"""Settings come from the environment in one function, with clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from saga.settings import SettingsError, load_settings
+
+
+def test_defaults() -> None:
+    """An empty environment gives the documented defaults."""
+    s = load_settings({"SAGA_DATA_DIR": "/tmp/x"})
+    assert (s.redis_url, s.partitions, s.health_port, s.key_prefix) == (None, 1, 8080, "saga")
+    assert s.limits.retention_s == 7 * 86400 and s.limits.pages_ttl_s == 3600
+    assert s.parser == "rules" and s.drain_s == 30.0
+
+
+def test_per_step_overrides() -> None:
+    """SAGA_<STEP>_CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE land in the step's settings."""
+    s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_PARSER_CONCURRENCY": "3",
+                       "SAGA_PARSER_MAX_ATTEMPTS": "7", "SAGA_ROUTER_TIMEOUT": "1.5",
+                       "SAGA_ENRICHER_LEASE": "9"})  # fmt: skip
+    assert s.for_step("parser").concurrency == 3 and s.for_step("parser").max_attempts == 7
+    assert s.for_step("router").timeout_s == 1.5 and s.for_step("enricher").lease_s == 9
+    assert s.for_step("grouper").concurrency is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("SAGA_PARTITIONS", "many", "is not a number"),
+        ("SAGA_DRAIN_SECONDS", "-1", "must not be negative"),
+        ("SAGA_LOG_FORMAT", "xml", "json or console"),
+        ("SAGA_PARSER", "magic", "rules or llm"),
+    ],
+)
+def test_bad_values_name_the_variable(name: str, value: str, says: str) -> None:
+    """A bad value is a SettingsError naming the variable and the problem."""
+    with pytest.raises(SettingsError, match=name) as err:
+        load_settings({"SAGA_DATA_DIR": "/t", name: value})
+    assert says in str(err.value)
+
+
+def test_document_source_reaches_the_steps() -> None:
+    """SAGA_DOCUMENT_SOURCE is handed to the router through the step config."""
+    s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_DOCUMENT_SOURCE": "/d/{record_id}.pdf"})
+    assert s.step_config.document_source == "/d/{record_id}.pdf"
