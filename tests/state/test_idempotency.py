@@ -181,11 +181,9 @@ async def test_second_call_with_same_op_changes_nothing(
 async def test_retry_resent_after_an_executor_claimed_is_answered_from_the_record(
     sm: StateMachine, keys: Keys, force: bool
 ) -> None:
-    """A retry re-sent after an executor already claimed its new entry changes nothing.
-
-    The resend loop re-sends after 50 ms; an executor blocked on XREADGROUP claims the
-    new entry within that time, and its claim writes the saga's last op id.
-    """
+    """A retry re-sent after an executor already claimed its new entry changes nothing."""
+    # The resend loop re-sends after 50 ms; an executor blocked on XREADGROUP claims the
+    # new entry within that time, and its claim writes the saga's last op id.
     await sm.start("r1", "u1", "router")
     c = await claim_next(sm, "router", "w-a")
     await sm.fail(c, FailRequest(action=FailAction.DEAD, error_class="E", error_message="m"))

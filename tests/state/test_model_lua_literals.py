@@ -136,11 +136,9 @@ def test_preamble_tables_match_the_enums() -> None:
 
 @pytest.mark.parametrize("source", list(RAW))
 def test_no_state_string_literal_outside_the_preamble(source: str) -> None:
-    """States appear only as STATE.X: no string literal equals a SagaState value.
-
-    The one exception is an event name right after ``'e',`` (EventType.CANCELLED is
-    spelled like the state); those must be EventType values.
-    """
+    """States appear only as STATE.X: no string literal equals a SagaState value."""
+    # The one exception is an event name right after 'e', (EventType.CANCELLED is
+    # spelled like the state); those must be EventType values.
     code = strip_comments(RAW[source])
     states = {s.value for s in SagaState}
     bad = []
