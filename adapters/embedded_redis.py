@@ -119,7 +119,7 @@ class EmbeddedServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if self.tied else None,
+            preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509 (set before threads start)
             start_new_session=not self.tied,
         )
         self.pid = proc.pid

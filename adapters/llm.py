@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -39,6 +39,7 @@ from saga.adapters.breaker import CircuitBreaker
 from saga.state.keys import Keys
 from saga.steps.context import Completion
 from saga.steps.errors import PermanentError, RetryableError
+from saga.telemetry import tracing
 
 __all__ = ["CostMeter", "LLMConfig", "LiteLLMClient", "quiet_litellm"]
 
@@ -54,7 +55,8 @@ def quiet_litellm() -> None:
     if hasattr(litellm, "turn_off_message_logging"):
         litellm.turn_off_message_logging = True
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx", "openai"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        own = name.lower().startswith("litellm")  # litellm prints through its own handler
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1 if own else logging.WARNING)
 
 
 @functools.cache
@@ -80,6 +82,10 @@ class CostMeter:
     """Answers reused from the response cache, at no cost."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_keys: list[str] = field(default_factory=list)
+    """Cached answers used (paid now or earlier): the commit attributes each one's cost once."""
+    unkeyed_cost: float = 0.0
+    """Cost of paid calls whose answer could not be cached (attributed directly)."""
 
     def add(self, cost: float, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.total += cost
@@ -110,6 +116,8 @@ class _Cached(msgspec.Struct, frozen=True):
     model: str
     prompt_tokens: int
     completion_tokens: int
+    cost: float = 0.0
+    """What the answer cost when it was paid; attributed once by a commit or fail."""
 
 
 class LiteLLMClient:
@@ -142,7 +150,27 @@ class LiteLLMClient:
     async def complete(
         self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
     ) -> Completion:
-        """One answer: from the response cache, else from the provider (metered)."""
+        """One answer: from the response cache, else from the provider (metered).
+
+        A child span ``llm <purpose>`` of the attempt records the model, tokens,
+        cost and whether the answer was cached; never the messages or the answer."""
+        attrs = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": self.config.model,
+            "saga.llm.purpose": purpose,
+        }
+        with tracing.child_span(f"llm {purpose}", attrs) as span:
+            completion = await self._complete(messages, purpose=purpose, json_mode=json_mode)
+            span.set("gen_ai.response.model", completion.model)
+            span.set("gen_ai.usage.input_tokens", completion.prompt_tokens)
+            span.set("gen_ai.usage.output_tokens", completion.completion_tokens)
+            span.set("saga.llm.cost_usd", completion.cost)
+            span.set("saga.llm.cached", completion.cached)
+            return completion
+
+    async def _complete(
+        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool
+    ) -> Completion:
         cache_key = self._keys.llm_cache(
             self._record_id, self._step, self._digest(messages, purpose, json_mode)
         )
@@ -150,6 +178,7 @@ class LiteLLMClient:
         if hit is not None:
             cached = msgspec.json.decode(hit, type=_Cached)
             self.meter.cached_calls += 1
+            self.meter.cache_keys.append(cache_key)
             _log.debug("llm_cache_hit", purpose=purpose, model=cached.model)
             return Completion(
                 text=cached.text,
@@ -170,8 +199,16 @@ class LiteLLMClient:
             completion.model,
             completion.prompt_tokens,
             completion.completion_tokens,
+            completion.cost,
         )
-        await self._redis.set(cache_key, msgspec.json.encode(record), ex=self.config.cache_ttl_s)
+        try:
+            await self._redis.set(
+                cache_key, msgspec.json.encode(record), ex=self.config.cache_ttl_s
+            )
+            self.meter.cache_keys.append(cache_key)
+        except Exception as exc:  # the answer is paid: attribute it even if uncached
+            self.meter.unkeyed_cost += completion.cost
+            _log.warning("llm_cache_write_failed", error=type(exc).__name__)
         _log.info(
             "llm_call",
             purpose=purpose,

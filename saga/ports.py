@@ -65,7 +65,9 @@ class DefaultPorts:
             breaker=self.llm_breaker,
         )
         return AttemptPorts(
-            llm, lambda: (meter.total, meter.prompt_tokens + meter.completion_tokens)
+            llm,
+            lambda: (meter.unkeyed_cost, meter.prompt_tokens + meter.completion_tokens),
+            lambda: list(meter.cache_keys),
         )
 
     async def aclose(self) -> None:

@@ -48,7 +48,10 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     delete_pages: bool = False
     checkpoint: bytes | None = None
     cost: float = 0.0
+    """Cost not covered by ``cost_keys`` (USD)."""
     tokens: int = 0
+    cost_keys: tuple[str, ...] = ()
+    """Cached LLM answers the attempt used; the script attributes each one's cost once."""
     op: str = ""
 
 
@@ -60,6 +63,7 @@ class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
     worker: str = ""
     cost: float = 0.0
     tokens: int = 0
+    cost_keys: tuple[str, ...] = ()
     op: str = ""
 
 
@@ -191,12 +195,13 @@ class StateMachine:
             k.costs(p, _day()),
             k.created_index(p),
             *self._state_indexes(p),
+            *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
         args += [req.output, req.op or new_op(), self.limits.history_maxlen]
         args += [req.pages or b"", self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
         args += [repr(req.cost), req.checkpoint or b"", self.limits.retention_s]
-        args += [req.worker, req.tokens]
+        args += [req.worker, req.tokens, len(req.cost_keys[:64])]
         return "commit_step", keys, args
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
@@ -211,10 +216,12 @@ class StateMachine:
             k.stats(p),
             k.costs(p, _day()),
             *self._state_indexes(p),
+            *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
         args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
+        args += [len(req.cost_keys[:64])]
         return "fail_step", keys, args
 
     async def commit(self, claim: Claim, req: CommitRequest) -> Outcome:

@@ -278,14 +278,13 @@ class DeadLetter(msgspec.Struct, frozen=True):
 async def dead_letters(
     client: Any, keys: Keys, steps: Iterable[str], limit: int, *, oldest_first: bool = False
 ) -> list[DeadLetter]:
-    """Up to ``limit`` dead letters of the given steps over all partitions, newest first."""
+    """Up to ``limit`` dead letters of the given steps over all partitions, newest first
+    (or oldest first, the order a replay takes them in)."""
     pipe = client.pipeline(transaction=False)
+    read = pipe.xrange if oldest_first else pipe.xrevrange
     for p in keys.all_partitions():
         for step in steps:
-            if oldest_first:
-                pipe.xrange(keys.dead(p, step), count=limit)
-            else:
-                pipe.xrevrange(keys.dead(p, step), count=limit)
+            read(keys.dead(p, step), count=limit)
     found = [_dead(i, f) for rows in await pipe.execute() for i, f in rows]
     found.sort(key=lambda d: _id_key(d.id), reverse=not oldest_first)
     return found[:limit]

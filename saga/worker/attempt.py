@@ -20,6 +20,8 @@ from saga.state.errors import LeaseLostError
 from saga.state.machine import CommitRequest, FailRequest, Outcome, StateMachine
 from saga.state.model import Claim, FailAction
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
+from saga.telemetry import tracing
+from saga.telemetry.redact import safe_error
 from saga.worker.committer import Committer
 from saga.worker.context import AttemptContext
 from saga.worker.observer import Observer
@@ -42,15 +44,28 @@ class AttemptRunner:
 
     async def run(self, spec: StepSpec, claim: Claim) -> Outcome | None:
         """Run and finish one attempt. Returns None when the attempt was fenced
-        mid-step or cancelled by a drain (then nothing is acknowledged)."""
-        bound = log.bind(
-            record_id=claim.record_id,
-            user_id=claim.user_id,
-            step=claim.step,
-            attempt=claim.attempt,
-            epoch=claim.epoch,
-            worker=self.worker,
-        )
+        mid-step or cancelled by a drain (then nothing is acknowledged).
+
+        The attempt is a span (``process <step>``) in the saga's trace; every log
+        line in its scope, the adapters' too, carries the ids below."""
+        with tracing.attempt_span(claim, self.sm.keys, self.worker) as span:
+            ids = {
+                "record_id": claim.record_id,
+                "user_id": claim.user_id,
+                "step": claim.step,
+                "attempt": claim.attempt,
+                "epoch": claim.epoch,
+                "worker": self.worker,
+                "trace_id": span.trace_id or tracing.trace_id_of(claim.trace),
+                "span_id": span.span_id,
+            }
+            with structlog.contextvars.bound_contextvars(**ids):
+                outcome = await self._attempt(spec, claim, log.bind(**ids))
+            if outcome is None:
+                span.set("saga.outcome", "fenced")
+            return outcome
+
+    async def _attempt(self, spec: StepSpec, claim: Claim, bound: Any) -> Outcome | None:
         bound.info("step_claimed", lease_until_ms=claim.lease_until_ms)
         attempt_ports = self.ports.for_attempt(claim)
         lease_lost = anyio.Event()
@@ -80,7 +95,10 @@ class AttemptRunner:
                 self.observer.fenced(spec.name)
             return None
         usd, tokens = attempt_ports.cost()
-        req = msgspec.structs.replace(req, cost=usd, tokens=tokens, worker=self.worker)
+        cost_keys = tuple(attempt_ports.cost_keys())
+        req = msgspec.structs.replace(
+            req, cost=usd, tokens=tokens, cost_keys=cost_keys, worker=self.worker
+        )
         outcome = await self.committer.submit(claim, req)
         self._report(bound, spec, claim, req, outcome, time.monotonic() - started, usd, tokens)
         return outcome
@@ -156,7 +174,7 @@ class AttemptRunner:
             action=d.action,
             delay_ms=d.delay_ms,
             error_class=d.error_class,
-            error_message=d.message,
+            error_message=safe_error(exc, d.message),
         )
 
     def _report(
@@ -175,6 +193,7 @@ class AttemptRunner:
         if outcome.code == RC.LEASE_LOST:
             bound.warning("lease_lost", duration_seconds=duration, state=outcome.state)
             self.observer.fenced(spec.name)
+            tracing.annotate("fenced")
             return
         if isinstance(req, CommitRequest):
             bound.info(
@@ -185,6 +204,7 @@ class AttemptRunner:
                 duplicate=outcome.code == RC.DUPLICATE,
             )
             self.observer.committed(spec.name, duration)
+            tracing.annotate("duplicate" if outcome.code == RC.DUPLICATE else "committed")
             return
         event = {
             FailAction.RETRY: "retry_scheduled",
@@ -200,3 +220,4 @@ class AttemptRunner:
         )
         bound.info(event, delay_ms=req.delay_ms)
         self.observer.failed(spec.name, req.action.value, duration)
+        tracing.annotate(req.action.value, req.error_class)

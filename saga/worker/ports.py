@@ -16,7 +16,9 @@ class AttemptPorts:
 
     llm: LLM | None
     cost: Callable[[], tuple[float, int]]
-    """(USD, tokens) spent by this attempt so far."""
+    """(USD not covered by cached answers, tokens) of this attempt so far."""
+    cost_keys: Callable[[], list[str]] = list
+    """Keys of the cached LLM answers this attempt used (each one's cost is attributed once)."""
 
 
 class Ports(Protocol):

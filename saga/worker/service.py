@@ -31,6 +31,7 @@ async def serve(
     """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return."""
     from saga.ports import DefaultPorts
     from saga.runtime import document_pipeline, keys_of, open_client
+    from saga.telemetry.worker import WorkerTelemetry
 
     pipeline = pipeline or document_pipeline(settings)
     if concurrency:
@@ -41,6 +42,7 @@ async def serve(
     keys = keys_of(settings)
     ports = DefaultPorts(settings, client, keys)
     health = HealthState()
+    telemetry = WorkerTelemetry.start(settings, steps)
     executor = Executor(
         client=client,
         keys=keys,
@@ -49,17 +51,20 @@ async def serve(
         steps=steps,
         ports=ports,
         worker=worker_name(),
-        observer=observer,
+        observer=observer or telemetry.metrics.observer,
         health=health,
     )
     port = settings.health_port if health_port is None else health_port
     try:
         async with anyio.create_task_group() as tg:
             if port >= 0:
-                bound = await tg.start(serve_health, health, port, metrics)
+                render = metrics or telemetry.metrics.render
+                bound = await tg.start(serve_health, health, port, render)
                 log.info("health_listening", port=bound)
+                tg.start_soon(telemetry.refresh_loop, client, keys)
             await executor.run_with_signals()
             tg.cancel_scope.cancel()
     finally:
+        telemetry.shutdown()
         await ports.aclose()
         await client.aclose()

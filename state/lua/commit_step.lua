@@ -12,6 +12,7 @@
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[8]  created index
 -- KEYS[9..14] state indexes, in SagaState order
+-- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id of the input
@@ -28,6 +29,7 @@
 -- ARGV[14] retention of a completed saga (s)
 -- ARGV[15] worker name
 -- ARGV[16] LLM tokens used by the attempt
+-- ARGV[17] n: number of cached-answer keys at KEYS[15..], at most 64
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
@@ -58,7 +60,7 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = tonumber(ARGV[12]) or 0
+local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(15, tonumber(ARGV[17]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
 redis.call('HSET', saga, 'out:' .. step, ARGV[6], 'done:' .. step, token,

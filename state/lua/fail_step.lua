@@ -14,6 +14,7 @@
 -- KEYS[6]  partition counters   {p}:stats
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[8..13] state indexes, in SagaState order
+-- KEYS[14..13+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -27,6 +28,7 @@
 -- ARGV[11] LLM cost of the attempt (USD)
 -- ARGV[12] worker name
 -- ARGV[13] LLM tokens used by the attempt
+-- ARGV[14] n: number of cached-answer keys at KEYS[14..], at most 64
 -- Returns: {RC.OK, state, due_ms | dead_entry_id}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
@@ -56,7 +58,7 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = tonumber(ARGV[11]) or 0
+local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(14, tonumber(ARGV[14]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)

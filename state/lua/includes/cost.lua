@@ -1,3 +1,25 @@
+-- The cost of the cached LLM answers an attempt used, each counted once: the first
+-- attempt to commit or fail with an answer attributes its cost and marks it ('by'),
+-- so an answer paid by a killed attempt and reused by the next is billed exactly once.
+local function attributed_cost(first, n, token)
+  local total = 0
+  for i = 1, 64 do
+    if i > n then break end
+    local key = KEYS[first + i - 1]
+    local raw = redis.call('GET', key)
+    if raw then
+      local ok, rec = pcall(cjson.decode, raw)
+      if ok and type(rec) == 'table' and tonumber(rec.cost)
+         and (rec.by == nil or rec.by == cjson.null or rec.by == '') then
+        total = total + tonumber(rec.cost)
+        rec.by = token
+        redis.call('SET', key, cjson.encode(rec), 'KEEPTTL')
+      end
+    end
+  end
+  return total
+end
+
 -- Attribute an attempt's LLM cost to the saga, and to user and step in the day's totals.
 local function add_cost(saga, costs_key, user, step, cost)
   if cost > 0 then
