@@ -20,7 +20,7 @@ async def three_sagas(sm: StateMachine) -> dict[str, int]:
     """mr-b failed at parser (u-1), mr-c waiting to retry at router (u-2), mr-a pending
     at router (u-1), created in that order on distinct milliseconds; returns created ms.
     (mr-a comes last: its undelivered entry would be read by the later claims.)"""
-    created = {}
+    created: dict[str, int] = {}
     for rid in ("mr-b", "mr-c", "mr-a"):
         await wait_lease_expired(sm.client, max(created.values(), default=0))
         if rid == "mr-b":
