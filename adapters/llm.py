@@ -49,6 +49,8 @@ _CACHE_SCHEMA = 1
 
 def quiet_litellm() -> None:
     """Keep litellm from printing or logging prompts, completions and hints."""
+    # litellm fetches its price map from the network at import unless told not to.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
     litellm.suppress_debug_info = True

@@ -39,6 +39,15 @@ class DefaultPorts:
             settings.billing_url or settings.llm_api_key or settings.llm_mock_response
         )
 
+    async def warm_up(self) -> None:
+        """Import litellm in a thread at start, so the first LLM step does not pay for it."""
+        if self.llm_enabled:
+            import anyio
+
+            from saga.adapters.llm import quiet_litellm
+
+            await anyio.to_thread.run_sync(quiet_litellm)
+
     @property
     def documents(self) -> DocumentSource:
         return self._documents

@@ -54,6 +54,7 @@ async def serve(
         observer=observer or telemetry.metrics.observer,
         health=health,
     )
+    await ports.warm_up()
     port = settings.health_port if health_port is None else health_port
     try:
         async with anyio.create_task_group() as tg:
