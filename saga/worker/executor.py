@@ -73,12 +73,6 @@ class Executor:
                     for spec in self.specs:
                         loops.start_soon(self._read_loop, spec)
                     loops.start_soon(
-                        self._every,
-                        "recovery",
-                        self.settings.recovery_interval_s,
-                        self._recover_once,
-                    )
-                    loops.start_soon(
                         self._every, "promote", self.settings.promote_interval_s, self._promote_once
                     )
                     loops.start_soon(self._every, "maintenance", 60.0, self._maintain_once)
@@ -146,9 +140,18 @@ class Executor:
             else [dict.fromkeys(streams_of, ">")]
         )
         delay = 0.1
+        recover_at = 0.0
         while True:
             self.health.tick(f"read:{spec.name}")
             await slots.wait_free()
+            if time.monotonic() >= recover_at:
+                # Recovery runs here, between reads: a loop of its own would find every
+                # free slot reserved by the blocking XREADGROUP below, and never run.
+                recover_at = time.monotonic() + self.settings.recovery_interval_s
+                try:
+                    await self._recover_once(spec)
+                except TRANSIENT_ERRORS as exc:
+                    self.health.redis_down(exc)
             for group in groups:
                 n = slots.reserve(self.settings.read_batch)
                 if n == 0:
@@ -250,31 +253,30 @@ class Executor:
                 self.health.redis_down(exc)
             await anyio.sleep(interval)
 
-    async def _recover_once(self) -> None:
-        """Take over entries idle past the lease (their worker died) and re-run them."""
-        for spec in self.specs:
-            slots = self.slots[spec.name]
-            for p in self.keys.all_partitions():
-                n = slots.reserve(50)
-                if n == 0:
-                    break
-                got = 0
-                try:
-                    rec = await recovery.recover_idle(
-                        self.sm,
-                        spec.name,
-                        p,
-                        worker=self.worker,
-                        min_idle_ms=int(spec.lease_s * 1000) + 1000,
-                        count=n,
-                    )
-                    for lost in rec.deleted:
-                        log.error("entry_lost", step=spec.name, entry=lost, partition=p)
-                    if rec.entries:
-                        log.info("entries_recovered", step=spec.name, count=len(rec.entries))
-                        got = await self._claim_and_run(spec, p, rec.entries, n)
-                finally:
-                    slots.release(n - got)
+    async def _recover_once(self, spec: StepSpec) -> None:
+        """Take over entries of ``spec`` idle past the lease (their worker died), re-run them."""
+        slots = self.slots[spec.name]
+        for p in self.keys.all_partitions():
+            n = slots.reserve(50)
+            if n == 0:
+                break
+            got = 0
+            try:
+                rec = await recovery.recover_idle(
+                    self.sm,
+                    spec.name,
+                    p,
+                    worker=self.worker,
+                    min_idle_ms=int(spec.lease_s * 1000) + 1000,
+                    count=n,
+                )
+                for lost in rec.deleted:
+                    log.error("entry_lost", step=spec.name, entry=lost, partition=p)
+                if rec.entries:
+                    log.info("entries_recovered", step=spec.name, count=len(rec.entries))
+                    got = await self._claim_and_run(spec, p, rec.entries, n)
+            finally:
+                slots.release(n - got)
 
     async def _promote_once(self) -> None:
         now = time.time() * 1000 + self._clock_offset_ms
