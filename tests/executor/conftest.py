@@ -1,0 +1,96 @@
+"""Fixtures of the executor tests: worker processes wired to the test's key prefix,
+a saga client with the test pipeline, and a server of the test's own (to kill)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from saga.adapters.embedded_redis import EmbeddedServer
+from saga.client import SagaClient
+from saga.settings import Settings
+from saga.state.keys import Keys
+from tests.executor import pipelines
+from tests.executor.support import REPO, Worker, spawn_worker, worker_env
+
+TEST_PIPELINE = "tests.executor.pipelines:pipeline"
+
+SpawnWorker = Callable[..., Worker]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def base_env(redis_url: str, keys: Keys, tmp_path: Path) -> dict[str, str]:
+    """The environment of a worker: this test's server and prefix, fast loops, JSON logs."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SAGA_") and k not in ("REDIS_URL", "PYTHONPATH")
+    }
+    env.update(
+        REDIS_URL=redis_url,
+        SAGA_KEY_PREFIX=keys.prefix,
+        SAGA_PARTITIONS=str(keys.partitions),
+        SAGA_DATA_DIR=str(tmp_path / "saga-data"),
+        SAGA_PIPELINE=TEST_PIPELINE,
+        SAGA_LOG_FORMAT="json",
+        SAGA_LOG_LEVEL="info",
+        SAGA_BLOCK_MS="100",
+        SAGA_PROMOTE_INTERVAL="0.1",
+        SAGA_RECOVERY_INTERVAL="0.5",
+        PYTHONPATH=str(REPO),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture
+def spawn(
+    base_env: dict[str, str], tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[SpawnWorker]:
+    """Start ``saga worker`` processes; every one is killed (by pid) at teardown."""
+    started: list[Worker] = []
+
+    def start(*steps: str, env: dict[str, str] | None = None, **overrides: str) -> Worker:
+        log = tmp_path / f"worker-{len(started)}.log"
+        w = spawn_worker(worker_env(env or base_env, **overrides), log, steps or pipelines.STEPS)
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.kill()
+    if request.node.stash.get(_FAILED, False):
+        for w in started:
+            print(w.tail(80))
+
+
+@pytest.fixture
+async def sagas(redis: Any, keys: Keys) -> AsyncIterator[SagaClient]:
+    """A saga client on the test's prefix, with the test pipeline (groups made on first start)."""
+    client = SagaClient(redis, keys, pipelines.pipeline(), Settings())
+    yield client
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[EmbeddedServer]:
+    """A server only this test uses (AOF on, unix socket), so it may be killed and restarted."""
+    server = EmbeddedServer(data_dir=tmp_path / "own-redis", tied=True)
+    server.start()
+    yield server
+    server.stop()

@@ -1,0 +1,217 @@
+"""Helpers of the executor tests: worker processes, deadlines, health probes, history counts.
+
+Workers are real ``saga worker`` processes (``python -m saga.cli.main worker``) logging
+JSON lines to a file each, so a failing test can show what every worker did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from saga.state.keys import Keys
+from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.state.reads import get_saga_and_history
+from saga.state.replies import text
+
+REPO = Path(__file__).resolve().parents[2]
+SOAK = os.environ.get("SAGA_SOAK", "").lower() in ("1", "true", "yes")
+
+
+# -- deadlines ------------------------------------------------------------------------
+async def wait_until(
+    predicate: Callable[[], Awaitable[bool]],
+    *,
+    within: float,
+    what: str,
+    every: float = 0.02,
+    on_timeout: Callable[[], str] | None = None,
+) -> float:
+    """Poll ``predicate`` until it holds; returns the seconds it took, fails at the deadline."""
+    start = time.monotonic()
+    while not await predicate():
+        if time.monotonic() - start > within:
+            extra = f"\n{on_timeout()}" if on_timeout else ""
+            raise AssertionError(f"timed out after {within}s waiting for {what}{extra}")
+        await anyio.sleep(every)
+    return time.monotonic() - start
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_status(port: int, path: str) -> int:
+    """The status code of GET ``path`` on the health port; 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+async def status(port: int, path: str) -> int:
+    return await anyio.to_thread.run_sync(http_status, port, path)
+
+
+# -- worker processes ---------------------------------------------------------------
+class Worker:
+    """One ``saga worker`` process with its own health port and log file."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path, steps: list[str]):
+        self.proc, self.port, self.log, self.steps = proc, port, log, steps
+        self.stopped = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def owns(self, consumer: str) -> bool:
+        """Whether a consumer (worker) name is this process's: ``host-<pid>-<start>``."""
+        return f"-{self.pid}-" in consumer
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+        self.stopped = sig == signal.SIGSTOP or (self.stopped and sig != signal.SIGCONT)
+
+    def kill(self) -> None:
+        if self.alive():
+            if self.stopped:
+                self.signal(signal.SIGCONT)
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+    async def wait_exit(self, within: float) -> int:
+        async def exited() -> bool:
+            return not self.alive()
+
+        await wait_until(exited, within=within, what=f"worker {self.pid} to exit", every=0.05)
+        code = self.proc.returncode
+        assert code is not None
+        return code
+
+    async def wait_ready(self, within: float = 30.0) -> float:
+        async def ready() -> bool:
+            assert self.alive(), f"worker exited with {self.proc.returncode}:\n{self.tail()}"
+            return await status(self.port, "/readyz") == 200
+
+        return await wait_until(
+            ready, within=within, what=f"worker {self.pid} ready", every=0.05, on_timeout=self.tail
+        )
+
+    def events(self) -> list[dict[str, Any]]:
+        """The JSON log lines written so far (anything else is skipped)."""
+        out = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                if isinstance(row, dict):
+                    out.append(row)
+        return out
+
+    def logged(self, event: str) -> list[dict[str, Any]]:
+        return [e for e in self.events() if e.get("event") == event]
+
+    def tail(self, lines: int = 40) -> str:
+        text_ = self.log.read_text(errors="replace").splitlines()[-lines:]
+        return f"--- worker {self.pid} ({' '.join(self.steps)}) ---\n" + "\n".join(text_)
+
+
+def worker_env(base: dict[str, str], **overrides: str) -> dict[str, str]:
+    env = {**base, **overrides}
+    return {k: v for k, v in env.items() if v != ""}
+
+
+def spawn_worker(env: dict[str, str], log: Path, steps: Iterable[str]) -> Worker:
+    port = free_port()
+    full = {**env, "SAGA_HEALTH_PORT": str(port)}
+    steps = list(steps)
+    out = open(log, "ab")  # noqa: SIM115 - the child keeps it; closed when we return
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "saga.cli.main", "worker", *steps],
+            cwd=REPO,
+            env=full,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+        )
+    finally:
+        out.close()
+    return Worker(proc, port, log, steps)
+
+
+# -- reading results ---------------------------------------------------------------
+async def saga_and_history(client: Any, keys: Keys, rid: str) -> tuple[Saga, list[HistoryEvent]]:
+    return await get_saga_and_history(client, keys, rid)
+
+
+def commits_by_step_epoch(events: list[HistoryEvent]) -> Counter[tuple[str, int]]:
+    return Counter((e.step, e.epoch) for e in events if e.event == EventType.COMMITTED)
+
+
+def assert_one_commit_per_step(
+    saga: Saga, events: list[HistoryEvent], steps: Iterable[str]
+) -> None:
+    """The saga completed and every step was committed exactly once (in its epoch)."""
+    commits = commits_by_step_epoch(events)
+    expected = Counter((s, saga.epoch) for s in steps)
+    assert saga.state == SagaState.COMPLETED, (saga.record_id, saga.state, saga.error_message)
+    assert commits == expected, (saga.record_id, commits, [e.event.value for e in events])
+
+
+async def states(client: Any, keys: Keys, rids: list[str]) -> list[str]:
+    """The state of each saga, in one pipeline."""
+    pipe = client.pipeline(transaction=False)
+    for rid in rids:
+        pipe.hget(keys.saga(rid), "state")
+    return [text(s) for s in await pipe.execute()]
+
+
+async def count_committed(client: Any, keys: Keys, step: str) -> int:
+    """The partition counter of commits of ``step`` (one partition in these tests)."""
+    return int(await client.hget(keys.stats(0), f"committed:{step}") or 0)
+
+
+async def pending_entries(client: Any, stream: str) -> list[dict[str, Any]]:
+    from saga.state.keys import GROUP
+
+    rows = await client.xpending_range(stream, GROUP, "-", "+", 1000)
+    return [
+        {"id": text(r["message_id"]), "consumer": text(r["consumer"]), "n": r["times_delivered"]}
+        for r in rows
+    ]
+
+
+# -- in-process executors -------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def running(executor: Any) -> Any:
+    """Run ``executor.run()`` in a task group for the body, then stop it and wait for the drain."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(executor.run)
+        try:
+            yield executor
+        finally:
+            executor.stop()

@@ -1,0 +1,68 @@
+"""Recovery in one process: entries left by a dead consumer are reclaimed and finished."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from saga.client import SagaClient
+from saga.settings import Settings
+from saga.state.keys import GROUP, Keys
+from saga.state.machine import StateMachine
+from saga.state.model import EventType
+from saga.worker.executor import Executor
+from saga.worker.ports import NullPorts
+from tests.executor import pipelines
+from tests.executor.support import (
+    assert_one_commit_per_step,
+    running,
+    saga_and_history,
+    states,
+    wait_until,
+)
+
+pytestmark = pytest.mark.anyio
+
+FAST = Settings(block_ms=100, recovery_interval_s=0.2, promote_interval_s=0.1, drain_s=2.0)
+
+
+def short_lease_pipeline(lease_s: float = 0.3) -> Any:
+    return pipelines.pipeline().with_overrides(lambda s: replace(s, lease_s=lease_s))
+
+
+async def test_idle_entry_of_a_dead_consumer_is_reclaimed_by_a_live_reader(
+    redis: Any, keys: Keys
+) -> None:
+    """A claimed entry whose consumer died is reclaimed while the executor's reader is busy
+    blocking on XREADGROUP (recovery must not starve behind the reader's slots)."""
+    pipe = short_lease_pipeline()
+    sagas = SagaClient(redis, keys, pipe, FAST)
+    await sagas.start("r-dead-1", "u1")
+    # A consumer that reads and claims the entry, then dies without a trace.
+    reply = await redis.xreadgroup(GROUP, "dead-pod", {keys.ready(0, "router"): ">"}, count=1)
+    entry_id = reply[0][1][0][0].decode()
+    [out] = await StateMachine(redis, keys).claim(
+        "router", 0, [(entry_id, "r-dead-1")], worker="dead-pod", lease_ms=300, max_attempts=5
+    )
+    assert out.claim is not None
+    executor = Executor(
+        client=redis,
+        keys=keys,
+        settings=FAST,
+        pipeline=pipe,
+        steps=pipelines.STEPS,
+        ports=NullPorts(),
+        worker="live-pod",
+    )
+    async with running(executor):
+
+        async def completed() -> bool:
+            return await states(redis, keys, ["r-dead-1"]) == ["completed"]
+
+        await wait_until(completed, within=10, what="the dead consumer's saga to complete")
+    saga, events = await saga_and_history(redis, keys, "r-dead-1")
+    assert_one_commit_per_step(saga, events, pipelines.STEPS)
+    reclaimed = [e for e in events if e.event == EventType.RECLAIMED]
+    assert [(e.step, e.worker, e.attempt) for e in reclaimed] == [("router", "live-pod", 2)]
