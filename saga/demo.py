@@ -111,7 +111,7 @@ async def _report(sagas: Any, records: dict[str, Any], out: Any) -> int:
     unexpected = 0
     for rid, sample in records.items():
         saga, events = await sagas.get(rid), await sagas.history(rid)
-        print(render_saga(saga, events, tty=out.isatty()), file=out)
+        print(render_saga(saga, events), file=out)
         expected = "failed" if sample.fails_at else "completed"
         if saga.state.value != expected:
             unexpected += 1
@@ -129,7 +129,7 @@ async def _report(sagas: Any, records: dict[str, Any], out: Any) -> int:
             )
         elif sample.fails_at:
             print(f"  dead-lettered at {saga.step} as intended: {saga.error_class}", file=out)
-        print(f"  LLM cost: ${saga.total_cost:.6f}\n", file=out)
+        print(file=out)
     verdict = "all sagas ended as expected" if not unexpected else f"{unexpected} unexpected"
     print(
         f"saga demo: {verdict}. Inspect one with `saga show <record>`; "

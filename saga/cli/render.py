@@ -1,15 +1,13 @@
-"""One saga as text for people (used by ``saga demo``): header and timeline."""
+"""One saga as text for people (used by ``saga demo``): the same view as ``saga show``."""
 
 from __future__ import annotations
+
+import time
 
 from saga.state.model import HistoryEvent, Saga
 
 
-def render_saga(saga: Saga, events: list[HistoryEvent], *, tty: bool = False) -> str:
-    from saga.cli import timeline
+def render_saga(saga: Saga, events: list[HistoryEvent]) -> str:
+    from saga.cli.cmd_show import render
 
-    if not hasattr(timeline, "render"):
-        lines = [f"{saga.record_id}  {saga.state.value} at {saga.step}"]
-        lines += [f"  {e.event.value:16} {e.step:8} a{e.attempt} {e.error_class}" for e in events]
-        return "\n".join(lines)
-    return timeline.render(saga, events, tty=tty)  # type: ignore[no-any-return]
+    return render(saga, events, int(time.time() * 1000))
