@@ -12,9 +12,9 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from saga.adapters.embedded_redis import EmbeddedServer  # noqa: E402
-from saga.state.connection import connect  # noqa: E402
-from saga.state.keys import Keys  # noqa: E402
+from saga.adapters.embedded_redis import EmbeddedServer
+from saga.state.connection import connect
+from saga.state.keys import Keys
 
 
 @pytest.fixture(scope="session")
