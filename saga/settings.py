@@ -75,6 +75,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     promote_interval_s: float = 1.0
     recovery_interval_s: float = 10.0
     metrics_by_user: bool = False
+    """``SAGA_METRICS_BY_USER``: LLM cost and token metrics labelled by user too."""
+    otel_endpoint: str = ""
+    """``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``): export traces there."""
     pipeline: str = ""
     """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
@@ -170,6 +173,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),
             recovery_interval_s=num("SAGA_RECOVERY_INTERVAL", 10.0),
             metrics_by_user=flag("SAGA_METRICS_BY_USER"),
+            otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
             steps={k: msgspec.convert(v, StepSettings) for k, v in steps.items()},
             limits=StateLimits(
