@@ -1,4 +1,10 @@
-"""structlog configuration: JSON lines in production, a readable console on a TTY."""
+"""structlog configuration: JSON lines in production, a readable console on a TTY.
+
+Every line, structlog's and the standard library's (httpx, redis, ...), goes
+through the redaction processor (``saga.telemetry.redact``) before it is
+rendered. litellm's own loggers are silenced: they print through their own
+handler and can echo prompts.
+"""
 
 from __future__ import annotations
 
@@ -7,27 +13,54 @@ import sys
 
 import structlog
 
+from saga.telemetry.redact import redact
+
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
+"""litellm's stdlib loggers, silenced here and again by ``quiet_litellm`` on import."""
+
+
+def shared_processors() -> list[structlog.typing.Processor]:
+    """What every line goes through before rendering (tests capture with these)."""
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        redact,
+    ]
 
 
 def configure_logging(fmt: str = "json", level: str = "info") -> None:
     """Configure structlog once per process; key/value events, ISO timestamps."""
     numeric = _LEVELS.get(level.lower(), logging.INFO)
-    processors: list[structlog.typing.Processor] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
+    renderer: structlog.typing.Processor
     if fmt == "json":
-        processors += [
-            structlog.processors.dict_tracebacks,
-            structlog.processors.JSONRenderer(),
-        ]
+        renderer = structlog.processors.JSONRenderer()
     else:
-        processors += [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     structlog.configure(
-        processors=processors,
+        processors=[*shared_processors(), renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
+    _route_stdlib(renderer, max(numeric, logging.WARNING))
+
+
+def _route_stdlib(renderer: structlog.typing.Processor, level: int) -> None:
+    """Records of other libraries: the same redaction and rendering, WARNING and up."""
+    chain = [p for p in shared_processors() if p is not structlog.contextvars.merge_contextvars]
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *chain],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "_saga", False)]:
+        root.removeHandler(old)
+    handler._saga = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    for name in LITELLM_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
