@@ -1,0 +1,179 @@
+"""Worker metrics through the OpenTelemetry SDK, rendered as Prometheus text.
+
+One ``Metrics`` per worker process: a MeterProvider whose Prometheus reader
+writes to a private ``prometheus_client`` registry (never the global one), the
+counters and histogram the executor's ``Observer`` hooks feed, and observable
+gauges whose callbacks only read ``QueueSnapshot``, a cache the worker
+refreshes from Redis every few seconds (``QueueSnapshot.refresh_loop``), so a
+scrape never waits on Redis and never blocks the event loop.
+
+Names (Prometheus), labels and meaning are listed in ``docs/operations.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from prometheus_client import CollectorRegistry, generate_latest
+
+from saga.telemetry.snapshot import QueueSnapshot
+from saga.worker.observer import Observer
+
+DURATION_BUCKETS_S = (
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+)  # fmt: skip
+"""Step duration buckets: 10 ms (a no-op step) to 10 min (the longest step timeout)."""
+
+CIRCUIT_VALUES = {"closed": 0, "half_open": 1, "open": 2}
+
+_COUNTERS = {
+    "claimed": "Attempts claimed by this worker (the lease taken).",
+    "committed": "Attempts whose output was committed.",
+    "failed": "Attempts that raised (retried, parked or dead-lettered).",
+    "retried": "Failed attempts scheduled for a retry with backoff.",
+    "dead_lettered": "Failed attempts that dead-lettered the saga.",
+    "fenced": "Attempts that lost their lease to another worker (their result was dropped).",
+    "quarantined": "Malformed stream entries moved aside.",
+}
+
+_GAUGES = {
+    "saga_stream_length": ("length", "Entries in the step's ready streams."),
+    "saga_stream_lag": ("lag", "Entries not yet delivered to the step's consumer group."),
+    "saga_stream_pending": ("pending", "Entries delivered and not acknowledged (running)."),
+    "saga_dead_letters": ("dead", "Dead letters in the step's dead-letter streams."),
+    "saga_retries_waiting": ("delayed", "Retries waiting for their due time."),
+}
+
+
+class Metrics:
+    """The instruments of one process and the text of its ``/metrics``."""
+
+    def __init__(self, snapshot: QueueSnapshot | None = None, *, by_user: bool = False) -> None:
+        self.snapshot = snapshot or QueueSnapshot()
+        self.by_user = by_user
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.provider = MeterProvider(
+            metric_readers=[_reader(self.registry)],
+            views=[
+                View(
+                    instrument_name="saga_step_duration",
+                    aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS_S),
+                ),
+            ],
+            shutdown_on_exit=False,
+        )
+        meter = self.provider.get_meter("saga")
+        self.counters = {
+            name: meter.create_counter(f"saga_steps_{name}", unit="1", description=text)
+            for name, text in _COUNTERS.items()
+        }
+        self.duration = meter.create_histogram(
+            "saga_step_duration", unit="s", description="Duration of attempts, claim to finish."
+        )
+        self.cost = meter.create_counter(
+            "saga_llm_cost_usd", unit="1", description="LLM spend in USD, by step (and user)."
+        )
+        self.tokens = meter.create_counter(
+            "saga_llm_tokens", unit="1", description="LLM tokens (prompt + completion)."
+        )
+        for name, (field, text) in _GAUGES.items():
+            meter.create_observable_gauge(name, [self._queue_callback(field)], description=text)
+        meter.create_observable_gauge(
+            "saga_circuit_state",
+            [self._circuits],
+            description="Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
+        )
+        self.observer = MetricsObserver(self)
+
+    def render(self) -> str:
+        """Prometheus text exposition of every instrument (for ``/metrics``)."""
+        return generate_latest(self.registry).decode()
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+
+    def _queue_callback(self, field: str) -> Any:
+        def observe(_options: CallbackOptions) -> Iterable[Observation]:
+            for stats in self.snapshot.steps:
+                value = getattr(stats, field)
+                if value is not None:
+                    yield Observation(value, {"step": stats.step})
+
+        return observe
+
+    def _circuits(self, _options: CallbackOptions) -> Iterable[Observation]:
+        for name, status in self.snapshot.breakers.items():
+            state = getattr(status.state, "value", status.state)
+            yield Observation(CIRCUIT_VALUES.get(state, 2), {"dependency": name})
+
+
+class MetricsObserver(Observer):
+    """The executor's hooks, counted."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.m = metrics
+        self.c = metrics.counters
+
+    def claimed(self, step: str, n: int) -> None:
+        if n:
+            self.c["claimed"].add(n, {"step": step})
+
+    def committed(self, step: str, duration_s: float) -> None:
+        self.c["committed"].add(1, {"step": step})
+        self.m.duration.record(duration_s, {"step": step})
+
+    def failed(self, step: str, action: str, duration_s: float) -> None:
+        attrs = {"step": step}
+        self.c["failed"].add(1, attrs)
+        if action == "retry":
+            self.c["retried"].add(1, attrs)
+        elif action == "dead":
+            self.c["dead_lettered"].add(1, attrs)
+        self.m.duration.record(duration_s, attrs)
+
+    def fenced(self, step: str) -> None:
+        self.c["fenced"].add(1, {"step": step})
+
+    def quarantined(self, step: str) -> None:
+        self.c["quarantined"].add(1, {"step": step})
+
+    def cost(self, step: str, user_id: str, usd: float, tokens: int) -> None:
+        attrs = {"step": step, "user_id": user_id} if self.m.by_user else {"step": step}
+        if usd:
+            self.m.cost.add(usd, attrs)
+        if tokens:
+            self.m.tokens.add(tokens, attrs)
+
+
+def _reader(registry: CollectorRegistry) -> PrometheusMetricReader:
+    """A reader that registers with ``registry`` (older exporters only know the global one)."""
+    try:
+        return PrometheusMetricReader(
+            disable_target_info=True, scope_info_enabled=False, registry=registry
+        )
+    except TypeError:  # opentelemetry-exporter-prometheus before the registry argument
+        from prometheus_client import REGISTRY
+
+        reader = PrometheusMetricReader(disable_target_info=True)
+        collector = reader._collector
+        REGISTRY.unregister(collector)
+        registry.register(collector)
+        return reader
+
+
+def metric_names() -> list[str]:
+    """Every metric family name this module exposes (for docs and tests)."""
+    counters = [f"saga_steps_{n}_total" for n in _COUNTERS]
+    return [
+        *counters,
+        "saga_step_duration_seconds",
+        "saga_llm_cost_usd_total",
+        "saga_llm_tokens_total",
+        *_GAUGES,
+        "saga_circuit_state",
+    ]
