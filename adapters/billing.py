@@ -37,6 +37,7 @@ import structlog
 from saga.adapters.breaker import CircuitBreaker, load_script
 from saga.state.keys import Keys
 from saga.steps.errors import NotFoundError, PermanentError, RetryableError
+from saga.telemetry import tracing
 
 __all__ = ["BillingClient", "KeyProvider", "Secret", "StaticKey", "UserKey"]
 
@@ -174,6 +175,11 @@ class BillingClient:
         return key
 
     async def _fetch(self, user_id: str) -> Secret:
+        """GET the user's key, as a child span ``billing key`` of the attempt."""
+        with tracing.child_span("billing key", {"saga.user_id": user_id}):
+            return await self._fetch_key(user_id)
+
+    async def _fetch_key(self, user_id: str) -> Secret:
         if self._breaker is not None:
             await self._breaker.before_call()
         try:
