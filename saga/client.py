@@ -73,19 +73,30 @@ class SagaClient:
     async def start(
         self, record_id: str, user_id: str, *, document: str = "", trace: str = ""
     ) -> StartResult:
-        """Create the saga and enqueue its first step; the same call again is a no-op."""
+        """Create the saga and enqueue its first step; the same call again is a no-op.
+
+        ``trace`` is a W3C traceparent to run the saga's steps under; by default
+        the saga gets its own trace (a ``saga <record_id>`` span, under the
+        caller's current span if there is one) when tracing is on."""
+        from saga.telemetry import tracing  # imports OpenTelemetry only when tracing is on
+
         if not self._groups_ready:  # once per client: groups must exist at ID 0 first
             await streams.ensure_groups(self.redis, self.keys, self.pipeline.names)
             self._groups_ready = True
         first = msgspec.json.encode(_FirstInput(document=document))
-        return await self.sm.start(
-            record_id,
-            user_id,
-            self.pipeline.first.name,
-            input_json=first,
-            document=document,
-            trace=trace,
-        )
+        step = self.pipeline.first.name
+        ready = self.keys.ready(self.keys.partition_of(record_id), step)
+        with tracing.saga_span(record_id, user_id, ready) if not trace else tracing.NO_SPAN as span:
+            result = await self.sm.start(
+                record_id,
+                user_id,
+                step,
+                input_json=first,
+                document=document,
+                trace=trace or tracing.traceparent_of(span),
+            )
+            span.set("saga.created", result.created)
+        return result
 
     async def get(self, record_id: str) -> Saga:
         return await reads.get_saga(self.redis, self.keys, record_id)

@@ -31,8 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def main(args: argparse.Namespace) -> int:
     from saga.settings import load_settings
+    from saga.telemetry.tracing import configure_tracing
 
     settings = load_settings()
+    stop_tracing = configure_tracing(settings.otel_endpoint, "saga-cli")
 
     async def go() -> int:
         from saga.client import SagaClient
@@ -46,7 +48,10 @@ def main(args: argparse.Namespace) -> int:
                 _print_started(args, res)
             return await _wait(sagas, args)
 
-    return run(go)
+    try:
+        return run(go)
+    finally:
+        stop_tracing()  # flushes the saga's root span
 
 
 def _print_started(args: argparse.Namespace, res: object) -> None:
