@@ -169,10 +169,17 @@ class Executor:
                     continue
                 self.health.redis_up()
                 got = 0
-                for stream, entries in reply or []:
-                    name = stream.decode() if isinstance(stream, bytes) else stream
-                    got += await self._claim_and_run(spec, streams_of[name], entries, n - got)
-                slots.release(n - got)
+                try:
+                    for stream, entries in reply or []:
+                        name = stream.decode() if isinstance(stream, bytes) else stream
+                        got += await self._claim_and_run(spec, streams_of[name], entries, n - got)
+                except TRANSIENT_ERRORS as exc:
+                    # Read but not claimed: the entries stay pending, and recovery re-runs
+                    # them once they are idle past the lease. Never a reason to crash.
+                    self.health.redis_down(exc)
+                    log.warning("claim_deferred", step=spec.name, error=type(exc).__name__)
+                finally:
+                    slots.release(n - got)
 
     async def _claim_and_run(
         self, spec: StepSpec, partition: int, entries: list[Any], reserved: int
