@@ -326,6 +326,10 @@ def test_loop_check_catches_unbounded_loops(name: str, old: str, new: str) -> No
 _KEY_PARTS = re.compile(r"\{p(\d+\}|$)|:(saga|ready|hist|delayed|dead|idx|pages|quarantine):")
 
 
+REFERENCE_DESIGNS = {"saga/bench/minimal.py", "saga/bench/seed_protocol.py"}
+"""Benchmark baselines of other designs: they own a separate keyspace, never saga's keys."""
+
+
 def _python_files() -> list[Path]:
     skip = {".venv", "build", "dist", "tests", ".git", "node_modules"}
     out = []
@@ -334,6 +338,8 @@ def _python_files() -> list[Path]:
         if skip & set(rel.parts) or rel.parts[:2] in {("saga", p) for p in ("state", "steps")}:
             continue
         if rel.parts[:2] == ("saga", "adapters") or rel.as_posix() == "state/keys.py":
+            continue
+        if rel.as_posix() in REFERENCE_DESIGNS:
             continue
         out.append(path)
     return out
