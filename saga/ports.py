@@ -77,6 +77,7 @@ class DefaultPorts:
             llm,
             lambda: (meter.unkeyed_cost, meter.prompt_tokens + meter.completion_tokens),
             lambda: list(meter.cache_keys),
+            lambda: meter.total,
         )
 
     async def aclose(self) -> None:

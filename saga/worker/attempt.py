@@ -100,7 +100,8 @@ class AttemptRunner:
             req, cost=usd, tokens=tokens, cost_keys=cost_keys, worker=self.worker
         )
         outcome = await self.committer.submit(claim, req)
-        self._report(bound, spec, claim, req, outcome, time.monotonic() - started, usd, tokens)
+        paid = attempt_ports.paid()  # spend as the provider sees it, for logs and metrics
+        self._report(bound, spec, claim, req, outcome, time.monotonic() - started, paid, tokens)
         return outcome
 
     async def _execute(

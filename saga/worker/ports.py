@@ -19,6 +19,8 @@ class AttemptPorts:
     """(USD not covered by cached answers, tokens) of this attempt so far."""
     cost_keys: Callable[[], list[str]] = list
     """Keys of the cached LLM answers this attempt used (each one's cost is attributed once)."""
+    paid: Callable[[], float] = float
+    """USD this attempt paid the provider (cache hits pay nothing): logs and metrics."""
 
 
 class Ports(Protocol):
