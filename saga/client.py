@@ -107,10 +107,20 @@ class SagaClient:
     async def retry(
         self, record_id: str, *, step: str | None = None, force: bool = False, actor: str = "api"
     ) -> RetryResult:
-        """Re-run from ``step`` (default: the step the saga is at), keeping history."""
+        """Re-run from ``step`` (default: the step the saga is at), keeping history.
+
+        A step that reads the pages blob cannot re-run once the blob is gone (the
+        parser deletes it when it commits): the saga then re-runs from the step
+        before it, which fetches the document again. ``RetryResult.step`` says which.
+        """
         if step is None:
             step = (await self.get(record_id)).step
-        self.pipeline.get(step)
+        spec = self.pipeline.get(step)
+        while spec.loads_pages and self.pipeline.prev_of(step) != "_input":
+            if await self.redis.exists(self.keys.pages(record_id)):
+                break
+            step = self.pipeline.prev_of(step)
+            spec = self.pipeline.get(step)
         return await operator.retry(
             self.sm, record_id, step, self.pipeline.prev_of(step), force=force, actor=actor
         )

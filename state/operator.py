@@ -17,6 +17,8 @@ class RetryResult(msgspec.Struct, frozen=True):
     epoch: int
     entry_id: str
     duplicate: bool = False
+    step: str = ""
+    """The step the saga re-runs from."""
 
 
 async def current_step(sm: StateMachine, record_id: str) -> str:
@@ -66,7 +68,7 @@ async def retry(
         if code == RC.BUSY:
             raise_for(code, record_id, f"worker {text(reply[1])}")
         raise_for(code, record_id)
-        return RetryResult(num(reply[1]), text(reply[2]), code == RC.DUPLICATE)
+        return RetryResult(num(reply[1]), text(reply[2]), code == RC.DUPLICATE, from_step)
     raise StepConflictError(f"record {record_id!r} kept moving between steps; try again")
 
 

@@ -55,12 +55,17 @@ def main(args: argparse.Namespace) -> int:
                         {
                             "record_id": args.record_id,
                             "epoch": res.epoch,
+                            "step": res.step,
                             "duplicate": res.duplicate,
                         }
                     )
                 else:
-                    saga = await sagas.get(args.record_id)
-                    print(f"saga {args.record_id} re-runs from {saga.step} in epoch {res.epoch}")
+                    note = ""
+                    if args.step and res.step != args.step:
+                        note = f" (its pages expired, so from {res.step}, which fetches them again)"
+                    print(
+                        f"saga {args.record_id} re-runs from {res.step} in epoch {res.epoch}{note}"
+                    )
                 return Exit.OK
             return await _bulk(sagas, args, since, actor())
 
