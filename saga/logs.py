@@ -14,6 +14,7 @@ import sys
 import structlog
 
 from saga.telemetry.redact import redact
+from saga.telemetry.scope import merge_scope
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
@@ -24,6 +25,7 @@ def shared_processors() -> list[structlog.typing.Processor]:
     """What every line goes through before rendering (tests capture with these)."""
     return [
         structlog.contextvars.merge_contextvars,
+        merge_scope,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         redact,
@@ -49,9 +51,8 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
 
 def _route_stdlib(renderer: structlog.typing.Processor, level: int) -> None:
     """Records of other libraries: the same redaction and rendering, WARNING and up."""
-    chain = [p for p in shared_processors() if p is not structlog.contextvars.merge_contextvars]
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[structlog.stdlib.add_logger_name, *chain],
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared_processors()],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
     )
     handler = logging.StreamHandler(sys.stderr)
