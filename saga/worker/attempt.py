@@ -22,6 +22,7 @@ from saga.state.model import Claim, FailAction
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
 from saga.telemetry import tracing
 from saga.telemetry.redact import safe_error
+from saga.telemetry.scope import log_scope
 from saga.worker.committer import Committer
 from saga.worker.context import AttemptContext
 from saga.worker.observer import Observer
@@ -59,7 +60,7 @@ class AttemptRunner:
                 "trace_id": span.trace_id or tracing.trace_id_of(claim.trace),
                 "span_id": span.span_id,
             }
-            with structlog.contextvars.bound_contextvars(**ids):
+            with log_scope(ids):
                 outcome = await self._attempt(spec, claim, log.bind(**ids))
             if outcome is None:
                 span.set("saga.outcome", "fenced")
