@@ -1,0 +1,184 @@
+"""/metrics over real HTTP after a short run: counters as counted, gauges as `saga top` reads."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from structlog.testing import capture_logs
+
+from saga.cli.cmd_top import document, sample
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.queries import queue_stats
+from saga.telemetry.metrics import DURATION_BUCKETS_S, Metrics, metric_names
+from saga.worker.health import HealthState, serve_health
+
+from .support import PIPELINE, client, executors, wait_until
+
+pytestmark = pytest.mark.anyio
+
+EXTRACT = frozenset({("step", "extract")})
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def parse(text: str) -> tuple[set[str], Samples]:
+    """Family names and every sample, keyed by sample name and labels."""
+    families, samples = set(), {}
+    for family in text_string_to_metric_families(text):
+        families.add(family.name)
+        for s in family.samples:
+            samples[(s.name, frozenset(s.labels.items()))] = s.value
+    return families, samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+async def scrape(port: int, path: str = "/metrics") -> httpx.Response:
+    async with httpx.AsyncClient() as http:
+        return await http.get(f"http://127.0.0.1:{port}{path}")
+
+
+async def run_sagas(redis: Any, keys: Keys, metrics: Metrics) -> None:
+    """Three sagas stop at `count` (nobody serves it), one dead-letters at `extract`."""
+    async with executors(redis, keys, {"w-m": ["extract"]}, observer=metrics.observer):
+        sagas = client(redis, keys)
+        for i in range(3):
+            await sagas.start(f"rec-{i}", "user-1", document="fine")
+        await sagas.start("rec-bad", "user-1", document="broken")
+        await wait_until(redis, keys, ["rec-0", "rec-1", "rec-2"], step="count")
+        await wait_until(redis, keys, ["rec-bad"])
+
+
+async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
+    redis: Any, keys: Keys
+) -> None:
+    """Counters by step, the duration histogram's buckets, and gauges equal to
+    queue_stats and to `saga top --once --json`."""
+    metrics = Metrics()
+    steps = list(PIPELINE.names)
+    async with anyio.create_task_group() as tg:
+        serve = functools.partial(serve_health, HealthState(), 0, metrics.render, host="127.0.0.1")
+        port = await tg.start(serve)
+        await run_sagas(redis, keys, metrics)
+        await metrics.snapshot.refresh(redis, keys, steps, ["llm"])
+        response = await scrape(port)
+        tg.cancel_scope.cancel()
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    families, samples = parse(response.text)
+    counted = {
+        "claimed": 5,  # three fine, the broken one twice
+        "committed": 3,
+        "failed": 2,
+        "retried": 1,
+        "dead_lettered": 1,
+    }
+    for name, n in counted.items():
+        assert value(samples, f"saga_steps_{name}_total", step="extract") == n, name
+    assert ("saga_steps_fenced_total", EXTRACT) not in samples
+    assert value(samples, "saga_step_duration_seconds_count", step="extract") == 5
+    buckets = sorted(
+        float(dict(k[1])["le"])
+        for k in samples
+        if k[0] == "saga_step_duration_seconds_bucket" and dict(k[1])["step"] == "extract"
+    )
+    assert buckets == [*DURATION_BUCKETS_S, float("inf")]
+    assert value(samples, "saga_circuit_state", dependency="llm") == 0
+
+    (top,) = [document(await sample(redis, keys), None)]
+    by_step = {s["step"]: s for s in top["steps"]}
+    for stats in await queue_stats(redis, keys, steps):
+        row = by_step[stats.step]
+        for metric, field in (
+            ("saga_stream_length", "length"),
+            ("saga_stream_lag", "lag"),
+            ("saga_stream_pending", "pending"),
+            ("saga_dead_letters", "dead"),
+            ("saga_retries_waiting", "delayed"),
+        ):
+            shown = value(samples, metric, step=stats.step)
+            assert shown == getattr(stats, field) == row[field], (metric, stats.step)
+    assert value(samples, "saga_stream_length", step="count") == 3
+    assert value(samples, "saga_stream_lag", step="count") == 3
+    assert value(samples, "saga_dead_letters", step="extract") == 1
+    # One worker did all the work: its counters equal the totals kept in Redis.
+    assert by_step["extract"]["committed"] == 3 and by_step["extract"]["dead_lettered"] == 1
+    assert {f for f in families} >= {n.removesuffix("_total") for n in metric_names()} - {
+        "saga_steps_fenced",
+        "saga_steps_quarantined",
+        "saga_llm_cost_usd",
+        "saga_llm_tokens",
+    }
+
+
+def test_llm_cost_is_by_step_and_by_user_only_when_enabled() -> None:
+    """Cost and tokens carry a user label only with SAGA_METRICS_BY_USER."""
+    plain, per_user = Metrics(), Metrics(by_user=True)
+    for m in (plain, per_user):
+        m.observer.cost("parser", "user-9", 0.25, 120)
+        m.observer.cost("parser", "user-9", 0.5, 30)
+    _, samples = parse(plain.render())
+    assert value(samples, "saga_llm_cost_usd_total", step="parser") == 0.75
+    assert value(samples, "saga_llm_tokens_total", step="parser") == 150
+    _, samples = parse(per_user.render())
+    assert value(samples, "saga_llm_cost_usd_total", step="parser", user_id="user-9") == 0.75
+    assert not any("user_id" in dict(k[1]) for k in parse(plain.render())[1])
+
+
+def test_metrics_live_in_a_private_registry() -> None:
+    """Two Metrics in one process neither clash nor see each other's counts."""
+    a, b = Metrics(), Metrics()
+    a.observer.committed("router", 0.02)
+    _, sa = parse(a.render())
+    _, sb = parse(b.render())
+    assert value(sa, "saga_steps_committed_total", step="router") == 1
+    assert ("saga_steps_committed_total", frozenset({("step", "router")})) not in sb
+
+
+async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
+    redis_url: str, redis: Any, keys: Keys
+) -> None:
+    """`serve()` wires the metrics observer, /metrics and the gauge refresh loop."""
+    from saga.worker.service import serve
+
+    settings = Settings(
+        redis_url=redis_url,
+        key_prefix=keys.prefix,
+        block_ms=50,
+        promote_interval_s=0.05,
+        health_port=0,
+    )
+    with capture_logs() as events:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(serve, settings, ["extract"], pipeline=PIPELINE))
+            port = await _port(events)
+            await client(redis, keys).start("rec-s", "user-1", document="fine")
+            await wait_until(redis, keys, ["rec-s"], step="count")
+            with anyio.fail_after(10):
+                while True:
+                    _, samples = parse((await scrape(port)).text)
+                    if samples.get(
+                        ("saga_steps_committed_total", frozenset({("step", "extract")}))
+                    ):
+                        break
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()
+    assert ("saga_stream_length", EXTRACT) in samples
+    assert value(samples, "saga_circuit_state", dependency="llm") == 0
+
+
+async def _port(events: Iterable[dict[str, Any]]) -> int:
+    with anyio.fail_after(10):
+        while True:
+            found = [e["port"] for e in events if e["event"] == "health_listening"]
+            if found:
+                return int(found[0])
+            await anyio.sleep(0.02)
