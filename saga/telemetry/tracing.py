@@ -74,11 +74,14 @@ def disable_tracing() -> None:
     _Active.tracer = None
 
 
-def configure_tracing(endpoint: str, service_name: str) -> Callable[[], None]:
+def configure_tracing(
+    endpoint: str, service_name: str, *, announce: bool = True
+) -> Callable[[], None]:
     """Export spans over OTLP (http/protobuf) when ``endpoint`` is set; returns shutdown.
 
     The exporter reads ``OTEL_EXPORTER_OTLP_*`` itself (endpoint, headers,
     timeout). Without an endpoint nothing is imported and nothing is exported.
+    ``announce`` logs ``tracing_enabled`` (workers do; ``saga start`` stays quiet).
     """
     if not endpoint:
         return _nothing
@@ -94,7 +97,8 @@ def configure_tracing(endpoint: str, service_name: str) -> Callable[[], None]:
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     use_provider(provider)
-    log.info("tracing_enabled", exporter="otlp")
+    if announce:
+        log.info("tracing_enabled", exporter="otlp")
 
     def shutdown() -> None:
         disable_tracing()
