@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     from saga.telemetry.tracing import configure_tracing
 
     settings = load_settings()
-    stop_tracing = configure_tracing(settings.otel_endpoint, "saga-cli")
+    stop_tracing = configure_tracing(settings.otel_endpoint, "saga-cli", announce=False)
 
     async def go() -> int:
         from saga.client import SagaClient
