@@ -205,6 +205,54 @@ async def pending_entries(client: Any, stream: str) -> list[dict[str, Any]]:
     ]
 
 
+# -- waiting on sagas ---------------------------------------------------------------
+async def server_ms(client: Any) -> int:
+    secs, micros = await client.time()
+    return int(secs) * 1000 + int(micros) // 1000
+
+
+async def claimed_by(redis: Any, keys: Keys, rid: str, workers: list[Worker]) -> Worker | None:
+    """The worker whose router attempt on ``rid`` is running now, if any."""
+    state, step, name = await redis.hmget(keys.saga(rid), "state", "step", "worker")
+    if text(state) != "running" or text(step) != "router":
+        return None
+    return next((w for w in workers if w.owns(text(name))), None)
+
+
+async def wait_claimed(redis: Any, keys: Keys, rid: str, workers: list[Worker]) -> Worker:
+    box: list[Worker] = []
+
+    async def claimed() -> bool:
+        w = await claimed_by(redis, keys, rid, workers)
+        if w is not None:
+            box.append(w)
+        return bool(box)
+
+    await wait_until(claimed, within=20, what=f"a worker to claim {rid}", every=0.003)
+    return box[0]
+
+
+async def wait_event(
+    redis: Any, keys: Keys, rid: str, match: Any, what: str, within: float = 20
+) -> HistoryEvent:
+    box: list[HistoryEvent] = []
+
+    async def seen() -> bool:
+        _, events = await saga_and_history(redis, keys, rid)
+        box[:] = [e for e in events if match(e)]
+        return bool(box)
+
+    await wait_until(seen, within=within, what=what, every=0.02)
+    return box[0]
+
+
+async def wait_completed(redis: Any, keys: Keys, rid: str, within: float = 20) -> None:
+    async def done() -> bool:
+        return text(await redis.hget(keys.saga(rid), "state")) == "completed"
+
+    await wait_until(done, within=within, what=f"{rid} completed")
+
+
 # -- in-process executors -------------------------------------------------------------
 @contextlib.asynccontextmanager
 async def running(executor: Any) -> Any:

@@ -12,66 +12,22 @@ import pytest
 
 from saga.client import SagaClient
 from saga.state.keys import Keys
-from saga.state.model import EventType, HistoryEvent
-from saga.state.replies import text
+from saga.state.model import EventType
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import (
-    Worker,
     assert_one_commit_per_step,
+    claimed_by,
     saga_and_history,
+    server_ms,
+    wait_claimed,
+    wait_completed,
+    wait_event,
     wait_until,
 )
 
 pytestmark = pytest.mark.anyio
 
 LEASE = {"SAGA_ROUTER_LEASE": "1", "SAGA_RECOVERY_INTERVAL": "0.5"}
-
-
-async def server_ms(client: Any) -> int:
-    secs, micros = await client.time()
-    return int(secs) * 1000 + int(micros) // 1000
-
-
-async def claimed_by(redis: Any, keys: Keys, rid: str, workers: list[Worker]) -> Worker | None:
-    """The worker whose router attempt on ``rid`` is running now, if any."""
-    state, step, name = await redis.hmget(keys.saga(rid), "state", "step", "worker")
-    if text(state) != "running" or text(step) != "router":
-        return None
-    return next((w for w in workers if w.owns(text(name))), None)
-
-
-async def wait_claimed(redis: Any, keys: Keys, rid: str, workers: list[Worker]) -> Worker:
-    box: list[Worker] = []
-
-    async def claimed() -> bool:
-        w = await claimed_by(redis, keys, rid, workers)
-        if w is not None:
-            box.append(w)
-        return bool(box)
-
-    await wait_until(claimed, within=20, what=f"a worker to claim {rid}", every=0.003)
-    return box[0]
-
-
-async def wait_event(
-    redis: Any, keys: Keys, rid: str, match: Any, what: str, within: float = 20
-) -> HistoryEvent:
-    box: list[HistoryEvent] = []
-
-    async def seen() -> bool:
-        _, events = await saga_and_history(redis, keys, rid)
-        box[:] = [e for e in events if match(e)]
-        return bool(box)
-
-    await wait_until(seen, within=within, what=what, every=0.02)
-    return box[0]
-
-
-async def wait_completed(redis: Any, keys: Keys, rid: str, within: float = 20) -> None:
-    async def done() -> bool:
-        return text(await redis.hget(keys.saga(rid), "state")) == "completed"
-
-    await wait_until(done, within=within, what=f"{rid} completed")
 
 
 async def test_kill_9_mid_step_is_reclaimed_and_committed_once(

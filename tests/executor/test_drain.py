@@ -1,0 +1,89 @@
+"""SIGTERM: stop reading at once, let in-flight steps finish within SAGA_DRAIN_SECONDS and
+commit them, exit 0; a step that cannot finish in time is left pending for another worker."""
+
+from __future__ import annotations
+
+import signal
+import uuid
+from typing import Any
+
+import pytest
+
+from saga.client import SagaClient
+from saga.state.keys import Keys
+from saga.state.model import EventType
+from tests.executor import pipelines
+from tests.executor.conftest import SpawnWorker
+from tests.executor.support import (
+    assert_one_commit_per_step,
+    pending_entries,
+    saga_and_history,
+    wait_claimed,
+    wait_completed,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_sigterm_with_long_grace_finishes_and_commits(
+    spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys
+) -> None:
+    """With a 10 s grace the in-flight step commits, nothing new is read, the worker exits 0."""
+    a = spawn(SAGA_DRAIN_SECONDS="10", SAGA_ROUTER_LEASE="1")
+    await a.wait_ready()
+    rid = f"slow-1.5-{uuid.uuid4().hex[:8]}"
+    await sagas.start(rid, "u1")
+    assert await wait_claimed(redis, keys, rid, [a]) is a
+    a.signal(signal.SIGTERM)
+    assert await a.wait_exit(within=15) == 0
+
+    saga, events = await saga_and_history(redis, keys, rid)
+    commits = [(e.step, e.worker) for e in events if e.event == EventType.COMMITTED]
+    assert len(commits) == 1 and commits[0][0] == "router" and a.owns(commits[0][1])
+    # it stopped reading at once: the parser entry its commit enqueued waits for others
+    assert saga.state.value == "pending" and saga.step == "parser"
+    assert a.logged("worker_draining") and not a.logged("drain_timeout")
+
+    b = spawn(SAGA_ROUTER_LEASE="1")
+    await wait_completed(redis, keys, rid)
+    saga, events = await saga_and_history(redis, keys, rid)
+    assert_one_commit_per_step(saga, events, pipelines.STEPS)
+    assert all(
+        b.owns(e.worker) for e in events if e.event == EventType.COMMITTED and e.step != "router"
+    )
+
+
+async def test_sigterm_with_short_grace_leaves_the_entry_for_another_worker(
+    spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys
+) -> None:
+    """With a 0.5 s grace the unfinished step stays pending (un-acked); another worker
+    reclaims it after the lease and commits it, once."""
+    env = {"SAGA_DRAIN_SECONDS": "0.5", "SAGA_ROUTER_LEASE": "1"}
+    a = spawn(**env)
+    await a.wait_ready()
+    rid = f"slow-2-{uuid.uuid4().hex[:8]}"
+    await sagas.start(rid, "u1")
+    assert await wait_claimed(redis, keys, rid, [a]) is a
+    a.signal(signal.SIGTERM)
+    assert await a.wait_exit(within=10) == 0
+    assert a.logged("drain_timeout")
+
+    saga, events = await saga_and_history(redis, keys, rid)
+    assert not [e for e in events if e.event == EventType.COMMITTED]
+    assert saga.state.value == "running" and saga.step == "router"
+    [entry] = await pending_entries(redis, keys.ready(0, "router"))
+    assert a.owns(entry["consumer"]) and entry["id"] == saga.entry
+
+    b = spawn(**env)
+    await wait_completed(redis, keys, rid)
+    saga, events = await saga_and_history(redis, keys, rid)
+    assert_one_commit_per_step(saga, events, pipelines.STEPS)
+    [router] = [e for e in events if e.event == EventType.COMMITTED and e.step == "router"]
+    assert b.owns(router.worker) and router.attempt == 2
+    claims = [e for e in events if e.event in (EventType.CLAIMED, EventType.RECLAIMED)]
+    assert [(e.step, e.event, e.attempt) for e in claims][:2] == [
+        ("router", EventType.CLAIMED, 1),
+        ("router", EventType.RECLAIMED, 2),
+    ]
+    assert a.owns(claims[0].worker) and b.owns(claims[1].worker)
+    assert await pending_entries(redis, keys.ready(0, "router")) == []
