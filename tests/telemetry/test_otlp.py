@@ -72,3 +72,20 @@ def test_without_the_extra_tracing_stays_off_and_says_how_to_install(
     assert not tracing.enabled()
     assert [e["event"] for e in events] == ["tracing_unavailable"]
     assert "saga-runner[otlp]" in events[0]["reason"]
+
+
+def test_otel_service_name_overrides_the_default_name(
+    collector: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OTEL_SERVICE_NAME names the service instead of saga's default."""
+    pytest.importorskip(EXPORTER, reason="the otlp extra is not installed")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "records-api")
+    shutdown = tracing.configure_tracing(collector, "saga-test")
+    try:
+        with tracing.saga_span("rec-named", "user-1", "saga:{0}:ready:router"):
+            pass
+    finally:
+        shutdown()
+    ((_, _, body),) = Collector.received
+    assert b"records-api" in body and b"saga-test" not in body
