@@ -8,7 +8,7 @@ import signal
 import time
 from collections import Counter
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -73,8 +73,11 @@ async def test_outage_between_read_and_claim_does_not_stop_the_executor(
     stays up, and once the server is back the entry is recovered and completed once."""
     settings = Settings(block_ms=100, recovery_interval_s=0.2, promote_interval_s=0.1)
     pipe = pipelines.pipeline().with_overrides(lambda s: replace(s, lease_s=0.5))
-    client = KillAfterRead.from_url(
-        own_server.url, retry=Retry(NoBackoff(), 0), retry_on_timeout=False, socket_timeout=10
+    client = cast(
+        KillAfterRead,
+        KillAfterRead.from_url(
+            own_server.url, retry=Retry(NoBackoff(), 0), retry_on_timeout=False, socket_timeout=10
+        ),
     )
     await SagaClient(client, keys, pipe, settings).start("r-outage", "u1")
     executor = Executor(
