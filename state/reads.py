@@ -17,7 +17,9 @@ def parse_saga(raw: dict[bytes, bytes]) -> Saga:
     for name, value in f.items():
         kind, _, step = name.partition(":")
         if kind == "att" and step:
-            attempts[step] = num(text(value).rpartition(":")[2])
+            # "<epoch>:<count>": attempts of an older epoch do not count any more.
+            at_epoch, _, count = text(value).partition(":")
+            attempts[step] = num(count) if num(at_epoch) == num(f.get("epoch")) else 0
         elif kind == "out" and step and step != "_input":
             outputs[step] = text(value)
         elif kind == "cost" and step:

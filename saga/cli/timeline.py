@@ -216,7 +216,7 @@ def marker(at: int, span: tuple[int, int], width: int, fancy: bool) -> str:
 def money(usd: float) -> str:
     if not usd:
         return "-"
-    return f"${usd:.6f}" if usd < 0.01 else f"${usd:.4f}"
+    return f"${usd:.6f}" if usd < 0.0001 else f"${usd:.4f}"
 
 
 def clip(s: str, n: int | None) -> str:

@@ -23,7 +23,7 @@
 --@include state_index
 
 local saga, hist = KEYS[1], KEYS[2]
-local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid')
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
 if s[1] == STATE.COMPLETED then return {RC.WRONG_STATE, STATE.COMPLETED, s[2]} end
@@ -36,6 +36,6 @@ if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
 redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',
            'entry', '', 'due', 0, 'dead_id', '', 'updated', now, 'op', ARGV[3])
 index_state(6, record, s[1], STATE.CANCELLED, now)
-history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 't', now, 'x', ARGV[5],
+history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5],
                                'op', ARGV[3]})
 return {RC.OK, s[1]}

@@ -94,11 +94,12 @@ async def start(sm: StateMachine, record: str, user: str = "u-1") -> None:
 
 
 async def commit(sm: StateMachine, step: str, worker: str = "w1", cost: float = 0.0) -> Claim:
-    """Claim the next entry of ``step`` and commit it (moving to the next step)."""
+    """Claim the next entry of ``step`` and commit it (moving to the next step); the
+    router's commit stores a pages blob, as the real router does."""
     claim = await claim_next(sm, step, worker)
-    out = await sm.commit(
-        claim, CommitRequest(output=b"{}", next_step=NEXT[step], worker=worker, cost=cost)
-    )
+    pages = b'["page one"]' if step == "router" else None
+    req = CommitRequest(output=b"{}", next_step=NEXT[step], worker=worker, cost=cost, pages=pages)
+    out = await sm.commit(claim, req)
     assert out.code.name == "OK", out
     return claim
 

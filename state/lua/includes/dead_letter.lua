@@ -4,7 +4,8 @@ local function dead_letter(k, f)
   local id = redis.call('XADD', k.dead, '*', 'rid', f.record, 'uid', f.user, 's', f.step,
                         'a', f.attempt, 'ep', f.epoch, 'ec', f.ec, 'em', f.em, 't', f.now)
   redis.call('HSET', k.saga, 'state', STATE.FAILED, 'token', '', 'lease', 0, 'entry', '',
-             'dead_id', id, 'ec', f.ec, 'em', f.em, 'updated', f.now)
+             'dead_id', id, 'ec', f.ec, 'em', f.em, 'updated', f.now,
+             'worker', '')
   index_state(k.first_index, f.record, f.from, STATE.FAILED, f.now)
   redis.call('HINCRBY', k.stats, 'dead:' .. f.step, 1)
   return id
