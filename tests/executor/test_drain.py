@@ -18,8 +18,10 @@ from tests.executor.support import (
     assert_one_commit_per_step,
     pending_entries,
     saga_and_history,
+    status,
     wait_claimed,
     wait_completed,
+    wait_until,
 )
 
 pytestmark = pytest.mark.anyio
@@ -35,6 +37,12 @@ async def test_sigterm_with_long_grace_finishes_and_commits(
     await sagas.start(rid, "u1")
     assert await wait_claimed(redis, keys, rid, [a]) is a
     a.signal(signal.SIGTERM)
+
+    async def draining() -> bool:  # not ready while it drains, so no new traffic is sent
+        assert a.alive(), "the worker exited before its step could finish"
+        return await status(a.port, "/readyz") == 503
+
+    await wait_until(draining, within=5, what="/readyz 503 while draining")
     assert await a.wait_exit(within=15) == 0
 
     saga, events = await saga_and_history(redis, keys, rid)
