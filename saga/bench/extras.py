@@ -1,0 +1,241 @@
+"""What the bench measures besides throughput: CLI cold start, recovery of a killed
+worker's step, retention of finished sagas, and an OTLP sink for ``--tracing on``."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from saga.bench.measure import server_time_ms
+from saga.bench.procs import WorkerSet
+from saga.bench.report import ColdStart, Recovery, Retention, StepRecovery, Tracing
+from saga.bench.systems import STEPS, SagaSystem
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine
+from saga.state.model import EventType, SagaState
+from saga.state.reads import get_saga_and_history
+
+IDLE_MARGIN_S = 1.0
+"""The executor takes over an entry idle for lease + 1 s (see Executor._recover_once)."""
+
+
+# -- CLI cold start -----------------------------------------------------------------------
+def saga_command() -> list[str]:
+    script = Path(sys.executable).with_name("saga")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "saga.cli.main"]
+
+
+def _median_ms(argv: list[str], env: dict[str, str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        done = subprocess.run(argv, env=env, capture_output=True, check=False, timeout=120)
+        times.append((time.perf_counter() - t0) * 1000)
+        if done.returncode != 0:
+            raise RuntimeError(
+                f"`{' '.join(argv[-4:])}` failed ({done.returncode}): "
+                f"{done.stderr.decode(errors='replace')[-500:]}"
+            )
+    return round(statistics.median(times), 1)
+
+
+def cold_start(env: dict[str, str], record_id: str, runs: int) -> ColdStart:
+    """Wall time of fresh CLI processes reading the bench's own sagas (median of runs)."""
+    saga = saga_command()
+    return ColdStart(
+        runs=runs,
+        show_json_ms=_median_ms([*saga, "show", "--json", record_id], env, runs),
+        top_once_json_ms=_median_ms([*saga, "top", "--once", "--json"], env, runs),
+        top_once_json_interval0_ms=_median_ms(
+            [*saga, "top", "--once", "--json", "--interval", "0"], env, runs
+        ),
+    )
+
+
+# -- retention ---------------------------------------------------------------------------
+async def retention(client: Any, keys: Keys, record_id: str, setting_s: int) -> Retention:
+    saga_ttl = int(await client.ttl(keys.saga(record_id)))
+    hist_ttl = int(await client.ttl(keys.history(record_id)))
+    ok = 0 < saga_ttl <= setting_s and 0 < hist_ttl <= setting_s
+    return Retention(setting_s=setting_s, saga_ttl_s=saga_ttl, history_ttl_s=hist_ttl, ok=ok)
+
+
+# -- recovery of a killed worker's step ------------------------------------------------------
+def recovery_defaults(settings: Settings) -> list[StepRecovery]:
+    """Per step of the document pipeline, with the effective settings."""
+    from saga.runtime import document_pipeline
+
+    out = []
+    interval = settings.recovery_interval_s
+    for spec in document_pipeline(settings).steps:
+        out.append(
+            StepRecovery(
+                step=spec.name,
+                lease_s=spec.lease_s,
+                earliest_s=round(spec.lease_s * 2 / 3 + IDLE_MARGIN_S, 2),
+                latest_s=round(spec.lease_s + IDLE_MARGIN_S + interval, 2),
+            )
+        )
+    return out
+
+
+async def recovery(
+    client: Any,
+    url: str,
+    prefix: str,
+    settings: Settings,
+    base_env: dict[str, str],
+    log_dir: Path,
+    lease_s: float = 2.0,
+    interval_s: float = 0.5,
+) -> Recovery:
+    """Kill (SIGKILL) a worker mid-step and time how long until another one takes the
+    step over and finishes the saga, with the lease and recovery interval shrunk."""
+    system = SagaSystem(prefix, 1, {})
+    shrunk = {
+        **base_env,
+        "SAGA_KEY_PREFIX": prefix,
+        "SAGA_PARTITIONS": "1",
+        "SAGA_ROUTER_LEASE": str(lease_s),
+        "SAGA_RECOVERY_INTERVAL": str(interval_s),
+    }
+    await system.prepare(client)
+    sm = StateMachine(client, system.keys)
+    rid = "recovery-1"
+    stuck_env = {**shrunk, "SAGA_PIPELINE": "saga.bench.pipelines:stuck"}
+    live_env = {**shrunk, "SAGA_PIPELINE": "saga.bench.pipelines:noop"}
+    doomed = WorkerSet(
+        [system.worker_argv(url, 1, str(log_dir / "rec-a.stats.json"))], stuck_env, log_dir, "rec-a"
+    )
+    rescuer = WorkerSet(
+        [system.worker_argv(url, 1, str(log_dir / "rec-b.stats.json"))], live_env, log_dir, "rec-b"
+    )
+    with doomed, rescuer:
+        await doomed.start()
+        doomed.go()
+        await sm.start(rid, "u-recovery", STEPS[0])
+        with anyio.fail_after(30):
+            while True:
+                saga, _ = await get_saga_and_history(client, system.keys, rid)
+                if saga.state == SagaState.RUNNING:
+                    break
+                doomed.check()
+                await anyio.sleep(0.02)
+        await rescuer.start()
+        rescuer.go()
+        await anyio.sleep(0.3)  # the rescuer is reading; the entry is still leased
+        killed_ms = await server_time_ms(client)
+        doomed.kill(0)
+        latest = lease_s + IDLE_MARGIN_S + interval_s
+        with anyio.fail_after(latest * 4 + 30):
+            while True:
+                saga, history = await get_saga_and_history(client, system.keys, rid)
+                if saga.state == SagaState.COMPLETED:
+                    break
+                rescuer.check()
+                await anyio.sleep(0.02)
+        await rescuer.stop()
+    reclaimed = next(e.at_ms for e in history if e.event == EventType.RECLAIMED)
+    return Recovery(
+        recovery_interval_s=settings.recovery_interval_s,
+        idle_margin_s=IDLE_MARGIN_S,
+        defaults=recovery_defaults(settings),
+        measured_lease_s=lease_s,
+        measured_interval_s=interval_s,
+        measured_expected_s=[round(lease_s * 2 / 3 + IDLE_MARGIN_S, 2), round(latest, 2)],
+        measured_reclaim_s=round((reclaimed - killed_ms) / 1000, 3),
+        measured_complete_s=round((saga.updated_ms - killed_ms) / 1000, 3),
+    )
+
+
+# -- tracing ---------------------------------------------------------------------------------
+class _Sink(http.server.BaseHTTPRequestHandler):
+    received = 0
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        type(self).received += 1
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@contextlib.contextmanager
+def otlp_sink() -> Iterator[tuple[str, type[_Sink]]]:
+    """A local OTLP/HTTP endpoint that accepts and counts exports (a stand-in collector)."""
+    handler = type("Sink", (_Sink,), {"received": 0})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def tracing_env(on: bool, endpoint: str) -> dict[str, str]:
+    """OTEL_* for the saga workers. Off: the SDK disabled and no endpoint."""
+    if not on:
+        return {"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "none"}
+    return {
+        "OTEL_SDK_DISABLED": "false",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_TRACES_SAMPLER": "always_on",
+        "OTEL_SERVICE_NAME": "saga-bench-worker",
+        "OTEL_BSP_SCHEDULE_DELAY": "200",
+    }
+
+
+def telemetry_present() -> bool:
+    return importlib.util.find_spec("saga.telemetry") is not None
+
+
+def tracing_report(on: bool, exports: int) -> Tracing:
+    present = telemetry_present()
+    if not on:
+        note = "off: OTEL_SDK_DISABLED=true for the workers"
+    elif not present:
+        note = (
+            "requested, but saga.telemetry is not in this build: workers got OTEL_* "
+            "pointing at the bench's sink and exported nothing; figures are untraced"
+        )
+    else:
+        note = f"on: workers exported to the bench's local OTLP sink ({exports} requests)"
+    return Tracing(requested=on, telemetry_module=present, exports_received=exports, note=note)
+
+
+def worker_base_env(redis_url: str, log_level: str, extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    for key in ("SAGA_PIPELINE", "SAGA_KEY_PREFIX", "SAGA_PARTITIONS", "SAGA_STEP"):
+        env.pop(key, None)
+    env.update(
+        {
+            "REDIS_URL": redis_url,
+            "SAGA_LOG_LEVEL": log_level,
+            "SAGA_LOG_FORMAT": "json",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            **extra,
+        }
+    )
+    return env

@@ -1,0 +1,152 @@
+"""What every bench worker process shares: a round-trip counter, a start barrier and
+a usage report.
+
+Round trips are counted on the client, where they happen: every write of a request
+to a Redis socket is one (``send_packed_command``). A single command is one write;
+a whole pipeline is one write too, however many commands it carries. Single
+commands are also counted by name, so a report can say which calls the round
+trips were.
+
+The barrier: a worker imports everything first, prints ``ready`` and waits for a
+line on stdin. The driver starts the clock when it sends that line to every
+worker at once, so import time (seconds for the saga CLI) never counts, and no
+worker starts before the others.
+
+Run the saga worker CLI through it::
+
+    python -m saga.bench.harness --stats out.json -- worker router parser grouper
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import resource
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """What one worker process reports when it exits."""
+
+    pid: int
+    round_trips: int
+    """Socket writes: single commands plus whole pipelines."""
+    single_commands: dict[str, int]
+    """Commands sent on their own (each one round trip), by name."""
+    cpu_s: float
+    """User + system CPU seconds from the go signal to exit."""
+    peak_rss_bytes: int
+    """Peak resident memory of the process over its life (ru_maxrss)."""
+
+
+class RoundTrips:
+    """Counts socket writes of every redis-py asyncio connection in this process."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.singles: Counter[str] = Counter()
+
+    def install(self) -> None:
+        from redis.asyncio.connection import AbstractConnection
+
+        meter = self
+        send_packed = AbstractConnection.send_packed_command
+        send_command = AbstractConnection.send_command
+
+        async def counted_packed(conn: Any, command: Any, check_health: bool = True) -> None:
+            meter.writes += 1
+            await send_packed(conn, command, check_health)
+
+        async def counted_command(conn: Any, *args: Any, **kwargs: Any) -> None:
+            name = args[0] if args else b"?"
+            meter.singles[name.decode() if isinstance(name, bytes) else str(name).upper()] += 1
+            await send_command(conn, *args, **kwargs)
+
+        AbstractConnection.send_packed_command = counted_packed  # type: ignore[method-assign,assignment]
+        AbstractConnection.send_command = counted_command  # type: ignore[method-assign,assignment]
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+class Harness:
+    """Counter + barrier + report for one worker process."""
+
+    def __init__(self, stats_path: str | None) -> None:
+        self.stats_path = stats_path
+        self.trips = RoundTrips()
+        self.trips.install()
+        self._cpu_at_go = _cpu()
+
+    def wait_for_go(self) -> None:
+        """Tell the driver we are ready, then block until it says go (a line on stdin)."""
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:  # the driver went away
+            raise SystemExit(1)
+        self._cpu_at_go = _cpu()
+
+    def usage(self) -> Usage:
+        # Linux reports ru_maxrss in KiB (macOS in bytes).
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        factor = 1 if sys.platform == "darwin" else 1024
+        return Usage(
+            pid=os.getpid(),
+            round_trips=self.trips.writes,
+            single_commands=dict(self.trips.singles),
+            cpu_s=round(_cpu() - self._cpu_at_go, 4),
+            peak_rss_bytes=rss * factor,
+        )
+
+    def report(self) -> None:
+        if self.stats_path:
+            Path(self.stats_path).write_bytes(msgspec.json.encode(self.usage()))
+
+
+# Modules the saga worker imports on its way to its first XREADGROUP: loaded before
+# the barrier so the clock measures the engine, not Python's import system.
+_SAGA_WORKER_IMPORTS = (
+    "saga.cli.main",
+    "saga.cli.cmd_worker",
+    "saga.logs",
+    "saga.settings",
+    "saga.runtime",
+    "saga.ports",
+    "saga.adapters.llm",
+    "saga.worker.service",
+    "saga.worker.executor",
+    "saga.bench.pipelines",
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m saga.bench.harness")
+    parser.add_argument("--stats", help="write the usage report (JSON) here at exit")
+    parser.add_argument("saga_args", nargs=argparse.REMAINDER, help="-- then saga CLI args")
+    args = parser.parse_args(argv)
+    rest = list(args.saga_args)
+    saga_args = rest[1:] if rest[:1] == ["--"] else rest
+    harness = Harness(args.stats)
+    for name in _SAGA_WORKER_IMPORTS:
+        importlib.import_module(name)
+    from saga.cli.main import main as saga_main
+
+    harness.wait_for_go()
+    try:
+        return saga_main(saga_args)
+    finally:
+        harness.report()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

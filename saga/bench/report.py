@@ -1,0 +1,389 @@
+"""The bench report: typed results (the ``--json`` document), ratios, targets and
+the human table."""
+
+from __future__ import annotations
+
+import msgspec
+
+from saga.bench.measure import Machine, Pcts, ServerInfo
+
+
+class Params(msgspec.Struct, frozen=True, kw_only=True):
+    sagas: int
+    workers: int
+    concurrency: int
+    rate: float | None
+    """Sagas/s of the latency phase; None = half of each system's measured maximum."""
+    rate_seconds: float
+    tracing: bool
+    log_level: str
+    only: list[str]
+    read_batch: int
+    partitions: int
+
+
+class Throughput(msgspec.Struct, frozen=True, kw_only=True):
+    """The backlog phase: N sagas submitted first, then the workers let go at once."""
+
+    elapsed_s: float
+    """From the go signal to the last step's last commit (the system's own stamps)."""
+    sagas_per_s: float
+    transitions_per_s: float
+    wall_s: float
+    """Driver's view: go to completion noticed, plus worker stop (includes polling)."""
+    e2e_ms: Pcts
+    """Created → completed in the backlog (mostly queueing: every saga waits its turn)."""
+    handoff_ms: Pcts
+
+
+class Latency(msgspec.Struct, frozen=True, kw_only=True):
+    """The paced phase: sagas submitted at a fixed rate to already-running workers."""
+
+    target_rate: float
+    achieved_rate: float
+    sagas: int
+    e2e_ms: Pcts
+    handoff_ms: Pcts
+
+
+class RedisCost(msgspec.Struct, frozen=True, kw_only=True):
+    commands_per_transition: float
+    """Every command the server ran (INFO commandstats delta, including commands
+    inside scripts), minus the driver's own polling, per step transition."""
+    commands: dict[str, float]
+    """The same, per command name, per transition."""
+    round_trips_per_transition: float
+    """Client socket writes of the worker processes per transition: a command sent
+    alone is one, a pipeline is one whatever its length."""
+    round_trips: dict[str, float]
+    """Per transition: single commands by name, and ``pipeline`` for whole pipelines."""
+    server_cpu_us_per_transition: float
+
+
+class Memory(msgspec.Struct, frozen=True, kw_only=True):
+    per_saga_bytes: float
+    """used_memory delta / N right after the last saga finished (history, outputs,
+    indexes and the not yet trimmed stream entries)."""
+    retained_per_saga_bytes: float
+    """The same after acknowledged stream entries are trimmed: what a finished saga
+    keeps until its retention expires."""
+
+
+class Workers(msgspec.Struct, frozen=True, kw_only=True):
+    processes: int
+    cpu_s: float
+    """User + system CPU of all worker processes from go to exit."""
+    cpu_us_per_transition: float
+    cores_busy: float
+    """cpu_s / elapsed: how many cores the workers kept busy."""
+    peak_rss_bytes: int
+    """The largest peak resident memory of one worker process."""
+    peak_rss_total_bytes: int
+
+
+class SystemResult(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    sagas: int
+    transitions: int
+    throughput: Throughput
+    latency: Latency | None
+    redis: RedisCost
+    memory: Memory
+    workers: Workers
+
+
+class Ratios(msgspec.Struct, frozen=True, kw_only=True):
+    """saga's figure divided by the reference's (throughput: higher is better for saga;
+    the rest: lower is better for saga)."""
+
+    transitions_per_s: float
+    round_trips_per_transition: float
+    commands_per_transition: float
+    memory_per_saga: float
+    worker_cpu_per_transition: float
+    handoff_p50: float | None
+    e2e_p50: float | None
+
+
+class Target(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    goal: str
+    value: str
+    met: bool | None
+    """None: not decidable in this run (see ``goal``)."""
+
+
+class ColdStart(msgspec.Struct, frozen=True, kw_only=True):
+    runs: int
+    show_json_ms: float
+    """Median wall time of ``saga show --json <id>``."""
+    top_once_json_ms: float
+    """Median of ``saga top --once --json`` (it samples twice, 1 s apart by default)."""
+    top_once_json_interval0_ms: float
+    """Median of ``saga top --once --json --interval 0`` (one sample: the start-up cost)."""
+
+
+class StepRecovery(msgspec.Struct, frozen=True, kw_only=True):
+    step: str
+    lease_s: float
+    earliest_s: float
+    """Killed just before its next heartbeat, found by a recovery pass at once:
+    2/3 of the lease + margin."""
+    latest_s: float
+    """Killed just after a heartbeat, found a whole recovery interval late:
+    lease + margin + interval."""
+
+
+class Recovery(msgspec.Struct, frozen=True, kw_only=True):
+    recovery_interval_s: float
+    idle_margin_s: float
+    defaults: list[StepRecovery]
+    """Computed from the settings: the entry's idle clock restarts at each heartbeat
+    (every lease/3); it is taken over once idle for lease + margin, by the next
+    recovery pass (every recovery_interval)."""
+    measured_lease_s: float
+    measured_interval_s: float
+    measured_expected_s: list[float]
+    """[earliest, latest] for the shrunk settings."""
+    measured_reclaim_s: float
+    """SIGKILL of the worker to the 'reclaimed' history event."""
+    measured_complete_s: float
+    """SIGKILL to the saga completed by the other worker."""
+
+
+class Retention(msgspec.Struct, frozen=True, kw_only=True):
+    setting_s: int
+    """SAGA_RETENTION_DAYS in seconds."""
+    saga_ttl_s: int
+    history_ttl_s: int
+    ok: bool
+    """Both keys of a finished saga expire within the setting."""
+
+
+class Tracing(msgspec.Struct, frozen=True, kw_only=True):
+    requested: bool
+    telemetry_module: bool
+    """Whether ``saga.telemetry`` exists in this build."""
+    exports_received: int
+    """OTLP requests the bench's local sink got from the saga workers."""
+    note: str
+
+
+class Report(msgspec.Struct, frozen=True, kw_only=True):
+    version: int = 1
+    command: str
+    started_at: str
+    params: Params
+    machine: Machine
+    server: ServerInfo
+    systems: dict[str, SystemResult]
+    vs_seed: Ratios | None
+    vs_minimal: Ratios | None
+    targets: list[Target]
+    cold_start: ColdStart | None
+    recovery: Recovery | None
+    retention: Retention | None
+    tracing: Tracing
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / b, 3) if b else 0.0
+
+
+def ratios(saga: SystemResult, ref: SystemResult) -> Ratios:
+    lat, rlat = saga.latency, ref.latency
+    return Ratios(
+        transitions_per_s=_ratio(
+            saga.throughput.transitions_per_s, ref.throughput.transitions_per_s
+        ),
+        round_trips_per_transition=_ratio(
+            saga.redis.round_trips_per_transition, ref.redis.round_trips_per_transition
+        ),
+        commands_per_transition=_ratio(
+            saga.redis.commands_per_transition, ref.redis.commands_per_transition
+        ),
+        memory_per_saga=_ratio(saga.memory.per_saga_bytes, ref.memory.per_saga_bytes),
+        worker_cpu_per_transition=_ratio(
+            saga.workers.cpu_us_per_transition, ref.workers.cpu_us_per_transition
+        ),
+        handoff_p50=_ratio(lat.handoff_ms.p50, rlat.handoff_ms.p50) if lat and rlat else None,
+        e2e_p50=_ratio(lat.e2e_ms.p50, rlat.e2e_ms.p50) if lat and rlat else None,
+    )
+
+
+def targets(
+    systems: dict[str, SystemResult],
+    vs_seed: Ratios | None,
+    vs_minimal: Ratios | None,
+    retention: Retention | None,
+) -> list[Target]:
+    out: list[Target] = []
+    saga = systems.get("saga")
+    if saga is None:
+        return out
+    if vs_seed is not None:
+        out.append(
+            Target(
+                name="throughput vs seed",
+                goal=">= 3x the seed protocol's transitions/s",
+                value=f"{vs_seed.transitions_per_s:.2f}x",
+                met=vs_seed.transitions_per_s >= 3,
+            )
+        )
+    rt = saga.redis.round_trips_per_transition
+    out.append(
+        Target(
+            name="round trips",
+            goal="<= 2 round trips per transition, amortized",
+            value=f"{rt:.2f}",
+            met=rt <= 2,
+        )
+    )
+    if vs_minimal is not None:
+        out.append(
+            Target(
+                name="throughput vs minimal",
+                goal=">= 50% of minimal's transitions/s",
+                value=f"{vs_minimal.transitions_per_s * 100:.0f}%",
+                met=vs_minimal.transitions_per_s >= 0.5,
+            )
+        )
+    if saga.latency is not None:
+        h = saga.latency.handoff_ms
+        at = f"at {saga.latency.achieved_rate:.0f} sagas/s"
+        out.append(
+            Target(
+                name="hand-off p50",
+                goal="< 5 ms at half of max throughput",
+                value=f"{h.p50:.1f} ms {at}",
+                met=h.p50 < 5,
+            )
+        )
+        out.append(
+            Target(
+                name="hand-off p99",
+                goal="< 50 ms at half of max throughput",
+                value=f"{h.p99:.1f} ms {at}",
+                met=h.p99 < 50,
+            )
+        )
+    out.append(
+        Target(
+            name="memory per saga",
+            goal="reported",
+            value=f"{saga.memory.per_saga_bytes:.0f} B "
+            f"({saga.memory.retained_per_saga_bytes:.0f} B after trimming)",
+            met=True,
+        )
+    )
+    if retention is not None:
+        out.append(
+            Target(
+                name="retention",
+                goal="finished sagas expire (SAGA_RETENTION_DAYS)",
+                value=f"TTL {retention.saga_ttl_s} s of {retention.setting_s} s",
+                met=retention.ok,
+            )
+        )
+    out.append(
+        Target(
+            name="linear cost",
+            goal="transitions/s at 100,000 sagas within 20% of 1,000 (compare two runs)",
+            value=f"{saga.throughput.transitions_per_s:.0f}/s at {saga.sagas} sagas",
+            met=None,
+        )
+    )
+    return out
+
+
+# -- the human view --------------------------------------------------------------------
+def _rate(r: SystemResult) -> str:
+    return _num(r.latency.achieved_rate) if r.latency is not None else "-"
+
+
+def _num(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    names = list(report.systems)
+    headers = ["", *names]
+    if report.vs_seed:
+        headers.append("saga/seed")
+    if report.vs_minimal:
+        headers.append("saga/minimal")
+    s = report.systems
+
+    def line(label: str, values: list[str], r1: str = "", r2: str = "") -> list[str]:
+        extra = []
+        if report.vs_seed:
+            extra.append(r1)
+        if report.vs_minimal:
+            extra.append(r2)
+        return [label, *values, *extra]
+
+    def ratio(attr: str) -> tuple[str, str]:
+        a = getattr(report.vs_seed, attr, None) if report.vs_seed else None
+        b = getattr(report.vs_minimal, attr, None) if report.vs_minimal else None
+        return (f"{a:.2f}x" if a is not None else "-", f"{b:.2f}x" if b is not None else "-")
+
+    def lat(r: SystemResult, which: str) -> str:
+        if r.latency is None:
+            return "-"
+        p: Pcts = getattr(r.latency, which)
+        return f"{p.p50:.1f} / {p.p95:.1f} / {p.p99:.1f}"
+
+    def hand(r: SystemResult) -> str:
+        if r.latency is None:
+            return "-"
+        return f"{r.latency.handoff_ms.p50:.1f} / {r.latency.handoff_ms.p99:.1f}"
+
+    out = [
+        line(
+            "transitions/s",
+            [_num(s[n].throughput.transitions_per_s) for n in names],
+            *ratio("transitions_per_s"),
+        ),
+        line("sagas/s", [_num(s[n].throughput.sagas_per_s) for n in names]),
+        line("elapsed s (backlog)", [_num(s[n].throughput.elapsed_s, 2) for n in names]),
+        line(
+            "latency phase rate /s",
+            [_rate(s[n]) for n in names],
+        ),
+        line("e2e ms p50/p95/p99", [lat(s[n], "e2e_ms") for n in names], *ratio("e2e_p50")),
+        line("hand-off ms p50/p99", [hand(s[n]) for n in names], *ratio("handoff_p50")),
+        line(
+            "round trips/transition",
+            [_num(s[n].redis.round_trips_per_transition, 2) for n in names],
+            *ratio("round_trips_per_transition"),
+        ),
+        line(
+            "commands/transition",
+            [_num(s[n].redis.commands_per_transition, 1) for n in names],
+            *ratio("commands_per_transition"),
+        ),
+        line(
+            "server CPU us/transition",
+            [_num(s[n].redis.server_cpu_us_per_transition, 1) for n in names],
+        ),
+        line(
+            "memory B/saga",
+            [_num(s[n].memory.per_saga_bytes) for n in names],
+            *ratio("memory_per_saga"),
+        ),
+        line(
+            "  after trimming",
+            [_num(s[n].memory.retained_per_saga_bytes) for n in names],
+        ),
+        line(
+            "worker CPU us/transition",
+            [_num(s[n].workers.cpu_us_per_transition, 1) for n in names],
+            *ratio("worker_cpu_per_transition"),
+        ),
+        line("worker cores busy", [_num(s[n].workers.cores_busy, 2) for n in names]),
+        line(
+            "worker peak RSS MiB",
+            [_num(s[n].workers.peak_rss_bytes / 2**20, 1) for n in names],
+        ),
+    ]
+    return headers, out

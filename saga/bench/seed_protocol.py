@@ -1,0 +1,181 @@
+"""Reference 1: the seed's protocol (phoenix-pipeline, "Complete Message Lifecycle").
+
+Per message, each its own round trip, in this order::
+
+    XREADGROUP ... COUNT 1 BLOCK ...        read one message
+    SET lock:<step>:<rid> <consumer> NX EX 600
+    GET processed:<step>:<rid>              idempotency marker
+    SET processed:<step>:<rid> <meta> EX 86400
+    XADD <next step's stream> * ...         (not on the last step)
+    XACK <stream> <group> <id>
+    DEL lock:<step>:<rid>
+
+A worker process runs ``concurrency`` asyncio tasks per step, each looping over
+that sequence, on one redis-py asyncio client (hiredis parser) configured like
+saga's own. The step itself does nothing. Timestamps ride in the messages and the
+last processed marker: created, then per step the lock taken (its "claim") and
+the marker written (its "commit").
+
+Run by ``saga bench``::
+
+    python -m saga.bench.seed_protocol --url URL --prefix P --concurrency C --stats F
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from redis.exceptions import ResponseError
+
+from saga.bench.harness import Harness
+from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
+from saga.state.connection import connect
+
+STEPS = ("router", "parser", "grouper")
+
+
+class Meta(msgspec.Struct, frozen=True):
+    """The processed marker's {metadata}: who processed it, and the stamps so far."""
+
+    record_id: str
+    consumer: str
+    ts: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeedKeys:
+    prefix: str
+
+    def stream(self, step: str) -> str:
+        return f"{self.prefix}:phoenix:{step}:input"
+
+    @staticmethod
+    def group(step: str) -> str:
+        return f"{step}-group"
+
+    def lock(self, step: str, rid: str) -> str:
+        return f"{self.prefix}:lock:{step}:{rid}"
+
+    def processed(self, step: str, rid: str) -> str:
+        return f"{self.prefix}:processed:{step}:{rid}"
+
+
+# -- the driver's side ----------------------------------------------------------------
+async def prepare(client: Any, keys: SeedKeys) -> None:
+    for step in STEPS:
+        try:
+            await client.xgroup_create(keys.stream(step), keys.group(step), id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+
+async def submit(client: Any, keys: SeedKeys, records: Sequence[tuple[str, str]]) -> None:
+    """The API backend's XADD, one per record, sent as one pipeline."""
+    pipe = client.pipeline(transaction=False)
+    for rid, uid in records:
+        pipe.xadd(keys.stream(STEPS[0]), {"record_id": rid, "user_id": uid, "ts": stamp()})
+    await pipe.execute()
+
+
+def last_stream(keys: SeedKeys) -> tuple[str, str]:
+    return keys.stream(STEPS[-1]), keys.group(STEPS[-1])
+
+
+def streams(keys: SeedKeys) -> list[tuple[str, str]]:
+    return [(keys.stream(s), keys.group(s)) for s in STEPS]
+
+
+async def timings(client: Any, keys: SeedKeys, rids: Sequence[str]) -> list[Timing]:
+    out = []
+    for i in range(0, len(rids), 1000):
+        pipe = client.pipeline(transaction=False)
+        for rid in rids[i : i + 1000]:
+            pipe.get(keys.processed(STEPS[-1], rid))
+        for raw in await pipe.execute():
+            if raw:
+                meta = msgspec.json.decode(raw, type=Meta)
+                out.append(timing_from_stamps(stamps(meta.ts), len(STEPS)))
+    return out
+
+
+# -- the worker's side ------------------------------------------------------------------
+async def step_task(client: Any, keys: SeedKeys, step: str, consumer: str, block_ms: int) -> None:
+    i = STEPS.index(step)
+    nxt = STEPS[i + 1] if i + 1 < len(STEPS) else ""
+    stream, group = keys.stream(step), keys.group(step)
+    while True:
+        reply = await client.xreadgroup(group, consumer, {stream: ">"}, count=1, block=block_ms)
+        if not reply:
+            continue
+        msg_id, fields = reply[0][1][0]
+        rid = fields[b"record_id"].decode()
+        lock = keys.lock(step, rid)
+        if not await client.set(lock, consumer, nx=True, ex=600):
+            continue  # another worker holds it; the seed leaves it to XAUTOCLAIM
+        claimed = stamp()
+        processed = keys.processed(step, rid)
+        if await client.get(processed) is None:
+            ts = f"{fields[b'ts'].decode()},{claimed},{stamp()}"
+            meta = msgspec.json.encode(Meta(rid, consumer, ts))
+            await client.set(processed, meta, ex=86400)
+            if nxt:
+                fwd = {"record_id": rid, "user_id": fields[b"user_id"], "ts": ts}
+                await client.xadd(keys.stream(nxt), fwd)
+        await client.xack(stream, group, msg_id)
+        await client.delete(lock)
+
+
+async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
+    # Every task holds a connection while it blocks in XREADGROUP.
+    client = connect(url, max_connections=concurrency * len(STEPS) + 16)
+    keys = SeedKeys(prefix)
+    consumer = f"{socket.gethostname()}-{os.getpid()}"
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = [
+        asyncio.create_task(step_task(client, keys, step, consumer, block_ms))
+        for step in STEPS
+        for _ in range(concurrency)
+    ]
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    for t in tasks:
+        t.cancel()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    await client.aclose()
+    errors = [r for r in results if isinstance(r, Exception)]
+    if errors:
+        raise errors[0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m saga.bench.seed_protocol")
+    p.add_argument("--url", required=True)
+    p.add_argument("--prefix", required=True)
+    p.add_argument("--concurrency", type=int, default=8, help="tasks per step")
+    p.add_argument("--block-ms", type=int, default=1000)
+    p.add_argument("--stats", help="write the usage report (JSON) here at exit")
+    args = p.parse_args(argv)
+    harness = Harness(args.stats)
+    harness.wait_for_go()
+    try:
+        asyncio.run(serve(args.url, args.prefix, args.concurrency, args.block_ms))
+    finally:
+        harness.report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

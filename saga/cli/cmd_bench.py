@@ -1,0 +1,157 @@
+"""saga bench [--sagas N] [--workers W] [--concurrency C] [--rate R] [--tracing on|off]
+[--only saga|seed|minimal] [--json]"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from saga.cli.common import CliError, Exit
+
+
+def _positive(kind: type) -> object:
+    def parse(value: str) -> object:
+        try:
+            v = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if v <= 0:
+            raise argparse.ArgumentTypeError(f"{value!r} must be > 0")
+        return v
+
+    return parse
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "bench",
+        help="throughput, latency and Redis cost per transition vs the seed and a floor",
+        description=(
+            "Run N three-step no-op sagas through W `saga worker` processes, then the same "
+            "work through the seed's protocol (7 round trips per step) and a minimal floor "
+            "(one script per transition), on the same server with the same processes and "
+            "concurrency; print saga's figures and its ratios to both. Each system runs a "
+            "backlog phase (all sagas submitted, then the workers let go at once: "
+            "throughput, Redis commands and round trips, memory, worker CPU) and a paced "
+            "phase (sagas submitted at --rate: end-to-end and hand-off latency). Uses "
+            "REDIS_URL or the embedded server, its own key prefix, and deletes its keys."
+        ),
+    )
+    p.add_argument(
+        "--sagas", type=_positive(int), default=1000, metavar="N", help="sagas (default 1000)"
+    )
+    p.add_argument(
+        "--workers", type=_positive(int), default=1, metavar="W", help="worker processes (1)"
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive(int),
+        default=64,
+        metavar="C",
+        help="steps in flight per worker per step (default 64)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        metavar="R",
+        help="sagas/s of the paced phase (default: half of each system's backlog rate; 0: skip it)",
+    )
+    p.add_argument(
+        "--rate-seconds",
+        type=_positive(float),
+        default=10.0,
+        metavar="S",
+        help="the paced phase submits R x S sagas, at most N (default 10)",
+    )
+    p.add_argument("--tracing", choices=("on", "off"), default="off", help="OTel tracing (off)")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="SAGA_LOG_LEVEL of the saga workers (default info)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=("saga", "seed", "minimal"),
+        help="run only this system (repeatable; default all three)",
+    )
+    p.add_argument(
+        "--cli-runs",
+        type=int,
+        default=10,
+        metavar="K",
+        help="runs of each CLI cold-start command (median; 0: skip; default 10)",
+    )
+    p.add_argument("--no-recovery", action="store_true", help="skip the recovery measurement")
+    p.add_argument(
+        "--private-server",
+        action="store_true",
+        help="start a private embedded server for this run instead of REDIS_URL/the shared one",
+    )
+    p.add_argument("--keep-logs", action="store_true", help="keep worker logs (path on stderr)")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON document")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    import anyio
+
+    from saga.bench.driver import SYSTEMS, BenchConfig, BenchError, run_bench
+    from saga.cli.common import print_json
+    from saga.settings import load_settings
+
+    if args.rate is not None and args.rate < 0:
+        raise CliError("--rate must be >= 0 (0 skips the paced phase).", Exit.USAGE)
+    only = tuple(s for s in SYSTEMS if s in (args.only or SYSTEMS))
+    cfg = BenchConfig(
+        sagas=args.sagas,
+        workers=args.workers,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        rate_seconds=args.rate_seconds,
+        tracing=args.tracing == "on",
+        log_level=args.log_level,
+        only=only,
+        cli_runs=max(0, args.cli_runs),
+        recovery=not args.no_recovery,
+        private_server=args.private_server,
+        keep_logs=args.keep_logs,
+    )
+    settings = load_settings()
+    command = canonical(args, only)
+
+    def progress(message: str) -> None:
+        print(f"bench: {message}", file=sys.stderr, flush=True)
+
+    try:
+        report = anyio.run(run_bench, cfg, settings, command, progress)
+    except BenchError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(report)
+    else:
+        from saga.bench.render import render
+
+        print(render(report))
+    return Exit.OK
+
+
+def canonical(args: argparse.Namespace, only: tuple[str, ...]) -> str:
+    """The command line of this run with every option spelled out (for the report)."""
+    argv = ["saga", "bench", "--sagas", str(args.sagas), "--workers", str(args.workers)]
+    argv += ["--concurrency", str(args.concurrency)]
+    if args.rate is not None:
+        argv += ["--rate", f"{args.rate:g}"]
+    argv += ["--rate-seconds", f"{args.rate_seconds:g}", "--tracing", args.tracing]
+    argv += ["--log-level", args.log_level]
+    if len(only) < 3:
+        for name in only:
+            argv += ["--only", name]
+    if args.cli_runs != 10:
+        argv += ["--cli-runs", str(args.cli_runs)]
+    for flag in ("no_recovery", "private_server", "keep_logs", "json"):
+        if getattr(args, flag):
+            argv.append("--" + flag.replace("_", "-"))
+    return shlex.join(argv)
