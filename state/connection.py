@@ -11,10 +11,20 @@ from __future__ import annotations
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+try:
+    import hiredis
+except ImportError:  # pragma: no cover - hiredis is a dependency (redis[hiredis])
+    hiredis = None  # type: ignore[assignment]
+
+_PACKABLE = frozenset({bytes, str, int, float})
+"""Exact types hiredis packs byte for byte as redis-py's Encoder does (bool, None,
+subclasses, memoryviews go through redis-py)."""
 
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     RedisConnectionError,
@@ -41,10 +51,36 @@ def connect(url: str, *, cluster: bool = False, **options: Any) -> aioredis.Redi
             url, retry=Retry(NoBackoff(), 0), decode_responses=False, **options
         )
         return client  # type: ignore[no-any-return]
-    return aioredis.Redis.from_url(
+    plain: aioredis.Redis = aioredis.Redis.from_url(
         url,
         retry=Retry(NoBackoff(), 0),
         retry_on_timeout=False,
         decode_responses=False,
         **options,
     )
+    pool = plain.connection_pool
+    pool.connection_class = _hiredis_packing(pool.connection_class)
+    return plain
+
+
+def _hiredis_packing(base: type[AbstractConnection]) -> type[AbstractConnection]:
+    """``base`` packing commands with hiredis's C packer, as redis-py's sync client
+    does; its asyncio client packs in Python (~15 µs for a commit script's 33
+    arguments, ~2 µs in C; the bytes are the same). Other argument types (or no
+    hiredis) take redis-py's own path, with its errors."""
+    if hiredis is None:
+        return base
+
+    class HiredisPacking(base):  # type: ignore[valid-type,misc]
+        def pack_command(self, *args: Any) -> list[bytes]:
+            if isinstance(args[0], str):
+                args = (*args[0].encode().split(), *args[1:])
+            elif b" " in args[0]:
+                args = (*args[0].split(), *args[1:])
+            for arg in args:
+                if type(arg) not in _PACKABLE:
+                    return super().pack_command(*args)  # type: ignore[no-any-return]
+            return [hiredis.pack_command(args)]
+
+    HiredisPacking.__name__ = HiredisPacking.__qualname__ = f"Hiredis{base.__name__}"
+    return HiredisPacking
