@@ -143,7 +143,7 @@ class Executor:
         recover_at = 0.0
         while True:
             self.health.tick(f"read:{spec.name}")
-            await slots.wait_free()
+            await self._wait_capacity(slots, f"read:{spec.name}")
             if time.monotonic() >= recover_at:
                 # Recovery runs here, between reads: a loop of its own would find every
                 # free slot reserved by the blocking XREADGROUP below, and never run.
@@ -258,7 +258,19 @@ class Executor:
                 await fn()
             except TRANSIENT_ERRORS as exc:
                 self.health.redis_down(exc)
-            await anyio.sleep(interval)
+            # Waiting is not being stuck: tick while asleep (an interval may exceed the
+            # liveness window); only a call that hangs stops the ticks.
+            end = time.monotonic() + interval
+            while (left := end - time.monotonic()) > 0:
+                await anyio.sleep(min(left, self.health.stuck_after_s / 4))
+                self.health.tick(name)
+
+    async def _wait_capacity(self, slots: Slots, name: str) -> None:
+        """Wait for a free slot; a loop waiting on its own running steps is busy, not stuck."""
+        while slots.used >= slots.size:
+            with anyio.move_on_after(self.health.stuck_after_s / 4):
+                await slots.wait_free()
+            self.health.tick(name)
 
     async def _recover_once(self, spec: StepSpec) -> None:
         """Take over entries of ``spec`` idle past the lease (their worker died), re-run them."""
