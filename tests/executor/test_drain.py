@@ -64,8 +64,7 @@ async def test_sigterm_with_long_grace_finishes_and_commits(
 async def test_sigterm_with_short_grace_leaves_the_entry_for_another_worker(
     spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys
 ) -> None:
-    """With a 0.5 s grace the unfinished step stays pending (un-acked); another worker
-    reclaims it after the lease and commits it, once."""
+    """With a 0.5 s grace the unfinished step stays pending; another worker commits it once."""
     env = {"SAGA_DRAIN_SECONDS": "0.5", "SAGA_ROUTER_LEASE": "1"}
     a = spawn(**env)
     await a.wait_ready()

@@ -44,8 +44,7 @@ async def dead_letters(redis: Any, keys: Keys) -> dict[str, dict[str, str]]:
 async def test_permanent_retryable_and_timed_out_steps(
     spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys
 ) -> None:
-    """perm- dead-letters on attempt 1; retry- and hang- after exactly 3 attempts with each
-    attempt's error recorded; hangonce- and once- fail once, then commit once."""
+    """Permanent: dead at attempt 1; retryable, timing out: dead after 3; failing once: done."""
     w = spawn(**ENV)
     await w.wait_ready()
     rids = ["perm-1", "retry-1", "hang-1", "hangonce-1", "once-1"]

@@ -1,15 +1,24 @@
-"""The worker's health server: /livez, /readyz, /metrics on SAGA_HEALTH_PORT."""
+"""The worker's health: /livez, /readyz, /metrics on SAGA_HEALTH_PORT, and what /livez means."""
 
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from saga.adapters.embedded_redis import EmbeddedServer
+from saga.client import SagaClient
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.worker.executor import Executor
+from saga.worker.health import HealthState
+from saga.worker.ports import NullPorts
+from tests.executor import pipelines
 from tests.executor.conftest import SpawnWorker
-from tests.executor.support import status, wait_until
+from tests.executor.support import running, states, status, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -46,3 +55,31 @@ async def test_not_ready_until_redis_answers(
     finally:
         w.kill()
         server.stop()
+
+
+async def test_a_worker_busy_with_long_steps_stays_live(redis: Any, keys: Keys) -> None:
+    """Full concurrency on a step longer than the stuck window, and a 60 s loop, are not stuck."""
+    settings = Settings(block_ms=100, recovery_interval_s=0.2, promote_interval_s=0.1)
+    pipe = pipelines.pipeline().with_overrides(lambda s: replace(s, concurrency=1))
+    await SagaClient(redis, keys, pipe, settings).start("slow-2.5-busy", "u1")
+    health = HealthState(stuck_after_s=1.0)
+    executor = Executor(
+        client=redis,
+        keys=keys,
+        settings=settings,
+        pipeline=pipe,
+        steps=pipelines.STEPS,
+        ports=NullPorts(),
+        worker="w-busy",
+        health=health,
+    )
+    verdicts: list[tuple[bool, str]] = []
+    async with running(executor):
+
+        async def done() -> bool:
+            verdicts.append(health.live())
+            return await states(redis, keys, ["slow-2.5-busy"]) == ["completed"]
+
+        await wait_until(done, within=15, what="the long step to finish", every=0.05)
+    assert len(verdicts) > 40  # sampled all through the 2.5 s step
+    assert [v for v in verdicts if not v[0]] == []

@@ -106,8 +106,7 @@ async def commits_per_saga(client: Any, keys: Keys, rids: list[str]) -> Counter[
 async def test_thousand_noop_sagas_and_round_trips_per_transition(
     own_server: EmbeddedServer, own_client: Any, keys: Keys, concurrency: int, quiet_logs: None
 ) -> None:
-    """1,000 three-step no-op sagas complete with one commit per step, at ≤ 2.5 Redis
-    calls (XREADGROUP + EVALSHA) per step transition."""
+    """1,000 no-op sagas: one commit per step, ≤ 2.5 XREADGROUP + EVALSHA per transition."""
     n = 10_000 if SOAK else 1_000
     rids = [f"n-{i:05d}" for i in range(n)]
     sagas = SagaClient(own_client, keys, pipelines.pipeline(), SETTINGS)
@@ -148,8 +147,7 @@ async def test_thousand_noop_sagas_and_round_trips_per_transition(
 
 
 async def test_pruning_spares_consumers_with_pending_entries(redis: Any, keys: Keys) -> None:
-    """A dead consumer with pending entries is kept (its entry is recovered and finished);
-    a dead consumer with none is removed; the live one is kept."""
+    """Pruning removes an idle dead consumer, keeps one with pending work (later recovered)."""
     pipe = pipelines.pipeline().with_overrides(lambda s: replace(s, lease_s=0.3))
     sagas = SagaClient(redis, keys, pipe, SETTINGS)
     await sagas.start("p-1", "u1")

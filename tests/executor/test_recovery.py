@@ -35,8 +35,7 @@ def short_lease_pipeline(lease_s: float = 0.3) -> Any:
 async def test_idle_entry_of_a_dead_consumer_is_reclaimed_by_a_live_reader(
     redis: Any, keys: Keys
 ) -> None:
-    """A claimed entry whose consumer died is reclaimed while the executor's reader is busy
-    blocking on XREADGROUP (recovery must not starve behind the reader's slots)."""
+    """A dead consumer's entry is reclaimed while the reader blocks holding every free slot."""
     pipe = short_lease_pipeline()
     sagas = SagaClient(redis, keys, pipe, FAST)
     await sagas.start("r-dead-1", "u1")

@@ -69,8 +69,7 @@ class KillAfterRead(aioredis.Redis):
 async def test_outage_between_read_and_claim_does_not_stop_the_executor(
     own_server: EmbeddedServer, keys: Keys
 ) -> None:
-    """Redis dies after XREADGROUP returned entries, before their claim: the executor
-    stays up, and once the server is back the entry is recovered and completed once."""
+    """Redis dies between XREADGROUP and the claim: the executor stays up, the saga completes."""
     settings = Settings(block_ms=100, recovery_interval_s=0.2, promote_interval_s=0.1)
     pipe = pipelines.pipeline().with_overrides(lambda s: replace(s, lease_s=0.5))
     client = cast(
