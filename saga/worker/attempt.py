@@ -86,7 +86,10 @@ class AttemptRunner:
             _heartbeat=heartbeat,
         )
         req: CommitRequest | FailRequest
-        with anyio.CancelScope() as scope:
+        # One scope for both ends of a step: its timeout (the deadline) and a lost
+        # lease (a heartbeat cancels it). A drain cancels from outside and leaves it.
+        deadline = anyio.current_time() + spec.timeout_s
+        with anyio.CancelScope(deadline=deadline) as scope:
             try:
                 output = await self._execute(spec, ctx, scope, lease_lost, heartbeat)
                 req = self._commit_request(spec, ctx, output)
@@ -96,7 +99,8 @@ class AttemptRunner:
             if lease_lost.is_set():
                 bound.warning("lease_lost", duration_seconds=time.monotonic() - started)
                 self.observer.fenced(spec.name)
-            return None
+                return None
+            req = self._fail_request(spec, claim, _timed_out(spec))
         usd, tokens = attempt_ports.cost()
         cost_keys = tuple(attempt_ports.cost_keys())
         req = msgspec.structs.replace(
@@ -125,12 +129,9 @@ class AttemptRunner:
             spec.lease_s / 3, lambda: self._heartbeats(spec, ctx, scope, lease_lost, heartbeat)
         )
         try:
-            with anyio.fail_after(spec.timeout_s):
-                result = await spec.fn(ctx, inp)
+            result = await spec.fn(ctx, inp)  # under the attempt's deadline (see _attempt)
         except TimeoutError:
-            error = StepTimeoutError(
-                f"step {spec.name!r} ran past its timeout of {spec.timeout_s:g}s"
-            )
+            error = _timed_out(spec)
         except Exception as exc:
             error = exc
         finally:
@@ -225,6 +226,10 @@ class AttemptRunner:
         bound.info(event, delay_ms=req.delay_ms)
         self.observer.failed(spec.name, req.action.value, duration)
         tracing.annotate(req.action.value, req.error_class)
+
+
+def _timed_out(spec: StepSpec) -> StepTimeoutError:
+    return StepTimeoutError(f"step {spec.name!r} ran past its timeout of {spec.timeout_s:g}s")
 
 
 _BEATING: set[asyncio.Task[None]] = set()
