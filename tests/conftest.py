@@ -17,6 +17,17 @@ from saga.state.connection import connect
 from saga.state.keys import Keys
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long soak/chaos variants (marked ``slow``) are deselected unless asked for with
+    ``-m slow`` or ``SAGA_SOAK=1``; the default run keeps their short versions."""
+    if os.environ.get("SAGA_SOAK") == "1" or "slow" in (config.getoption("markexpr") or ""):
+        return
+    slow = [item for item in items if "slow" in item.keywords]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if "slow" not in item.keywords]
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

@@ -15,7 +15,7 @@ from saga.client import SagaClient
 from saga.settings import Settings
 from saga.state.keys import Keys
 from tests.executor import pipelines
-from tests.executor.support import REPO, SOAK, Worker, spawn_worker, worker_env
+from tests.executor.support import REPO, Worker, spawn_worker, worker_env
 
 TEST_PIPELINE = "tests.executor.pipelines:pipeline"
 
@@ -31,17 +31,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 _FAILED = pytest.StashKey[bool]()
-_HERE = Path(__file__).parent
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The long chaos variants (``slow``) run with ``-m slow`` or ``SAGA_SOAK=1`` only."""
-    if SOAK or "slow" in (config.getoption("markexpr") or ""):
-        return
-    skip = pytest.mark.skip(reason="long chaos variant: run with -m slow or SAGA_SOAK=1")
-    for item in items:
-        if "slow" in item.keywords and _HERE in item.path.parents:
-            item.add_marker(skip)
 
 
 @pytest.fixture
