@@ -118,6 +118,8 @@ def apply_overrides(pipeline: Pipeline, settings: Settings) -> Pipeline:
         retry = spec.retry
         if o.max_attempts:
             retry = replace(retry, max_attempts=o.max_attempts)
+        if o.backoff_s:
+            retry = replace(retry, base_s=o.backoff_s)
         return replace(
             spec,
             retry=retry,

@@ -33,6 +33,8 @@ class StepSettings(msgspec.Struct, frozen=True, kw_only=True):
     """An attempt running longer is cancelled and counts as a retryable failure."""
     lease_s: float | None = None
     """How long a claim holds without a heartbeat before another worker may take it."""
+    backoff_s: float | None = None
+    """Base of the retry delay: ``min(2^attempt * base, 300)`` seconds (default 2)."""
 
 
 class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,12 +101,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return data
 
 
-_STEP_VAR = re.compile(r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE)")
+_STEP_VAR = re.compile(r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE|BACKOFF)")
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
     "MAX_ATTEMPTS": "max_attempts",
     "TIMEOUT": "timeout_s",
     "LEASE": "lease_s",
+    "BACKOFF": "backoff_s",
 }
 
 

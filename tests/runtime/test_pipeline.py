@@ -65,9 +65,10 @@ def test_entry_point_adds_a_step_without_engine_changes(tmp_path: Path) -> None:
 def test_settings_override_step_specs() -> None:
     """SAGA_<STEP>_* overrides change concurrency, attempts, timeout and lease."""
     env = {"SAGA_DATA_DIR": "/t", "SAGA_PARSER_CONCURRENCY": "2", "SAGA_PARSER_MAX_ATTEMPTS": "9",
-           "SAGA_PARSER_TIMEOUT": "5", "SAGA_PARSER_LEASE": "3"}  # fmt: skip
+           "SAGA_PARSER_TIMEOUT": "5", "SAGA_PARSER_LEASE": "3",
+           "SAGA_PARSER_BACKOFF": "0.5"}  # fmt: skip
     p = apply_overrides(Pipeline((spec("router"), spec("parser"))), load_settings(env))
     parser = p.get("parser")
     assert (parser.concurrency, parser.retry.max_attempts) == (2, 9)
-    assert (parser.timeout_s, parser.lease_s) == (5, 3)
+    assert (parser.timeout_s, parser.lease_s, parser.retry.base_s) == (5, 3, 0.5)
     assert p.get("router").concurrency == 8
