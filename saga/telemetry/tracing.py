@@ -19,6 +19,7 @@ every helper returns one shared no-op object without importing OpenTelemetry.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -235,8 +236,12 @@ def _caller_tracer() -> Any:
 
 
 def traceparent_of(span: NoSpan | LiveSpan) -> str:
-    """The W3C traceparent to store with the saga ("" when tracing is off)."""
-    return span.traceparent() if isinstance(span, LiveSpan) else ""
+    """The W3C traceparent to store with the saga. With tracing off a fresh one is
+    made up, so every log line of the saga, in every process, still carries one
+    trace_id; workers that do trace use it as their parent."""
+    if isinstance(span, LiveSpan):
+        return span.traceparent()
+    return f"00-{os.urandom(16).hex()}-{os.urandom(8).hex()}-01"
 
 
 def trace_id_of(traceparent: str) -> str:
