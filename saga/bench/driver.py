@@ -18,6 +18,7 @@ Every run uses its own key prefix and deletes its keys at the end.
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shutil
 import tempfile
@@ -50,6 +51,7 @@ from saga.bench.report import (
     Latency,
     Memory,
     Params,
+    Recovery,
     RedisCost,
     Report,
     Retention,
@@ -59,7 +61,14 @@ from saga.bench.report import (
     ratios,
     targets,
 )
-from saga.bench.systems import STEPS, MinimalSystem, SagaSystem, SeedSystem, System
+from saga.bench.systems import (
+    STEPS,
+    MinimalSystem,
+    SagaSystem,
+    SeedSystem,
+    System,
+    memory_of,
+)
 from saga.settings import Settings
 from saga.state.connection import connect
 
@@ -81,6 +90,8 @@ class BenchConfig(msgspec.Struct, frozen=True, kw_only=True):
     only: tuple[str, ...] = SYSTEMS
     cli_runs: int = 10
     recovery: bool = True
+    retention_check: bool = True
+    """Two short waves with a retention of seconds: is memory bounded after expiry?"""
     private_server: bool = False
     keep_logs: bool = False
     stall_s: float = 60.0
@@ -252,6 +263,7 @@ async def run_system(
         mem1 = await used_memory(client)
         await system.trim(client)
         mem2 = await used_memory(client)
+        sample = await memory_of(client, system.record_keys(rids[n // 2]))
         last = max(t.committed_ms[-1] for t in phase.timings)
         elapsed = max((last - phase.t_go_ms) / 1000, 1e-6)
         throughput = Throughput(
@@ -300,6 +312,7 @@ async def run_system(
         memory=Memory(
             per_saga_bytes=round((mem1 - mem0) / n, 1),
             retained_per_saga_bytes=round((mem2 - mem0) / n, 1),
+            sample_keys=sample,
         ),
         workers=Workers(
             processes=len(phase.usages),
@@ -332,78 +345,124 @@ def _server(settings: Settings, private: bool) -> Any:
         yield redis_url(settings)
 
 
+class _Run:
+    """One bench invocation on one server: the systems, then the saga-only checks."""
+
+    def __init__(
+        self,
+        client: Any,
+        cfg: BenchConfig,
+        settings: Settings,
+        url: str,
+        endpoint: str,
+        progress: Progress,
+    ) -> None:
+        self.client, self.cfg, self.settings, self.url = client, cfg, settings, url
+        self.progress = progress
+        self.base = f"bench-{secrets.token_hex(4)}"
+        self.log_dir = Path(tempfile.mkdtemp(prefix="saga-bench-"))
+        self.tenv = extras.tracing_env(cfg.tracing, endpoint)
+        self.env = extras.worker_base_env(url, cfg.log_level, {})
+        self.results: dict[str, SystemResult] = {}
+        self.retention: Retention | None = None
+        self.cold: ColdStart | None = None
+        self.recovery: Recovery | None = None
+
+    def system(self, name: str) -> System:
+        if name == "saga":
+            return SagaSystem(f"{self.base}.saga", self.settings.partitions, self.tenv)
+        if name == "seed":
+            return SeedSystem(f"{self.base}.seed")
+        return MinimalSystem(f"{self.base}.min")
+
+    async def after_saga(self, system: System, rids: Sequence[str]) -> None:
+        """While the saga run's sagas still exist: their TTLs, and the CLI reading them."""
+        assert isinstance(system, SagaSystem)
+        self.retention = await extras.retention(
+            self.client, system.keys, rids[-1], self.settings.limits.retention_s
+        )
+        if self.cfg.cli_runs > 0:
+            self.progress(f"saga: CLI cold start, {self.cfg.cli_runs} runs each")
+            cli_env = {**self.env, "SAGA_KEY_PREFIX": system.prefix}
+            cli_env["SAGA_PARTITIONS"] = str(system.keys.partitions)
+            self.cold = await anyio.to_thread.run_sync(
+                extras.cold_start, cli_env, rids[-1], self.cfg.cli_runs
+            )
+
+    async def systems(self) -> None:
+        for name in self.cfg.only:
+            self.results[name] = await run_system(
+                self.client,
+                self.system(name),
+                self.cfg,
+                self.url,
+                self.env,
+                self.log_dir,
+                self.progress,
+                after=self.after_saga if name == "saga" else None,
+            )
+
+    async def checks(self) -> None:
+        """Retention with a few seconds, and recovery of a killed worker (saga only)."""
+        if self.retention is not None and self.cfg.retention_check:
+            self.progress("saga: retention of a few seconds, two waves")
+            prefix = f"{self.base}.exp"
+            try:
+                expiry = await extras.expiry(self.client, self.url, prefix, self.env, self.log_dir)
+            finally:
+                await _cleanup(self.client, f"{prefix}*")
+            self.retention = msgspec.structs.replace(self.retention, expiry=expiry)
+        if "saga" in self.cfg.only and self.cfg.recovery:
+            self.progress("saga: recovery of a killed worker's step (shrunk lease)")
+            prefix = f"{self.base}.rec"
+            try:
+                self.recovery = await extras.recovery(
+                    self.client,
+                    self.url,
+                    prefix,
+                    self.settings,
+                    {**self.env, **self.tenv},
+                    self.log_dir,
+                )
+            finally:
+                await _cleanup(self.client, f"{prefix}*")
+
+    async def close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await _cleanup(self.client, f"{self.base}*")
+            await self.client.aclose()
+        if self.cfg.keep_logs:
+            self.progress(f"worker logs kept in {self.log_dir}")
+        else:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
 async def run_bench(
     cfg: BenchConfig, settings: Settings, command: str, progress: Progress
 ) -> Report:
     if settings.cluster:
         raise BenchError("saga bench needs a standalone server (SAGA_REDIS_CLUSTER is set)")
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    base = f"bench-{secrets.token_hex(4)}"
-    log_dir = Path(tempfile.mkdtemp(prefix="saga-bench-"))
+    load_start = os.getloadavg()[0]
     with _server(settings, cfg.private_server) as url, extras.otlp_sink() as (endpoint, sink):
-        client = connect(url)
+        run = _Run(connect(url), cfg, settings, url, endpoint, progress)
         try:
-            server = await server_info(client, url)
-            tenv = extras.tracing_env(cfg.tracing, endpoint)
-            env = extras.worker_base_env(url, cfg.log_level, {})
-            results: dict[str, SystemResult] = {}
-            retention: Retention | None = None
-            cold: ColdStart | None = None
-
-            async def saga_extras(system: System, rids: Sequence[str]) -> None:
-                nonlocal retention, cold
-                assert isinstance(system, SagaSystem)
-                retention = await extras.retention(
-                    client, system.keys, rids[-1], settings.limits.retention_s
-                )
-                if cfg.cli_runs > 0:
-                    progress(f"saga: CLI cold start, {cfg.cli_runs} runs each")
-                    cli_env = {**env, "SAGA_KEY_PREFIX": system.prefix}
-                    cli_env["SAGA_PARTITIONS"] = str(system.keys.partitions)
-                    cold = await anyio.to_thread.run_sync(
-                        extras.cold_start, cli_env, rids[-1], cfg.cli_runs
-                    )
-
-            for name in cfg.only:
-                system: System
-                if name == "saga":
-                    system = SagaSystem(f"{base}.saga", settings.partitions, tenv)
-                elif name == "seed":
-                    system = SeedSystem(f"{base}.seed")
-                else:
-                    system = MinimalSystem(f"{base}.min")
-                results[name] = await run_system(
-                    client,
-                    system,
-                    cfg,
-                    url,
-                    env,
-                    log_dir,
-                    progress,
-                    after=saga_extras if name == "saga" else None,
-                )
-            recovery = None
-            if "saga" in cfg.only and cfg.recovery:
-                progress("saga: recovery of a killed worker's step (shrunk lease)")
-                try:
-                    recovery = await extras.recovery(
-                        client, url, f"{base}.rec", settings, {**env, **tenv}, log_dir
-                    )
-                finally:
-                    await _cleanup(client, f"{base}.rec*")
+            server = await server_info(run.client, url)
+            await run.systems()
+            await run.checks()
+        except TimeoutError as exc:  # anyio.fail_after in a phase (an OSError subclass)
+            raise BenchError(f"a bench phase timed out ({exc!r}); logs: --keep-logs") from exc
         finally:
-            with anyio.CancelScope(shield=True):
-                await _cleanup(client, f"{base}*")
-                await client.aclose()
-            if not cfg.keep_logs:
-                shutil.rmtree(log_dir, ignore_errors=True)
+            await run.close()
         exports = sink.received
+    results = run.results
     saga = results.get("saga")
     vs_seed = ratios(saga, results["seed"]) if saga and "seed" in results else None
     vs_min = ratios(saga, results["minimal"]) if saga and "minimal" in results else None
     return Report(
         command=command,
         started_at=started_at,
+        load_average=[round(load_start, 2), round(os.getloadavg()[0], 2)],
         params=Params(
             sagas=cfg.sagas,
             workers=cfg.workers,
@@ -421,9 +480,9 @@ async def run_bench(
         systems=results,
         vs_seed=vs_seed,
         vs_minimal=vs_min,
-        targets=targets(results, vs_seed, vs_min, retention),
-        cold_start=cold,
-        recovery=recovery,
-        retention=retention,
+        targets=targets(results, vs_seed, vs_min, run.retention),
+        cold_start=run.cold,
+        recovery=run.recovery,
+        retention=run.retention,
         tracing=extras.tracing_report(cfg.tracing, exports),
     )

@@ -12,18 +12,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from saga.bench.measure import server_time_ms
+from saga.bench.measure import server_time_ms, settle_memory
 from saga.bench.procs import WorkerSet
-from saga.bench.report import ColdStart, Recovery, Retention, StepRecovery, Tracing
-from saga.bench.systems import STEPS, SagaSystem
+from saga.bench.report import ColdStart, Expiry, Recovery, Retention, StepRecovery, Tracing
+from saga.bench.systems import STEPS, SagaSystem, acked
 from saga.settings import Settings
-from saga.state.keys import Keys
+from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import EventType, SagaState
 from saga.state.reads import get_saga_and_history
@@ -71,6 +72,94 @@ async def retention(client: Any, keys: Keys, record_id: str, setting_s: int) -> 
     hist_ttl = int(await client.ttl(keys.history(record_id)))
     ok = 0 < saga_ttl <= setting_s and 0 < hist_ttl <= setting_s
     return Retention(setting_s=setting_s, saga_ttl_s=saga_ttl, history_ttl_s=hist_ttl, ok=ok)
+
+
+async def _count_keys(client: Any, prefix: str) -> dict[str, int]:
+    """Keys under ``prefix`` by kind (the part after the partition tag)."""
+    kinds: Counter[str] = Counter()
+    cursor: Any = 0
+    while True:
+        cursor, found = await client.scan(cursor, match=f"{prefix}*", count=1000)
+        for raw in found:
+            key = raw.decode() if isinstance(raw, bytes) else str(raw)
+            rest = key.split("}:", 1)[1] if "}:" in key else key[len(prefix) :].lstrip(":")
+            parts = rest.split(":")
+            kinds[":".join(parts[:2]) if parts[0] == "idx" else parts[0]] += 1
+        if int(cursor) == 0:
+            return dict(sorted(kinds.items()))
+
+
+async def _index_entries(client: Any, keys: Keys) -> dict[str, int]:
+    out = {"created": 0, "completed": 0, "user": 0}
+    for p in keys.all_partitions():
+        out["created"] += int(await client.zcard(keys.created_index(p)))
+        out["completed"] += int(await client.zcard(keys.state_index(p, SagaState.COMPLETED)))
+        cursor: Any = 0
+        while True:
+            cursor, found = await client.scan(
+                cursor, match=keys.user_index(p, "x")[:-1] + "*", count=1000
+            )
+            for key in found:
+                out["user"] += int(await client.zcard(key))
+            if int(cursor) == 0:
+                break
+    return out
+
+
+async def expiry(
+    client: Any,
+    url: str,
+    prefix: str,
+    base_env: dict[str, str],
+    log_dir: Path,
+    sagas: int = 200,
+    retention_s: int = 2,
+) -> Expiry:
+    """Run two waves of sagas with a retention of ``retention_s``: what the first leaves
+    behind once expired, and whether the second wave's commits prune the indexes."""
+    system = SagaSystem(prefix, 1, {})
+    env = {
+        **base_env,
+        **system.worker_env(),
+        "SAGA_RETENTION_DAYS": repr((retention_s + 0.5) / 86400),
+    }
+    await system.prepare(client)
+    mem0 = await settle_memory(client)
+
+    async def wave(tag: str) -> None:
+        records = [(f"{tag}{i:05d}", f"u{i % 10:02d}") for i in range(sagas)]
+        await system.submit(client, records)
+        argv = system.worker_argv(url, 16, str(log_dir / f"exp-{tag}.stats.json"))
+        with WorkerSet([argv], env, log_dir, f"exp-{tag}") as ws:
+            await ws.start()
+            ws.go()
+            # Finished sagas counted on the last step's stream (acknowledged entries):
+            # the completed index shrinks as commits prune expired sagas from it.
+            want = sagas * (2 if tag == "b" else 1)
+            last = system.keys.ready(0, STEPS[-1])
+            with anyio.fail_after(120):
+                while (await acked(client, last, GROUP))[0] < want:
+                    ws.check()
+                    await anyio.sleep(0.05)
+            await ws.stop()
+        await system.trim(client)
+
+    await wave("a")
+    await anyio.sleep(retention_s + 1.5)
+    left = await _count_keys(client, prefix)  # SCAN also expires what it meets
+    mem1 = await settle_memory(client)
+    await wave("b")
+    entries = await _index_entries(client, system.keys)
+    per_saga = {k: v for k, v in left.items() if v >= sagas}
+    bounded = not per_saga and all(v <= sagas * 1.2 for v in entries.values())
+    return Expiry(
+        sagas_per_wave=sagas,
+        retention_s=retention_s,
+        keys_left=left,
+        bytes_left_per_saga=round((mem1 - mem0) / sagas, 1),
+        index_entries_after_second_wave=entries,
+        bounded=bounded,
+    )
 
 
 # -- recovery of a killed worker's step ------------------------------------------------------

@@ -20,6 +20,7 @@ Run the saga worker CLI through it::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import resource
@@ -126,6 +127,13 @@ _SAGA_WORKER_IMPORTS = (
     "saga.worker.service",
     "saga.worker.executor",
     "saga.bench.pipelines",
+    "saga.telemetry.worker",
+)
+_TRACING_IMPORTS = (
+    "opentelemetry.sdk.trace",
+    "opentelemetry.sdk.trace.export",
+    "opentelemetry.sdk.resources",
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
 )
 
 
@@ -139,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     harness = Harness(args.stats)
     for name in _SAGA_WORKER_IMPORTS:
         importlib.import_module(name)
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        for name in _TRACING_IMPORTS:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
     from saga.cli.main import main as saga_main
 
     harness.wait_for_go()

@@ -8,10 +8,11 @@ from saga.cli.common import colour, table
 
 def render(report: Report) -> str:
     m, s, p = report.machine, report.server, report.params
+    load = " -> ".join(f"{x:g}" for x in report.load_average)
     out = [
         report.command,
         f"machine: {m.nproc} cores, {m.cpu_model}, {m.ram_bytes / 2**30:.1f} GiB RAM, "
-        f"Python {m.python}",
+        f"Python {m.python}, load average {load}",
         f"server: {s.name} {s.version} over {s.transport}, appendonly {s.appendonly}",
         f"{p.sagas} sagas, {p.workers} worker process(es), concurrency {p.concurrency} per step, "
         f"read batch {p.read_batch}, log level {p.log_level}, tracing "
@@ -50,5 +51,18 @@ def render(report: Report) -> str:
             f"retention: a finished saga's hash and history expire in {r2.saga_ttl_s} s / "
             f"{r2.history_ttl_s} s (SAGA_RETENTION_DAYS = {r2.setting_s / 86400:g} d)"
         )
+        if r2.expiry is not None:
+            e = r2.expiry
+            left = ", ".join(f"{k} {v}" for k, v in e.keys_left.items())
+            idx = ", ".join(f"{k} {v}" for k, v in e.index_entries_after_second_wave.items())
+            out.append(
+                f"  with {e.retention_s} s: after {e.sagas_per_wave} sagas expired, keys left: "
+                f"{left} ({e.bytes_left_per_saga:.0f} B/saga); index entries after a second "
+                f"wave: {idx} ({'bounded' if e.bounded else 'NOT bounded'})"
+            )
+    saga = report.systems.get("saga")
+    if saga is not None and saga.memory.sample_keys:
+        parts = ", ".join(f"{k} {v} B" for k, v in saga.memory.sample_keys.items())
+        out.append(f"memory of one finished saga: {parts}")
     out.append(f"tracing: {report.tracing.note}")
     return "\n".join(out)

@@ -45,8 +45,19 @@ class System(Protocol):
         """True if this system's timestamps come from the server's clock."""
         ...
 
+    def record_keys(self, rid: str) -> dict[str, str]:
+        """The keys one finished record keeps, by kind (for MEMORY USAGE)."""
+        ...
 
-async def _acked(client: Any, stream: str, group: str) -> tuple[int, dict[str, int]]:
+
+async def memory_of(client: Any, keys: dict[str, str]) -> dict[str, int]:
+    out = {}
+    for kind, key in keys.items():
+        out[kind] = int(await client.memory_usage(key, samples=0) or 0)
+    return out
+
+
+async def acked(client: Any, stream: str, group: str) -> tuple[int, dict[str, int]]:
     """Entries of ``stream`` the group has read and acknowledged (XINFO GROUPS)."""
     for g in await client.xinfo_groups(stream):
         name = g.get("name") or g.get(b"name")
@@ -136,6 +147,9 @@ class SagaSystem:
     def clock_is_server(self) -> bool:
         return True
 
+    def record_keys(self, rid: str) -> dict[str, str]:
+        return {"saga hash": self.keys.saga(rid), "history stream": self.keys.history(rid)}
+
 
 def saga_timing(events: Sequence[Any]) -> Timing | None:
     """From a saga's history: started, and per step the last claim before its commit."""
@@ -180,7 +194,7 @@ class SeedSystem:
             await seed_protocol.submit(client, self.keys, records[i : i + 1000])
 
     async def completed(self, client: Any) -> tuple[int, dict[str, int]]:
-        return await _acked(client, *seed_protocol.last_stream(self.keys))
+        return await acked(client, *seed_protocol.last_stream(self.keys))
 
     async def timings(self, client: Any, rids: Sequence[str]) -> list[Timing]:
         return await seed_protocol.timings(client, self.keys, rids)
@@ -191,6 +205,9 @@ class SeedSystem:
 
     def clock_is_server(self) -> bool:
         return False
+
+    def record_keys(self, rid: str) -> dict[str, str]:
+        return {f"processed:{s}": self.keys.processed(s, rid) for s in STEPS}
 
 
 class MinimalSystem:
@@ -217,7 +234,7 @@ class MinimalSystem:
             await minimal.submit(client, self.keys, records[i : i + 1000])
 
     async def completed(self, client: Any) -> tuple[int, dict[str, int]]:
-        return await _acked(client, self.keys.stream(STEPS[-1]), minimal.GROUP)
+        return await acked(client, self.keys.stream(STEPS[-1]), minimal.GROUP)
 
     async def timings(self, client: Any, rids: Sequence[str]) -> list[Timing]:
         return await minimal.timings(client, self.keys, rids)
@@ -228,3 +245,6 @@ class MinimalSystem:
 
     def clock_is_server(self) -> bool:
         return False
+
+    def record_keys(self, rid: str) -> dict[str, str]:
+        return {"record hash": self.keys.record(rid)}

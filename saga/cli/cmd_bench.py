@@ -86,6 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--no-recovery", action="store_true", help="skip the recovery measurement")
     p.add_argument(
+        "--no-retention-check",
+        action="store_true",
+        help="skip the two short waves that check memory is bounded after retention",
+    )
+    p.add_argument(
         "--private-server",
         action="store_true",
         help="start a private embedded server for this run instead of REDIS_URL/the shared one",
@@ -116,6 +121,7 @@ def main(args: argparse.Namespace) -> int:
         only=only,
         cli_runs=max(0, args.cli_runs),
         recovery=not args.no_recovery,
+        retention_check=not args.no_retention_check,
         private_server=args.private_server,
         keep_logs=args.keep_logs,
     )
@@ -151,7 +157,7 @@ def canonical(args: argparse.Namespace, only: tuple[str, ...]) -> str:
             argv += ["--only", name]
     if args.cli_runs != 10:
         argv += ["--cli-runs", str(args.cli_runs)]
-    for flag in ("no_recovery", "private_server", "keep_logs", "json"):
+    for flag in ("no_recovery", "no_retention_check", "private_server", "keep_logs", "json"):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
     return shlex.join(argv)
