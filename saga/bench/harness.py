@@ -53,13 +53,16 @@ class RoundTrips:
     def __init__(self) -> None:
         self.writes = 0
         self.singles: Counter[str] = Counter()
+        self._saved: tuple[Any, Any] | None = None
 
     def install(self) -> None:
+        """Count from now on, in every connection of this process (undo: ``uninstall``)."""
         from redis.asyncio.connection import AbstractConnection
 
         meter = self
         send_packed = AbstractConnection.send_packed_command
         send_command = AbstractConnection.send_command
+        self._saved = (send_packed, send_command)
 
         async def counted_packed(conn: Any, command: Any, check_health: bool = True) -> None:
             meter.writes += 1
@@ -72,6 +75,15 @@ class RoundTrips:
 
         AbstractConnection.send_packed_command = counted_packed  # type: ignore[method-assign,assignment]
         AbstractConnection.send_command = counted_command  # type: ignore[method-assign,assignment]
+
+    def uninstall(self) -> None:
+        from redis.asyncio.connection import AbstractConnection
+
+        if self._saved is not None:
+            send_packed, send_command = self._saved
+            AbstractConnection.send_packed_command = send_packed  # type: ignore[method-assign]
+            AbstractConnection.send_command = send_command  # type: ignore[method-assign]
+            self._saved = None
 
 
 def _cpu() -> float:

@@ -1,0 +1,123 @@
+"""``saga bench`` end to end on a tiny N: it runs, cleans up, and its JSON has every
+field. No timing assertions: figures from a test machine mean nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import msgspec
+import pytest
+
+from saga.bench.report import Report
+from saga.state.connection import connect
+
+pytestmark = pytest.mark.anyio
+
+SAGAS = 50
+
+
+def bench(redis_url: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REDIS_URL": redis_url, "SAGA_LOG_FORMAT": "json"}
+    for key in ("SAGA_KEY_PREFIX", "SAGA_PIPELINE", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        env.pop(key, None)
+    return subprocess.run(
+        [sys.executable, "-m", "saga.cli.main", "bench", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def field_names(struct: type[msgspec.Struct]) -> set[str]:
+    return {f.encode_name for f in msgspec.structs.fields(struct)}
+
+
+@pytest.fixture(scope="module")
+def report_json(redis_server: Any) -> dict[str, Any]:
+    done = bench(
+        redis_server.url,
+        "--sagas", str(SAGAS), "--workers", "1", "--concurrency", "8",
+        "--rate-seconds", "1", "--cli-runs", "1", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
+    report = msgspec.convert(report_json, Report)  # strict: every required field, right types
+    assert set(report_json) == field_names(Report)
+    assert set(report.systems) == {"saga", "seed", "minimal"}
+    for name, result in report.systems.items():
+        raw = report_json["systems"][name]
+        assert result.sagas == SAGAS and result.transitions == 3 * SAGAS
+        assert result.throughput.transitions_per_s > 0
+        assert result.throughput.e2e_ms.n == SAGAS
+        assert result.throughput.handoff_ms.n == 2 * SAGAS
+        assert result.latency is not None and result.latency.sagas >= 1
+        assert result.redis.round_trips_per_transition > 0
+        assert result.redis.commands_per_transition > 0
+        assert result.workers.processes == 1 and result.workers.peak_rss_bytes > 0
+        assert result.memory.sample_keys
+        for part in ("throughput", "latency", "redis", "memory", "workers"):
+            assert raw[part] is not None, (name, part)
+    assert report.vs_seed is not None and report.vs_minimal is not None
+    assert report.cold_start is not None and report.cold_start.runs == 1
+    assert report.recovery is not None and report.recovery.measured_reclaim_s > 0
+    assert {d.step for d in report.recovery.defaults} == {"router", "parser", "grouper"}
+    assert report.retention is not None and report.retention.expiry is not None
+    assert report.tracing.requested is False
+    assert {t.name for t in report.targets} >= {
+        "throughput vs seed",
+        "round trips",
+        "throughput vs minimal",
+        "hand-off p50",
+        "hand-off p99",
+        "memory per saga",
+        "retention",
+        "linear cost",
+    }
+    assert report.machine.nproc >= 1 and report.server.version
+
+
+def test_seed_protocol_costs_its_round_trips(report_json: dict[str, Any]) -> None:
+    """7 round trips per step, 6 on the last: (7 + 7 + 6) / 3 plus idle reads."""
+    seed = report_json["systems"]["seed"]["redis"]
+    assert seed["round_trips_per_transition"] >= 20 / 3
+    assert seed["round_trips"]["XREADGROUP"] >= 1
+    for command in ("SET", "GET", "XADD", "XACK", "DEL"):
+        assert seed["round_trips"][command] > 0
+    assert report_json["systems"]["minimal"]["redis"]["round_trips"].get("EVALSHA", 0) == 0
+
+
+def test_a_run_leaves_no_keys(report_json: dict[str, Any], redis_server: Any) -> None:
+    import anyio
+
+    async def leftovers() -> list[Any]:
+        client = connect(redis_server.url)
+        try:
+            return [k async for k in client.scan_iter(match="bench-*", count=1000)]
+        finally:
+            await client.aclose()
+
+    assert anyio.run(leftovers) == []
+
+
+def test_human_output_and_usage_errors(redis_server: Any) -> None:
+    done = bench(
+        redis_server.url,
+        "--sagas", "20", "--only", "minimal", "--rate", "0",
+        "--cli-runs", "0", "--no-recovery", "--no-retention-check",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "transitions/s" in done.stdout and "minimal" in done.stdout
+    bad = bench(redis_server.url, "--sagas", "0")
+    assert bad.returncode == 2
+    bad = bench(redis_server.url, "--rate", "-1", "--sagas", "5")
+    assert bad.returncode == 2 and "--rate" in bad.stderr

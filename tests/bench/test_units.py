@@ -1,0 +1,115 @@
+"""The bench's arithmetic and reports, without Redis."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from saga.bench import extras, report
+from saga.bench.measure import Pcts, Timing, pcts, stamps, timing_from_stamps
+from saga.bench.systems import saga_timing
+from saga.cli.cmd_bench import canonical
+from saga.settings import Settings
+from saga.state.model import EventType, HistoryEvent
+
+
+def test_percentiles_by_nearest_rank() -> None:
+    p = pcts(float(x) for x in range(1, 101))
+    assert (p.n, p.p50, p.p95, p.p99, p.max, p.mean) == (100, 50.0, 95.0, 99.0, 100.0, 50.5)
+    assert pcts([]) == Pcts(0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert pcts([7.0]).p99 == 7.0
+
+
+def test_timings_from_stamps_and_history() -> None:
+    t = timing_from_stamps(stamps("100,101,103,110,111,115,116"), 3)
+    assert t == Timing(100.0, (101.0, 110.0, 115.0), (103.0, 111.0, 116.0))
+    assert t.e2e_ms == 16.0 and t.handoffs_ms() == [7.0, 4.0]
+
+    def ev(kind: EventType, step: str, at: int) -> HistoryEvent:
+        return HistoryEvent(id=f"{at}-0", event=kind, at_ms=at, step=step)
+
+    events = [
+        ev(EventType.STARTED, "router", 100),
+        ev(EventType.CLAIMED, "router", 101),
+        ev(EventType.RECLAIMED, "router", 105),  # a reclaim: the last claim counts
+        ev(EventType.COMMITTED, "router", 106),
+        ev(EventType.CLAIMED, "parser", 108),
+        ev(EventType.COMMITTED, "parser", 109),
+        ev(EventType.CLAIMED, "grouper", 109),
+        ev(EventType.COMMITTED, "grouper", 112),
+    ]
+    timing = saga_timing(events)
+    assert timing == Timing(100.0, (105.0, 108.0, 109.0), (106.0, 109.0, 112.0))
+    assert saga_timing(events[:-1]) is None  # unfinished
+
+
+def _result(tps: float, trips: float, handoff: float) -> report.SystemResult:
+    p = Pcts(10, handoff, handoff, handoff, handoff, handoff)
+    return report.SystemResult(
+        name="x",
+        sagas=10,
+        transitions=30,
+        throughput=report.Throughput(
+            elapsed_s=1, sagas_per_s=tps / 3, transitions_per_s=tps, wall_s=1, e2e_ms=p,
+            handoff_ms=p,
+        ),
+        latency=report.Latency(target_rate=1, achieved_rate=1, sagas=10, e2e_ms=p, handoff_ms=p),
+        redis=report.RedisCost(
+            commands_per_transition=10, commands={}, round_trips_per_transition=trips,
+            round_trips={}, server_cpu_us_per_transition=1,
+        ),
+        memory=report.Memory(per_saga_bytes=100, retained_per_saga_bytes=90),
+        workers=report.Workers(
+            processes=1, cpu_s=1, cpu_us_per_transition=100, cores_busy=1,
+            peak_rss_bytes=1, peak_rss_total_bytes=1,
+        ),
+    )  # fmt: skip
+
+
+def test_ratios_and_targets() -> None:
+    saga, seed, floor = _result(3000, 0.1, 2), _result(1000, 7, 3), _result(5000, 0.05, 1)
+    vs_seed, vs_min = report.ratios(saga, seed), report.ratios(saga, floor)
+    assert vs_seed.transitions_per_s == 3.0 and vs_min.transitions_per_s == 0.6
+    met = {t.name: t.met for t in report.targets({"saga": saga}, vs_seed, vs_min, None)}
+    assert met == {
+        "throughput vs seed": True,
+        "round trips": True,
+        "throughput vs minimal": True,
+        "hand-off p50": True,
+        "hand-off p99": True,
+        "memory per saga": True,
+        "linear cost": None,
+    }
+    slow = _result(2000, 2.5, 60)
+    met = {
+        t.name: t.met
+        for t in report.targets(
+            {"saga": slow}, report.ratios(slow, seed), report.ratios(slow, floor), None
+        )
+    }
+    assert met["throughput vs seed"] is False and met["round trips"] is False
+    assert met["throughput vs minimal"] is False and met["hand-off p99"] is False
+
+
+def test_canonical_command_spells_out_every_option() -> None:
+    args = argparse.Namespace(
+        sagas=1000, workers=2, concurrency=64, rate=None, rate_seconds=10.0, tracing="off",
+        log_level="info", cli_runs=10, no_recovery=False, no_retention_check=False,
+        private_server=True, keep_logs=False, json=True,
+    )  # fmt: skip
+    assert canonical(args, ("saga", "seed", "minimal")) == (
+        "saga bench --sagas 1000 --workers 2 --concurrency 64 --rate-seconds 10 "
+        "--tracing off --log-level info --private-server --json"
+    )
+    assert "--only seed" in canonical(args, ("seed",))
+
+
+def test_tracing_env_and_recovery_bounds() -> None:
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in extras.tracing_env(False, "http://x")
+    assert extras.tracing_env(True, "http://x")["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://x"
+    bounds = {d.step: d for d in extras.recovery_defaults(Settings())}
+    # lease + 1 s margin + one recovery interval at worst; 2/3 lease + 1 s at best
+    assert bounds["router"].latest_s == pytest.approx(60 + 1 + 10)
+    assert bounds["router"].earliest_s == pytest.approx(40 + 1)
+    assert bounds["parser"].latest_s == pytest.approx(120 + 1 + 10)
