@@ -12,11 +12,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-import anyio
 import msgspec
 
+from saga.state.backoff import resending
 from saga.state.codes import RC, raise_for, to_code
-from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys
 from saga.state.limits import StateLimits
@@ -25,7 +24,6 @@ from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.scripts import evalsha, evalsha_many
 
 T = TypeVar("T")
-_RESEND_DELAYS = (0.05, 0.2, 0.5, 1.0)
 
 
 def new_op() -> str:
@@ -90,12 +88,11 @@ class StateMachine:
 
     async def _resend(self, call: Callable[[], Awaitable[T]]) -> T:
         """Re-send a transition on connection loss; the op id makes a repeat harmless."""
-        for delay in _RESEND_DELAYS:
-            try:
-                return await call()
-            except TRANSIENT_ERRORS:
-                await anyio.sleep(delay)
-        return await call()
+        async def once() -> T:
+            return await call()
+
+        result: T = await resending(attempts=5)(once)
+        return result
 
     def _state_indexes(self, partition: int) -> list[str]:
         return self.keys.state_indexes(partition)

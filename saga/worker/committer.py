@@ -14,7 +14,7 @@ import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.backoff import resending
 from saga.state.machine import CommitRequest, FailRequest, Outcome, StateMachine
 from saga.state.model import Claim
 
@@ -66,21 +66,19 @@ class Committer:
                 await self._flush(batch)
 
     async def _flush(self, batch: list[_Pending]) -> None:
-        delay = 0.1
-        while True:
-            try:
-                outcomes = await self.sm.finish_many([(p.claim, p.req) for p in batch])
-                break
-            except TRANSIENT_ERRORS as exc:
-                self.health.redis_down(exc)
-                log.warning("commit_deferred", error=type(exc).__name__, batch=len(batch))
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 1.0)
-            except Exception as exc:  # a script error: surface it to each attempt
-                for p in batch:
-                    p.error = exc
-                    p.done.set()
-                return
+        def deferred(exc: BaseException) -> None:
+            self.health.redis_down(exc)
+            log.warning("commit_deferred", error=type(exc).__name__, batch=len(batch))
+
+        try:
+            outcomes: list[Outcome] = await resending(attempts=None, on_retry=deferred)(
+                self.sm.finish_many, [(p.claim, p.req) for p in batch]
+            )
+        except Exception as exc:  # a script error: surface it to each attempt
+            for p in batch:
+                p.error = exc
+                p.done.set()
+            return
         self.health.redis_up()
         self.batches += 1
         for p, outcome in zip(batch, outcomes, strict=True):

@@ -15,6 +15,7 @@ import structlog
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
 from saga.state import recovery, streams
+from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import GROUP, Keys
@@ -114,21 +115,17 @@ class Executor:
 
     async def _prepare(self) -> None:
         """Load scripts and create groups, retrying (at most ~1/s) until Redis answers."""
-        delay = 0.1
-        while True:
-            try:
-                await ensure_loaded(self.client)
-                self.health.scripts_loaded = True
-                await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
-                self.health.groups_present = True
-                await self._sync_clock()
-                self.health.redis_up()
-                log.info("worker_started", worker=self.worker, steps=[s.name for s in self.specs])
-                return
-            except TRANSIENT_ERRORS as exc:
-                self.health.redis_down(exc)
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+
+        async def prepare() -> None:
+            await ensure_loaded(self.client)
+            self.health.scripts_loaded = True
+            await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
+            self.health.groups_present = True
+            await self._sync_clock()
+
+        await resending(attempts=None, on_retry=self.health.redis_down)(prepare)
+        self.health.redis_up()
+        log.info("worker_started", worker=self.worker, steps=[s.name for s in self.specs])
 
     # -- reading and claiming ---------------------------------------------------
     async def _read_loop(self, spec: StepSpec) -> None:
