@@ -88,6 +88,7 @@ class StateMachine:
 
     async def _resend(self, call: Callable[[], Awaitable[T]]) -> T:
         """Re-send a transition on connection loss; the op id makes a repeat harmless."""
+
         async def once() -> T:
             return await call()
 
