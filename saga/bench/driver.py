@@ -34,6 +34,7 @@ import msgspec
 from saga.bench import extras
 from saga.bench.measure import (
     Timing,
+    code_version,
     commandstats,
     delta,
     machine,
@@ -444,6 +445,7 @@ async def run_bench(
         raise BenchError("saga bench needs a standalone server (SAGA_REDIS_CLUSTER is set)")
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     load_start = os.getloadavg()[0]
+    code = await anyio.to_thread.run_sync(code_version)
     with _server(settings, cfg.private_server) as url, extras.otlp_sink() as (endpoint, sink):
         run = _Run(connect(url), cfg, settings, url, endpoint, progress)
         try:
@@ -463,6 +465,7 @@ async def run_bench(
         command=command,
         started_at=started_at,
         load_average=[round(load_start, 2), round(os.getloadavg()[0], 2)],
+        code=code,
         params=Params(
             sagas=cfg.sagas,
             workers=cfg.workers,

@@ -195,3 +195,31 @@ def machine() -> Machine:
         python=platform.python_version(),
         platform=platform.platform(),
     )
+
+
+class CodeVersion(msgspec.Struct, frozen=True, kw_only=True):
+    commit: str
+    """HEAD of the checkout the bench ran from ("" outside a git checkout)."""
+    dirty: list[str]
+    """Uncommitted files of the engine (saga/, state/, steps/, adapters/) at the start."""
+
+
+def code_version() -> CodeVersion:
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()  # fmt: skip
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--",
+             "saga", "state", "steps", "adapters"],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return CodeVersion(commit="", dirty=[])
+    dirty = [line[3:] for line in status.splitlines() if line[3:] and "saga/bench" not in line]
+    return CodeVersion(commit=head, dirty=dirty)

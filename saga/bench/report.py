@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from saga.bench.measure import Machine, Pcts, ServerInfo
+from saga.bench.measure import CodeVersion, Machine, Pcts, ServerInfo
 
 
 class Params(msgspec.Struct, frozen=True, kw_only=True):
@@ -195,6 +195,7 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     load_average: list[float]
     """1-minute load average of the machine at the start and at the end of the run
     (other processes on a shared machine show here)."""
+    code: CodeVersion
     params: Params
     machine: Machine
     server: ServerInfo
