@@ -136,8 +136,9 @@ class CircuitBreaker:
     async def before_call(self) -> None:
         """Return if a call may go ahead; raise CircuitOpenError while it may not."""
         breaker, _, probe = self._keys
+        recheck_s = min(self.policy.cooldown_s, 5.0)
         code, retry_at_ms = await self._acquire(
-            keys=[breaker, probe], args=[_ms(self.policy.probe_ttl_s)]
+            keys=[breaker, probe], args=[_ms(self.policy.probe_ttl_s), _ms(recheck_s)]
         )
         if code in (_Acquire.CLOSED, _Acquire.PROBE):
             if code == _Acquire.PROBE:

@@ -3,12 +3,14 @@
 KEYS[1]  breaker hash: state (closed | open | half_open), opened_at, retry_at (epoch ms)
 KEYS[2]  probe key: held (SET NX PX) by the one caller probing a half-open dependency
 ARGV[1]  probe lease (ms): after it, a probe that never reported is replaced
+ARGV[2]  recheck (ms): while a probe is in flight, others come back after this much
+         (a probe usually answers within a call's time, not its whole lease)
 
 Returns {code, retry_at_ms}
   0  closed: the call may go ahead                        retry_at_ms = 0
   1  open: refused, cool-down still running               retry_at_ms = end of cool-down
   2  half-open: this caller holds the probe               retry_at_ms = 0
-  3  half-open: another probe is in flight, refused       retry_at_ms = end of its lease
+  3  half-open: another probe is in flight, refused       retry_at_ms = now + min(recheck, lease left)
 No loops; the clock is the server's TIME.
 ]]
 local breaker = KEYS[1]
@@ -33,4 +35,4 @@ if redis.call('SET', probe, now, 'NX', 'PX', lease_ms) then
 end
 local left = redis.call('PTTL', probe)
 if left < 0 then left = 0 end
-return {3, now + left}
+return {3, now + math.min(left, tonumber(ARGV[2]))}

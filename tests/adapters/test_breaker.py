@@ -96,6 +96,21 @@ async def test_half_open_after_cooldown_single_probe(redis: Any, keys: Keys) -> 
     assert raised.value.retry_at > (await breaker.state()).opened_at  # type: ignore[operator]
 
 
+async def test_callers_behind_a_probe_come_back_soon(redis: Any, keys: Keys) -> None:
+    """While a probe is in flight, others are told to come back after the cool-down at
+    most, not after the probe's whole lease: a quick probe must not park them for long."""
+    import time
+
+    slow_lease = BreakerPolicy(failures=3, window_s=5.0, cooldown_s=0.5, probe_ttl_s=120.0)
+    breaker, other = make(redis, keys, slow_lease), make(redis, keys, slow_lease)
+    await trip(breaker)
+    await half_open(breaker)
+    await breaker.before_call()  # the probe
+    with pytest.raises(CircuitOpenError) as raised:
+        await other.before_call()
+    assert raised.value.retry_at - time.time() <= slow_lease.cooldown_s + 0.25
+
+
 async def test_probe_success_closes(redis: Any, keys: Keys) -> None:
     """A successful probe closes the circuit and clears the failure count."""
     breaker = make(redis, keys)

@@ -9,6 +9,7 @@ a trail. At the router, the record id chooses a behaviour (no step talks to Redi
     once-…          raises RuntimeError on attempt 1, succeeds after
     hang-…          sleeps an hour (past any test timeout)
     hangonce-…      sleeps an hour on attempt 1, succeeds after
+    llm-<s>-…       asks the user's LLM (ctx.llm) one question, then sleeps <s> seconds
 
 Any other id passes straight through. Retries back off from 0.05 s (0.1 s, 0.2 s, …)
 so retry tests take tenths of a second; ``SAGA_<STEP>_*`` still override the rest.
@@ -50,6 +51,9 @@ def slow_seconds(record_id: str) -> float:
 async def _behave(ctx: Any) -> None:
     rid, attempt = ctx.record_id, ctx.attempt
     if rid.startswith("slow-"):
+        await anyio.sleep(slow_seconds(rid))
+    elif rid.startswith("llm-"):
+        await ctx.llm.complete([{"role": "user", "content": f"hello {rid}"}], purpose="test")
         await anyio.sleep(slow_seconds(rid))
     elif rid.startswith("perm-"):
         raise InvalidInputError(f"record {rid} can never be processed (attempt {attempt})")
