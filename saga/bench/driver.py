@@ -183,6 +183,11 @@ async def _backlog(
         await _wait_done(client, system, len(rids), ws, cfg.stall_s, own)
         wall = time.monotonic() - wall0
         usages = await ws.stop()
+        if len(usages) != cfg.workers:
+            raise BenchError(
+                f"{system.name}: {len(usages)} of {cfg.workers} workers reported their usage; "
+                f"worker log: {ws.tail(0)}"
+            )
         stats1 = await commandstats(client)
         cpu1 = await server_cpu_s(client)
     commands = delta(stats1, stats0)

@@ -110,20 +110,29 @@ class Harness:
         self._cpu_at_go = _cpu()
 
     def usage(self) -> Usage:
-        # Linux reports ru_maxrss in KiB (macOS in bytes).
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        factor = 1 if sys.platform == "darwin" else 1024
         return Usage(
             pid=os.getpid(),
             round_trips=self.trips.writes,
             single_commands=dict(self.trips.singles),
             cpu_s=round(_cpu() - self._cpu_at_go, 4),
-            peak_rss_bytes=rss * factor,
+            peak_rss_bytes=peak_rss(),
         )
 
     def report(self) -> None:
         if self.stats_path:
             Path(self.stats_path).write_bytes(msgspec.json.encode(self.usage()))
+
+
+def peak_rss() -> int:
+    """Peak resident memory of this process image. Linux: VmHWM, which starts afresh at
+    exec (ru_maxrss keeps the forking parent's peak across exec: a small worker started
+    by a big driver would report the driver's). Elsewhere: ru_maxrss."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"VmHWM:"):
+                return int(line.split()[1]) * 1024
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return rss if sys.platform == "darwin" else rss * 1024  # macOS: bytes, Linux: KiB
 
 
 # Modules the saga worker imports on its way to its first XREADGROUP: loaded before

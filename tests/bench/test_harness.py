@@ -45,3 +45,9 @@ def test_uninstall_restores_redis_py() -> None:
     assert AbstractConnection.send_packed_command is not before
     meter.uninstall()
     assert AbstractConnection.send_packed_command is before
+
+
+def test_peak_rss_is_this_process() -> None:
+    from saga.bench.harness import peak_rss
+
+    assert 1 << 20 < peak_rss() < 1 << 34
