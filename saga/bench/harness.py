@@ -20,6 +20,7 @@ Run the saga worker CLI through it::
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import importlib
 import os
@@ -133,6 +134,22 @@ def peak_rss() -> int:
                 return int(line.split()[1]) * 1024
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return rss if sys.platform == "darwin" else rss * 1024  # macOS: bytes, Linux: KiB
+
+
+async def serve_until_stopped(tasks: list[asyncio.Task[None]], stop: asyncio.Event) -> None:
+    """Run a reference worker's tasks until ``stop`` (SIGTERM) or one of them fails;
+    then cancel them and give them a few seconds (a client library that swallows a
+    cancellation must not keep the process, and its report, from ending)."""
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    stop.set()
+    for t in tasks:
+        t.cancel()
+    done, _ = await asyncio.wait(tasks, timeout=5.0)
+    waiter.cancel()
+    for t in done:
+        if not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
 
 
 # Modules the saga worker imports on its way to its first XREADGROUP: loaded before

@@ -31,7 +31,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError, ResponseError
 
-from saga.bench.harness import Harness
+from saga.bench.harness import Harness, serve_until_stopped
 from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
 from saga.state.connection import connect
 
@@ -111,8 +111,8 @@ class StepLoop:
         self.freed = asyncio.Event()
         self.batches: set[asyncio.Task[None]] = set()
 
-    async def run(self, block_ms: int) -> None:
-        while True:
+    async def run(self, block_ms: int, stop: asyncio.Event) -> None:
+        while not stop.is_set():
             while self.free <= 0:
                 self.freed.clear()
                 await self.freed.wait()
@@ -161,19 +161,14 @@ async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     loops = [StepLoop(client, keys, step, consumer, concurrency) for step in STEPS]
-    tasks = [asyncio.create_task(sl.run(block_ms)) for sl in loops]
-    waiter = asyncio.create_task(stop.wait())
-    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    for t in tasks:
-        t.cancel()
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    pending = [b for sl in loops for b in sl.batches]
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
-    await client.aclose()
-    errors = [r for r in results if isinstance(r, Exception)]
-    if errors:
-        raise errors[0]
+    tasks = [asyncio.create_task(sl.run(block_ms, stop)) for sl in loops]
+    try:
+        await serve_until_stopped(tasks, stop)
+        pending = [b for sl in loops for b in sl.batches]
+        if pending:
+            await asyncio.wait(pending, timeout=5.0)
+    finally:
+        await client.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

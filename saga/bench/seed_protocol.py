@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 from redis.exceptions import ResponseError
 
-from saga.bench.harness import Harness
+from saga.bench.harness import Harness, serve_until_stopped
 from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
 from saga.state.connection import connect
 
@@ -109,11 +109,13 @@ async def timings(client: Any, keys: SeedKeys, rids: Sequence[str]) -> list[Timi
 
 
 # -- the worker's side ------------------------------------------------------------------
-async def step_task(client: Any, keys: SeedKeys, step: str, consumer: str, block_ms: int) -> None:
+async def step_task(
+    client: Any, keys: SeedKeys, step: str, consumer: str, block_ms: int, stop: asyncio.Event
+) -> None:
     i = STEPS.index(step)
     nxt = STEPS[i + 1] if i + 1 < len(STEPS) else ""
     stream, group = keys.stream(step), keys.group(step)
-    while True:
+    while not stop.is_set():
         reply = await client.xreadgroup(group, consumer, {stream: ">"}, count=1, block=block_ms)
         if not reply:
             continue
@@ -145,19 +147,14 @@ async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks = [
-        asyncio.create_task(step_task(client, keys, step, consumer, block_ms))
+        asyncio.create_task(step_task(client, keys, step, consumer, block_ms, stop))
         for step in STEPS
         for _ in range(concurrency)
     ]
-    waiter = asyncio.create_task(stop.wait())
-    await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
-    for t in tasks:
-        t.cancel()
-    results = await asyncio.gather(*tasks, return_exceptions=True)
-    await client.aclose()
-    errors = [r for r in results if isinstance(r, Exception)]
-    if errors:
-        raise errors[0]
+    try:
+        await serve_until_stopped(tasks, stop)
+    finally:
+        await client.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
