@@ -37,6 +37,7 @@ from saga.bench.measure import (
     code_version,
     commandstats,
     delta,
+    forks,
     machine,
     now_ms,
     pcts,
@@ -259,6 +260,7 @@ async def run_system(
     rids = [r for r, _ in records]
     try:
         await system.prepare(client)
+        forks0 = await forks(client)
         mem0 = await settle_memory(client)
         progress(f"{system.name}: submitting {n} sagas")
         await system.submit(client, records)
@@ -289,6 +291,7 @@ async def run_system(
             rate = cfg.rate or throughput.sagas_per_s / 2
             progress(f"{system.name}: paced phase at {rate:,.0f} sagas/s")
             latency = await _paced(client, system, cfg, url, env, log_dir, rate, n)
+        forks1 = await forks(client)
         if after is not None:
             await after(system, rids)
     finally:
@@ -328,6 +331,12 @@ async def run_system(
             peak_rss_bytes=max(peaks),
             peak_rss_total_bytes=sum(peaks),
         ),
+        server_forks={
+            "aof_rewrites": forks1["aof_rewrites"] - forks0["aof_rewrites"],
+            "rdb_saves": forks1["rdb_saves"] - forks0["rdb_saves"],
+            "forks": forks1["total_forks"] - forks0["total_forks"],
+            "latest_fork_usec": forks1["latest_fork_usec"],
+        },
     )
 
 

@@ -128,6 +128,18 @@ async def settle_memory(client: Any, within_s: float = 10.0) -> int:
     return await used_memory(client)
 
 
+async def forks(client: Any) -> dict[str, int]:
+    """Counters of the server's background saves (a fork stalls the server briefly)."""
+    persistence = await client.info("persistence")
+    stats = await client.info("stats")
+    return {
+        "aof_rewrites": int(_field(persistence, "aof_rewrites") or 0),
+        "rdb_saves": int(_field(persistence, "rdb_saves") or 0),
+        "total_forks": int(_field(stats, "total_forks") or 0),
+        "latest_fork_usec": int(_field(stats, "latest_fork_usec") or 0),
+    }
+
+
 async def server_time_ms(client: Any) -> float:
     secs, micros = await client.time()
     return int(secs) * 1000.0 + int(micros) / 1000.0

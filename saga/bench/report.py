@@ -92,6 +92,9 @@ class SystemResult(msgspec.Struct, frozen=True, kw_only=True):
     redis: RedisCost
     memory: Memory
     workers: Workers
+    server_forks: dict[str, int] = {}
+    """Background saves while this system ran (AOF rewrites, forks; latest fork in µs):
+    a fork of a large dataset stalls the server and shows in the latency tails."""
 
 
 class Ratios(msgspec.Struct, frozen=True, kw_only=True):
