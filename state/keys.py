@@ -96,6 +96,10 @@ class Keys:
     def created_index(self, partition: int) -> str:
         return f"{self._p(partition)}:idx:created"
 
+    def retired(self, partition: int) -> str:
+        """Completed sagas by expiry time (member ``<user>|<record>``), for index pruning."""
+        return f"{self._p(partition)}:retired"
+
     # -- global (not touched by transition scripts) ---------------------------
     def breaker(self, name: str) -> str:
         return f"{self.prefix}:breaker:{validate_step(name)}"

@@ -191,7 +191,7 @@ class StateMachine:
             k.pages(rid),
             k.stats(p),
             k.costs(p, _day()),
-            k.created_index(p),
+            k.retired(p),
             *self._state_indexes(p),
             *req.cost_keys[:64],
         ]

@@ -33,6 +33,7 @@ SCRIPT_NAMES = (
     "cancel_saga",
     "recover_idle",
     "quarantine_entry",
+    "prune_retired",
 )
 
 

@@ -14,7 +14,7 @@ import structlog
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
-from saga.state import recovery, streams
+from saga.state import recovery, retention, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
@@ -313,6 +313,10 @@ class Executor:
                 await streams.prune_consumers(
                     self.client, self.keys.ready(p, spec.name), keep=self.worker
                 )
+        for p in self.keys.all_partitions():
+            pruned = await retention.prune_retired(self.sm, p)
+            if pruned:
+                log.info("retired_sagas_pruned", partition=p, count=pruned)
 
     async def _sync_clock(self) -> None:
         secs, micros = await self.client.time()

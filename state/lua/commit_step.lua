@@ -10,7 +10,7 @@
 -- KEYS[5]  pages blob
 -- KEYS[6]  partition counters   {p}:stats
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
--- KEYS[8]  created index
+-- KEYS[8]  retired sagas (zset: "<user>|<record>" -> expiry ms), swept by prune_retired
 -- KEYS[9..14] state indexes, in SagaState order
 -- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
@@ -88,12 +88,7 @@ if state == STATE.COMPLETED then
   local retention = tonumber(ARGV[14])
   redis.call('EXPIRE', saga, retention)
   redis.call('EXPIRE', hist, retention)
-  -- Bounded pruning of index entries whose sagas have expired.
-  local done_idx = KEYS[9 + STATE_POS[STATE.COMPLETED]]
-  local old = redis.call('ZRANGEBYSCORE', done_idx, '-inf', now - retention * 1000, 'LIMIT', 0, 20)
-  if #old > 0 then
-    redis.call('ZREM', done_idx, unpack(old))
-    redis.call('ZREM', KEYS[8], unpack(old))
-  end
+  -- Its index entries go when it expires: prune_retired sweeps them then.
+  redis.call('ZADD', KEYS[8], now + retention * 1000, user .. '|' .. record)
 end
 return {RC.OK, state, next_step, next_entry}

@@ -1,0 +1,42 @@
+"""Sweeping the indexes of completed sagas once their retention has passed.
+
+The saga hash and history expire by TTL; their entries in the created, state and
+user indexes are dropped here, in bounded batches, by the executors' maintenance
+loop — so memory stays bounded however many sagas complete.
+"""
+
+from __future__ import annotations
+
+import time
+
+from saga.state.codes import to_code
+from saga.state.machine import StateMachine
+from saga.state.replies import num, text
+from saga.state.scripts import evalsha
+
+
+async def prune_retired(
+    sm: StateMachine, partition: int, *, batch: int = 100, max_batches: int = 10
+) -> int:
+    """Prune due retired sagas of one partition; returns how many were pruned."""
+    k, total = sm.keys, 0
+    for _ in range(max_batches):
+        # Candidates by the local clock (with a little slack); the script re-checks
+        # each against the server's clock.
+        horizon = int(time.time() * 1000) + 1000
+        rows = await sm.client.zrangebyscore(k.retired(partition), "-inf", horizon, 0, batch)
+        if not rows:
+            break
+        keys = [k.retired(partition), k.created_index(partition), *k.state_indexes(partition)]
+        args: list[str] = []
+        for raw in rows:
+            member = text(raw)
+            user, _, record = member.partition("|")
+            keys += [k.saga(record), k.user_index(partition, user)]
+            args += [member, record]
+        reply = await sm._resend(lambda: evalsha(sm.client, "prune_retired", keys, args))  # noqa: B023
+        to_code(reply[0])
+        total += num(reply[1])
+        if len(rows) < batch:
+            break
+    return total

@@ -1,0 +1,66 @@
+"""Completed sagas leave every index once their retention has passed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from saga.state import operator
+from saga.state.keys import Keys
+from saga.state.limits import StateLimits
+from saga.state.machine import CommitRequest, StateMachine
+from saga.state.model import SagaState
+from saga.state.retention import prune_retired
+from tests.state.helpers import claim_next, server_ms, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def _complete(sm: StateMachine, rid: str, user: str) -> None:
+    await sm.start(rid, user, "router")
+    claim = await claim_next(sm, "router", "w1")
+    await sm.commit(claim, CommitRequest(output=b"{}"))
+
+
+async def _indexed(redis: Any, keys: Keys, rid: str, user: str) -> list[bool]:
+    idx = [
+        keys.created_index(0),
+        keys.user_index(0, user),
+        keys.state_index(0, SagaState.COMPLETED),
+    ]
+    return [await redis.zscore(k, rid) is not None for k in idx]
+
+
+async def test_expired_sagas_leave_the_indexes(redis: Any, keys: Keys) -> None:
+    """After the TTL, prune_retired drops created, user and state index entries."""
+    await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
+    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    await _complete(sm, "r1", "u1")
+    assert await _indexed(redis, keys, "r1", "u1") == [True, True, True]
+    assert await prune_retired(sm, 0) == 0  # not yet due
+
+    async def expired() -> bool:
+        return not await redis.exists(keys.saga("r1"))
+
+    await wait_until(expired, within=10)
+    assert await prune_retired(sm, 0) == 1
+    assert await _indexed(redis, keys, "r1", "u1") == [False, False, False]
+    assert await redis.zcard(keys.retired(0)) == 0
+
+
+async def test_a_saga_rerun_after_completion_keeps_its_entries(redis: Any, keys: Keys) -> None:
+    """A completed saga an operator re-ran is alive again: its entries stay."""
+    await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
+    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    await _complete(sm, "r1", "u1")
+    await operator.retry(sm, "r1", "router", "_input")
+    due = await redis.zscore(keys.retired(0), "u1|r1")
+
+    async def past_due() -> bool:
+        return await server_ms(redis) > due
+
+    await wait_until(past_due, within=10)
+    assert await prune_retired(sm, 0) == 0
+    assert await redis.zscore(keys.created_index(0), "r1") is not None
+    assert await redis.zscore(keys.user_index(0, "u1"), "r1") is not None
