@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 
+import msgspec
 import structlog
 
 from saga.telemetry.redact import redact
@@ -19,6 +20,14 @@ from saga.telemetry.scope import merge_scope
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
 """litellm's stdlib loggers, silenced here and again by ``quiet_litellm`` on import."""
+
+
+_ENCODER = msgspec.json.Encoder(enc_hook=str)
+
+
+def _json(obj: object, **_: object) -> str:
+    """msgspec's encoder: several times faster than json.dumps on a log line."""
+    return _ENCODER.encode(obj).decode()
 
 
 def shared_processors() -> list[structlog.typing.Processor]:
@@ -37,7 +46,7 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
     numeric = _LEVELS.get(level.lower(), logging.INFO)
     renderer: structlog.typing.Processor
     if fmt == "json":
-        renderer = structlog.processors.JSONRenderer()
+        renderer = structlog.processors.JSONRenderer(serializer=_json)
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     structlog.configure(
