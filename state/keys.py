@@ -8,6 +8,7 @@ land in one slot.
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from dataclasses import dataclass
@@ -88,7 +89,7 @@ class Keys:
 
     def state_indexes(self, partition: int) -> list[str]:
         """One index key per state, in SagaState order (the Lua scripts rely on it)."""
-        return [self.state_index(partition, s) for s in SagaState]
+        return list(_state_indexes(self.prefix, partition))
 
     def user_index(self, partition: int, user_id: str) -> str:
         return f"{self._p(partition)}:idx:user:{validate_id(user_id, 'user_id')}"
@@ -124,3 +125,10 @@ class Keys:
     def steps_registry(self) -> str:
         """A set of every step name a worker or client has created groups for."""
         return f"{self.prefix}:steps"
+
+
+@functools.cache
+def _state_indexes(prefix: str, partition: int) -> tuple[str, ...]:
+    # Every transition passes these six keys: form them once per partition.
+    keys = Keys(prefix)
+    return tuple(keys.state_index(partition, s) for s in SagaState)

@@ -7,6 +7,7 @@ is why the client's own blind retries are off (see ``connection.py``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,8 +27,13 @@ from saga.state.scripts import evalsha, evalsha_many
 T = TypeVar("T")
 
 
+_OP_PREFIX = os.urandom(6).hex()
+_op_counter = itertools.count()
+
+
 def new_op() -> str:
-    return os.urandom(8).hex()
+    """A unique operation id: a random per-process prefix and a counter (no syscall)."""
+    return f"{_OP_PREFIX}{next(_op_counter):x}"
 
 
 class StartResult(msgspec.Struct, frozen=True):
