@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "deploy" / "helm" / "saga"
 EXAMPLES = CHART / "examples"
 SHARED_K8S = REPO.parent / "shared" / "k8s"
+VENDORED_K8S = REPO / "deploy" / "crds" / "keda"
 RELEASE = "rel"
 NAMESPACE = "saga"
 
@@ -94,13 +95,11 @@ def validate_core(obj: dict[str, Any]) -> None:
 
 
 def shared_k8s_dir() -> Path:
-    """../shared/k8s beside the repository, or a test failure saying where it looked."""
-    if not all((SHARED_K8S / f).is_file() for f in KEDA_CRDS.values()):
-        pytest.fail(
-            f"KEDA CRDs not found in {SHARED_K8S}: the deploy tests need shared/k8s "
-            f"({', '.join(KEDA_CRDS.values())}) next to the repository root"
-        )
-    return SHARED_K8S
+    """KEDA's CRDs: the copy vendored in deploy/crds/keda (test_vendored_crds checks it
+    against ../shared/k8s when that is present), or a failure saying where it looked."""
+    if not all((VENDORED_K8S / f).is_file() for f in KEDA_CRDS.values()):
+        pytest.fail(f"KEDA CRDs not found in {VENDORED_K8S} ({', '.join(KEDA_CRDS.values())})")
+    return VENDORED_K8S
 
 
 def _forbid_unknown(node: Any) -> None:
