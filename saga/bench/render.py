@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from saga.bench.report import Report, rows
+from saga.bench.measure import Pcts
+from saga.bench.report import Report, SystemResult
 from saga.cli.common import colour, table
 
 
@@ -68,3 +69,118 @@ def render(report: Report) -> str:
         out.append(f"memory of one finished saga: {parts}")
     out.append(f"tracing: {report.tracing.note}")
     return "\n".join(out)
+
+
+# -- the table ---------------------------------------------------------------------------
+def _rate(r: SystemResult) -> str:
+    return _num(r.latency.achieved_rate) if r.latency is not None else "-"
+
+
+def _num(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def _lat(r: SystemResult, which: str) -> str:
+    if r.latency is None:
+        return "-"
+    p: Pcts = getattr(r.latency, which)
+    return f"{p.p50:.1f} / {p.p95:.1f} / {p.p99:.1f}"
+
+
+def _hand(r: SystemResult) -> str:
+    if r.latency is None:
+        return "-"
+    return f"{r.latency.handoff_ms.p50:.1f} / {r.latency.handoff_ms.p99:.1f}"
+
+
+class _Columns:
+    """The table's columns: one per system, then saga's ratio to each reference run."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.names = list(report.systems)
+
+    def headers(self) -> list[str]:
+        headers = ["", *self.names]
+        if self.report.vs_seed:
+            headers.append("saga/seed")
+        if self.report.vs_minimal:
+            headers.append("saga/minimal")
+        return headers
+
+    def line(self, label: str, values: list[str], r1: str = "", r2: str = "") -> list[str]:
+        extra = []
+        if self.report.vs_seed:
+            extra.append(r1)
+        if self.report.vs_minimal:
+            extra.append(r2)
+        return [label, *values, *extra]
+
+    def ratio(self, attr: str) -> tuple[str, str]:
+        vs_seed, vs_minimal = self.report.vs_seed, self.report.vs_minimal
+        a = getattr(vs_seed, attr, None) if vs_seed else None
+        b = getattr(vs_minimal, attr, None) if vs_minimal else None
+        return (f"{a:.2f}x" if a is not None else "-", f"{b:.2f}x" if b is not None else "-")
+
+
+def rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    c = _Columns(report)
+    return c.headers(), [*_speed_rows(c), *_cost_rows(c)]
+
+
+def _speed_rows(c: _Columns) -> list[list[str]]:
+    s, names, line, ratio = c.report.systems, c.names, c.line, c.ratio
+    return [
+        line(
+            "transitions/s",
+            [_num(s[n].throughput.transitions_per_s) for n in names],
+            *ratio("transitions_per_s"),
+        ),
+        line("sagas/s", [_num(s[n].throughput.sagas_per_s) for n in names]),
+        line("elapsed s (backlog)", [_num(s[n].throughput.elapsed_s, 2) for n in names]),
+        line(
+            "latency phase rate /s",
+            [_rate(s[n]) for n in names],
+        ),
+        line("e2e ms p50/p95/p99", [_lat(s[n], "e2e_ms") for n in names], *ratio("e2e_p50")),
+        line("hand-off ms p50/p99", [_hand(s[n]) for n in names], *ratio("handoff_p50")),
+    ]
+
+
+def _cost_rows(c: _Columns) -> list[list[str]]:
+    s, names, line, ratio = c.report.systems, c.names, c.line, c.ratio
+    return [
+        line(
+            "round trips/transition",
+            [_num(s[n].redis.round_trips_per_transition, 2) for n in names],
+            *ratio("round_trips_per_transition"),
+        ),
+        line(
+            "commands/transition",
+            [_num(s[n].redis.commands_per_transition, 1) for n in names],
+            *ratio("commands_per_transition"),
+        ),
+        line(
+            "server CPU us/transition",
+            [_num(s[n].redis.server_cpu_us_per_transition, 1) for n in names],
+        ),
+        line(
+            "memory B/saga",
+            [_num(s[n].memory.per_saga_bytes) for n in names],
+            *ratio("memory_per_saga"),
+        ),
+        line(
+            "  after trimming",
+            [_num(s[n].memory.retained_per_saga_bytes) for n in names],
+        ),
+        line(
+            "worker CPU us/transition",
+            [_num(s[n].workers.cpu_us_per_transition, 1) for n in names],
+            *ratio("worker_cpu_per_transition"),
+        ),
+        line("worker cores busy", [_num(s[n].workers.cores_busy, 2) for n in names]),
+        line(
+            "worker peak RSS MiB",
+            [_num(s[n].workers.peak_rss_bytes / 2**20, 1) for n in names],
+        ),
+    ]

@@ -103,7 +103,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def main(args: argparse.Namespace) -> int:
     import anyio
 
-    from saga.bench.driver import SYSTEMS, BenchConfig, BenchError, run_bench
+    from saga.bench.config import SYSTEMS, BenchConfig, BenchError
+    from saga.bench.driver import run_bench
     from saga.cli.common import print_json
     from saga.settings import load_settings
 

@@ -9,6 +9,7 @@ import pytest
 from saga.bench import extras, report
 from saga.bench.measure import Pcts, Timing, pcts, stamps, timing_from_stamps
 from saga.bench.systems import saga_timing
+from saga.bench.targets import ratios, targets
 from saga.cli.cmd_bench import canonical
 from saga.settings import Settings
 from saga.state.model import EventType, HistoryEvent
@@ -69,9 +70,9 @@ def _result(tps: float, trips: float, handoff: float) -> report.SystemResult:
 
 def test_ratios_and_targets() -> None:
     saga, seed, floor = _result(3000, 0.1, 2), _result(1000, 7, 3), _result(5000, 0.05, 1)
-    vs_seed, vs_min = report.ratios(saga, seed), report.ratios(saga, floor)
+    vs_seed, vs_min = ratios(saga, seed), ratios(saga, floor)
     assert vs_seed.transitions_per_s == 3.0 and vs_min.transitions_per_s == 0.6
-    met = {t.name: t.met for t in report.targets({"saga": saga}, vs_seed, vs_min, None)}
+    met = {t.name: t.met for t in targets({"saga": saga}, vs_seed, vs_min, None)}
     assert met == {
         "throughput vs seed": True,
         "round trips": True,
@@ -84,9 +85,7 @@ def test_ratios_and_targets() -> None:
     slow = _result(2000, 2.5, 60)
     met = {
         t.name: t.met
-        for t in report.targets(
-            {"saga": slow}, report.ratios(slow, seed), report.ratios(slow, floor), None
-        )
+        for t in targets({"saga": slow}, ratios(slow, seed), ratios(slow, floor), None)
     }
     assert met["throughput vs seed"] is False and met["round trips"] is False
     assert met["throughput vs minimal"] is False and met["hand-off p99"] is False

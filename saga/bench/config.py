@@ -1,0 +1,39 @@
+"""What a bench run is asked to do, and how it fails."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+SYSTEMS = ("saga", "seed", "minimal")
+USERS = 100
+"""Distinct user ids across the bench's sagas (the per-user index is a sorted set each)."""
+
+
+class BenchConfig(msgspec.Struct, frozen=True, kw_only=True):
+    sagas: int = 1000
+    workers: int = 1
+    concurrency: int = 64
+    rate: float | None = None
+    """Sagas/s of the paced phase; None: half the backlog rate; 0: no paced phase."""
+    rate_seconds: float = 10.0
+    """The paced phase submits rate x this many sagas (at most --sagas)."""
+    tracing: bool = False
+    log_level: str = "info"
+    only: tuple[str, ...] = SYSTEMS
+    cli_runs: int = 10
+    recovery: bool = True
+    retention_check: bool = True
+    """Two short waves with a retention of seconds: is memory bounded after expiry?"""
+    private_server: bool = False
+    keep_logs: bool = False
+    stall_s: float = 60.0
+    """Give up when no saga finishes for this long."""
+
+
+class BenchError(RuntimeError):
+    """The bench could not complete a phase."""
+
+
+Progress = Callable[[str], None]

@@ -1,0 +1,127 @@
+"""One system's run: submit the sagas, the backlog and paced phases, then the
+figures of its result (throughput, Redis cost, memory, worker usage)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from saga.bench.config import USERS, BenchConfig, BenchError, Progress
+from saga.bench.measure import forks, pcts, settle_memory, used_memory
+from saga.bench.phases import Phase, backlog, cleanup, paced
+from saga.bench.report import Memory, RedisCost, SystemResult, Throughput, Workers
+from saga.bench.systems import STEPS, System, memory_of
+
+
+async def run_system(
+    client: Any,
+    system: System,
+    cfg: BenchConfig,
+    url: str,
+    env: dict[str, str],
+    log_dir: Path,
+    progress: Progress,
+    after: Callable[[System, Sequence[str]], Any] | None = None,
+) -> SystemResult:
+    n = cfg.sagas
+    transitions = n * len(STEPS)
+    records = [(f"r{i:07d}", f"u{i % USERS:03d}") for i in range(n)]
+    rids = [r for r, _ in records]
+    try:
+        await system.prepare(client)
+        forks0 = await forks(client)
+        mem0 = await settle_memory(client)
+        progress(f"{system.name}: submitting {n} sagas")
+        await system.submit(client, records)
+        progress(f"{system.name}: {cfg.workers} worker(s) x concurrency {cfg.concurrency}, backlog")
+        phase = await backlog(client, system, cfg, url, env, log_dir, rids)
+        if len(phase.timings) != n:
+            raise BenchError(f"{system.name}: {len(phase.timings)} of {n} sagas have timings")
+        mem1 = await used_memory(client)
+        await system.trim(client)
+        mem2 = await used_memory(client)
+        sample = await memory_of(client, system.record_keys(rids[n // 2]))
+        throughput = _throughput(phase, n, transitions)
+        progress(
+            f"{system.name}: {throughput.transitions_per_s:,.0f} transitions/s "
+            f"({throughput.elapsed_s:.2f} s)"
+        )
+        latency = None
+        if cfg.rate != 0:
+            rate = cfg.rate or throughput.sagas_per_s / 2
+            progress(f"{system.name}: paced phase at {rate:,.0f} sagas/s")
+            latency = await paced(client, system, cfg, url, env, log_dir, rate, n)
+        forks1 = await forks(client)
+        if after is not None:
+            await after(system, rids)
+    finally:
+        await cleanup(client, f"{system.prefix}*")
+    return SystemResult(
+        name=system.name,
+        sagas=n,
+        transitions=transitions,
+        throughput=throughput,
+        latency=latency,
+        redis=_redis_cost(phase, transitions),
+        memory=Memory(
+            per_saga_bytes=round((mem1 - mem0) / n, 1),
+            retained_per_saga_bytes=round((mem2 - mem0) / n, 1),
+            sample_keys=sample,
+        ),
+        workers=_workers(phase, transitions),
+        server_forks=_server_forks(forks0, forks1),
+    )
+
+
+def _throughput(phase: Phase, n: int, transitions: int) -> Throughput:
+    last = max(t.committed_ms[-1] for t in phase.timings)
+    elapsed = max((last - phase.t_go_ms) / 1000, 1e-6)
+    return Throughput(
+        elapsed_s=round(elapsed, 3),
+        sagas_per_s=round(n / elapsed, 1),
+        transitions_per_s=round(transitions / elapsed, 1),
+        wall_s=round(phase.wall_s, 3),
+        e2e_ms=pcts(t.e2e_ms for t in phase.timings),
+        handoff_ms=pcts(h for t in phase.timings for h in t.handoffs_ms()),
+    )
+
+
+def _redis_cost(phase: Phase, transitions: int) -> RedisCost:
+    trips = sum(u.round_trips for u in phase.usages)
+    singles: Counter[str] = Counter()
+    for u in phase.usages:
+        singles.update(u.single_commands)
+    breakdown = {k: round(v / transitions, 4) for k, v in sorted(singles.items())}
+    breakdown["pipeline"] = round((trips - sum(singles.values())) / transitions, 4)
+    total_cmds = sum(phase.commands.values())
+    return RedisCost(
+        commands_per_transition=round(total_cmds / transitions, 3),
+        commands={k: round(v / transitions, 4) for k, v in phase.commands.items()},
+        round_trips_per_transition=round(trips / transitions, 3),
+        round_trips=breakdown,
+        server_cpu_us_per_transition=round(phase.server_cpu_s * 1e6 / transitions, 2),
+    )
+
+
+def _workers(phase: Phase, transitions: int) -> Workers:
+    cpu = sum(u.cpu_s for u in phase.usages)
+    peaks = [u.peak_rss_bytes for u in phase.usages] or [0]
+    return Workers(
+        processes=len(phase.usages),
+        cpu_s=round(cpu, 3),
+        cpu_us_per_transition=round(cpu * 1e6 / transitions, 1),
+        cores_busy=round(cpu / phase.wall_s, 2) if phase.wall_s else 0.0,
+        peak_rss_bytes=max(peaks),
+        peak_rss_total_bytes=sum(peaks),
+    )
+
+
+def _server_forks(forks0: dict[str, int], forks1: dict[str, int]) -> dict[str, int]:
+    return {
+        "aof_rewrites": forks1["aof_rewrites"] - forks0["aof_rewrites"],
+        "rdb_saves": forks1["rdb_saves"] - forks0["rdb_saves"],
+        "forks": forks1["total_forks"] - forks0["total_forks"],
+        "latest_fork_usec": forks1["latest_fork_usec"],
+    }

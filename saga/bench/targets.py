@@ -1,0 +1,137 @@
+"""saga's figures against the references (ratios) and against its goals (targets)."""
+
+from __future__ import annotations
+
+from saga.bench.report import Ratios, Retention, SystemResult, Target
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / b, 3) if b else 0.0
+
+
+def ratios(saga: SystemResult, ref: SystemResult) -> Ratios:
+    lat, rlat = saga.latency, ref.latency
+    return Ratios(
+        transitions_per_s=_ratio(
+            saga.throughput.transitions_per_s, ref.throughput.transitions_per_s
+        ),
+        round_trips_per_transition=_ratio(
+            saga.redis.round_trips_per_transition, ref.redis.round_trips_per_transition
+        ),
+        commands_per_transition=_ratio(
+            saga.redis.commands_per_transition, ref.redis.commands_per_transition
+        ),
+        memory_per_saga=_ratio(saga.memory.per_saga_bytes, ref.memory.per_saga_bytes),
+        worker_cpu_per_transition=_ratio(
+            saga.workers.cpu_us_per_transition, ref.workers.cpu_us_per_transition
+        ),
+        handoff_p50=_ratio(lat.handoff_ms.p50, rlat.handoff_ms.p50) if lat and rlat else None,
+        e2e_p50=_ratio(lat.e2e_ms.p50, rlat.e2e_ms.p50) if lat and rlat else None,
+    )
+
+
+def targets(
+    systems: dict[str, SystemResult],
+    vs_seed: Ratios | None,
+    vs_minimal: Ratios | None,
+    retention: Retention | None,
+) -> list[Target]:
+    saga = systems.get("saga")
+    if saga is None:
+        return []
+    out = _cost_targets(saga, vs_seed, vs_minimal)
+    out += _latency_targets(saga)
+    out.append(
+        Target(
+            name="memory per saga",
+            goal="reported",
+            value=f"{saga.memory.per_saga_bytes:.0f} B "
+            f"({saga.memory.retained_per_saga_bytes:.0f} B after trimming)",
+            met=True,
+        )
+    )
+    if retention is not None:
+        out.append(_retention_target(retention))
+    out.append(
+        Target(
+            name="linear cost",
+            goal="transitions/s at 100,000 sagas within 20% of 1,000 (compare two runs)",
+            value=f"{saga.throughput.transitions_per_s:.0f}/s at {saga.sagas} sagas",
+            met=None,
+        )
+    )
+    return out
+
+
+def _cost_targets(
+    saga: SystemResult, vs_seed: Ratios | None, vs_minimal: Ratios | None
+) -> list[Target]:
+    out: list[Target] = []
+    if vs_seed is not None:
+        out.append(
+            Target(
+                name="throughput vs seed",
+                goal=">= 3x the seed protocol's transitions/s",
+                value=f"{vs_seed.transitions_per_s:.2f}x",
+                met=vs_seed.transitions_per_s >= 3,
+            )
+        )
+    rt = saga.redis.round_trips_per_transition
+    out.append(
+        Target(
+            name="round trips",
+            goal="<= 2 round trips per transition, amortized",
+            value=f"{rt:.2f}",
+            met=rt <= 2,
+        )
+    )
+    if vs_minimal is not None:
+        out.append(
+            Target(
+                name="throughput vs minimal",
+                goal=">= 50% of minimal's transitions/s",
+                value=f"{vs_minimal.transitions_per_s * 100:.0f}%",
+                met=vs_minimal.transitions_per_s >= 0.5,
+            )
+        )
+    return out
+
+
+def _latency_targets(saga: SystemResult) -> list[Target]:
+    if saga.latency is None:
+        return []
+    h = saga.latency.handoff_ms
+    at = f"at {saga.latency.achieved_rate:.0f} sagas/s"
+    return [
+        Target(
+            name="hand-off p50",
+            goal="< 5 ms at half of max throughput",
+            value=f"{h.p50:.1f} ms {at}",
+            met=h.p50 < 5,
+        ),
+        Target(
+            name="hand-off p99",
+            goal="< 50 ms at half of max throughput",
+            value=f"{h.p99:.1f} ms {at}",
+            met=h.p99 < 50,
+        ),
+    ]
+
+
+def _retention_target(retention: Retention) -> Target:
+    value = f"TTL {retention.saga_ttl_s} s of {retention.setting_s} s"
+    met = retention.ok
+    if retention.expiry is not None:
+        e = retention.expiry
+        value += (
+            f"; after expiry {e.bytes_left_per_saga:.0f} B/saga left, indexes after "
+            f"a second wave of {e.sagas_per_wave}: "
+            + ", ".join(f"{k} {v}" for k, v in e.index_entries_after_second_wave.items())
+        )
+        met = met and e.bounded
+    return Target(
+        name="retention",
+        goal="finished sagas expire (SAGA_RETENTION_DAYS) and memory stays bounded",
+        value=value,
+        met=met,
+    )
