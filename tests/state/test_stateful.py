@@ -10,17 +10,8 @@ deadline to 0 (HSET lease 0), after which another worker may take the entry over
 Delayed retries are due at once (delay 0) or in ten minutes; ``promote`` may force
 them due with ZADD score 0, the same stand-in.
 
-Every rule predicts the script's outcome from the model and checks it; after every
-rule the invariants are checked against Redis:
-- at most one 'committed' event per (record, step, epoch);
-- the history is a valid path through the transition table below, ending where the
-  saga hash is;
-- no entry is lost: a pending saga's entry is in its ready stream and not yet
-  delivered, a running saga's entry is pending in the group, nothing else is pending;
-  a waiting saga has its delayed-set member; a failed saga has its dead letter;
-- a stale token never writes (checked in the commit/fail/heartbeat rules: only a
-  'fenced' history event may appear);
-- the state index sets agree with the hashes.
+Every rule predicts the script's outcome from the model (stateful_model) and checks
+it; after every rule the invariants (stateful_invariants) are checked against Redis.
 
 ``SAGA_SOAK=1`` runs ten times more examples, each ten times longer.
 """
@@ -30,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections import Counter
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
@@ -54,43 +43,32 @@ from saga.state import operator
 from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
-from saga.state.keys import GROUP, Keys
+from saga.state.keys import Keys
 from saga.state.machine import CommitRequest, FailRequest, StateMachine
 from saga.state.model import Claim, FailAction, SagaState
 from saga.state.recovery import recover_idle
 from saga.state.replies import text
 from saga.state.streams import ensure_groups
 from tests.state.helpers import keys_under, read_ready, snapshot
+from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged
+from tests.state.stateful_model import (
+    LATER_MS,
+    LEASE_MS,
+    MAX_ATTEMPTS,
+    NEXT,
+    PREV,
+    RECORDS,
+    STEPS,
+    WORKERS,
+    C,
+    P,
+    R,
+    Rec,
+    W,
+    X,
+)
 
 T = TypeVar("T")
-RECORDS = ("r0", "r1", "r2")
-STEPS = ("router", "parser")
-NEXT = {"router": "parser", "parser": ""}
-PREV = {"router": "_input", "parser": "router"}
-WORKERS = ("w-a", "w-b")
-MAX_ATTEMPTS = 2
-LEASE_MS = 600_000
-LATER_MS = 600_000
-
-P, R, W = SagaState.PENDING, SagaState.RUNNING, SagaState.WAITING_RETRY
-C, F, X = SagaState.COMPLETED, SagaState.FAILED, SagaState.CANCELLED
-ANY = frozenset(SagaState)
-SAME = None
-TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
-    # event:          (states it may follow,        state it leads to)
-    "started": (frozenset({None}), P),
-    "claimed": (frozenset({P}), R),
-    "reclaimed": (frozenset({R}), R),
-    "committed": (frozenset({R}), P),  # or completed when it names no next step
-    "retry_scheduled": (frozenset({R}), W),
-    "parked": (frozenset({R}), W),
-    "dead_lettered": (frozenset({R}), F),
-    "promoted": (frozenset({W}), P),
-    "retried": (ANY, P),
-    "cancelled": (frozenset({P, R, W, F}), X),
-    "fenced": (ANY, SAME),
-}
-"""The allowed history paths, as data: every event, where it may come from, where it goes."""
 
 SOAK = os.environ.get("SAGA_SOAK") == "1"
 SETTINGS = settings(
@@ -99,28 +77,6 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-
-
-@dataclass
-class Rec:
-    """What the model knows of one record's saga."""
-
-    state: SagaState | None = None
-    step: str = ""
-    epoch: int = 0
-    seq: int = 0
-    entry: str = ""
-    token: str = ""
-    lease_live: bool = False
-    due_past: bool = False
-    failtok: str = ""
-    attempts: dict[str, tuple[int, int]] = field(default_factory=dict)
-    done: dict[str, str] = field(default_factory=dict)
-    outputs: set[str] = field(default_factory=lambda: {"_input"})
-
-    def attempts_at(self, step: str) -> int:
-        epoch, n = self.attempts.get(step, (0, 0))
-        return n if epoch == self.epoch else 0
 
 
 class SagaMachine(RuleBasedStateMachine):
@@ -210,7 +166,7 @@ class SagaMachine(RuleBasedStateMachine):
         )
         issued = []
         for (entry, rid), out in zip(entries, outs, strict=True):
-            expected = self._predict_claim(self.model[rid], step, entry)
+            expected = self.model[rid].predict_claim(step, entry)
             assert out.code == expected, (rid, entry, out, self.model[rid])
             event(f"claim via {via}: {expected.name}")
             if out.claim is not None:
@@ -218,19 +174,6 @@ class SagaMachine(RuleBasedStateMachine):
                 assert out.claim.attempt == self.model[rid].attempts_at(step)
                 issued.append((worker, out.claim))
         return issued
-
-    def _predict_claim(self, m: Rec, step: str, entry: str) -> RC:
-        if m.entry != entry or m.step != step or m.state not in (P, R):
-            return RC.STALE_ENTRY
-        if m.state == R and m.lease_live:
-            return RC.LEASE_HELD
-        if m.state == R and m.attempts_at(step) >= MAX_ATTEMPTS:
-            m.state, m.token, m.entry, m.lease_live = F, "", "", False
-            return RC.DEAD_LETTERED
-        m.seq += 1
-        m.attempts[step] = (m.epoch, m.attempts_at(step) + 1)
-        m.state, m.token, m.lease_live = R, f"{m.epoch}:{m.seq}", True
-        return RC.OK
 
     @precondition(lambda self: any(m.state == R and m.lease_live for m in self.model.values()))
     @rule(rid=st.sampled_from(RECORDS))
@@ -265,26 +208,17 @@ class SagaMachine(RuleBasedStateMachine):
             next_step=NEXT[c.step],
             op=uuid.uuid4().hex,
         )
-        if m.done.get(c.step) == c.token:
-            expected = RC.DUPLICATE
-        elif m.state == R and m.step == c.step and m.token == c.token:
-            expected = RC.OK
-        else:
-            expected = RC.LEASE_LOST
+        expected = m.predict_commit(c.step, c.token)
         before = self.run(snapshot(self.client, self.keys.prefix))
         out = self.run(self.sm.commit(c, req))
         assert out.code == expected, (out, m)
         event(f"commit: {expected.name}")
-        self._check_refusal(c.record_id, expected, before)
+        self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
-            m.done[c.step], m.token, m.lease_live = c.token, "", False
-            m.outputs.add(c.step)
-            if NEXT[c.step]:
-                m.state, m.step, m.entry = P, NEXT[c.step], self._entry_of(c.record_id)
-            else:
-                m.state, m.entry = C, ""
+            next_entry = self._entry_of(c.record_id) if NEXT[c.step] else ""
+            m.apply_commit(c.step, c.token, next_entry)
         if resend:
-            self._resend_changes_nothing(lambda: self.sm.commit(c, req))
+            self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
 
     @rule(
         held=claims,
@@ -306,47 +240,16 @@ class SagaMachine(RuleBasedStateMachine):
             worker=worker,
             op=uuid.uuid4().hex,
         )
-        if m.failtok == c.token:
-            expected = RC.DUPLICATE
-        elif m.state == R and m.step == c.step and m.token == c.token:
-            expected = RC.OK
-        else:
-            expected = RC.LEASE_LOST
+        expected = m.predict_fail(c.step, c.token)
         before = self.run(snapshot(self.client, self.keys.prefix))
         out = self.run(self.sm.fail(c, req))
         assert out.code == expected, (out, m)
         event(f"fail {action.value}: {expected.name}")
-        self._check_refusal(c.record_id, expected, before)
+        self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
-            m.failtok, m.token, m.entry, m.lease_live = c.token, "", "", False
-            if action == FailAction.DEAD:
-                m.state = F
-            else:
-                m.state, m.due_past = W, due_now
-                if action == FailAction.PARK:
-                    m.attempts[c.step] = (m.epoch, max(m.attempts_at(c.step) - 1, 0))
+            m.apply_fail(c.step, c.token, action, due_now)
         if resend:
-            self._resend_changes_nothing(lambda: self.sm.fail(c, req))
-
-    def _check_refusal(self, rid: str, code: RC, before: dict[str, Any]) -> None:
-        """A duplicate writes nothing; a stale token writes nothing but one 'fenced' event."""
-        if code == RC.OK:
-            return
-        after = self.run(snapshot(self.client, self.keys.prefix))
-        hist = self.keys.history(rid)
-        changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-        if code == RC.DUPLICATE:
-            assert changed == set()
-            return
-        assert changed == {hist}, changed
-        old, new = before[hist]["value"]["entries"], after[hist]["value"]["entries"]
-        assert new[: len(old)] == old and len(new) == len(old) + 1
-        assert new[-1][1]["e"] == "fenced"
-
-    def _resend_changes_nothing(self, call: Any) -> None:
-        before = self.run(snapshot(self.client, self.keys.prefix))
-        self.run(call())
-        assert self.run(snapshot(self.client, self.keys.prefix)) == before
+            self.run(unchanged(self.client, self.keys, self.sm.fail(c, req)))
 
     @precondition(lambda self: self._in(W))
     @rule(step=st.sampled_from(STEPS), force_due=st.booleans())
@@ -379,17 +282,15 @@ class SagaMachine(RuleBasedStateMachine):
             with pytest.raises(SagaNotFoundError):
                 self.run(call)
             return
-        if PREV[from_step] not in m.outputs or (m.state == R and m.lease_live and not force):
+        if m.retry_conflicts(from_step, force):
             before = self.run(snapshot(self.client, self.keys.prefix))
             with pytest.raises(StepConflictError):
                 self.run(call)
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
             return
         res = self.run(call)
-        m.epoch += 1
+        m.apply_retry(from_step, res.entry_id)
         assert res.epoch == m.epoch
-        m.state, m.step, m.entry, m.token = P, from_step, res.entry_id, ""
-        m.lease_live = m.due_past = False
         if resend:
             again = operator.retry(self.sm, rid, from_step, PREV[from_step], force=force, op=op)
             before = self.run(snapshot(self.client, self.keys.prefix))
@@ -413,94 +314,7 @@ class SagaMachine(RuleBasedStateMachine):
     # -- invariants -----------------------------------------------------------
     @invariant()
     def redis_agrees_with_model_and_invariants_hold(self) -> None:
-        k = self.keys
-        pipe = self.client.pipeline(transaction=False)
-        for rid in RECORDS:
-            pipe.hgetall(k.saga(rid))
-            pipe.xrange(k.history(rid))
-        for step in STEPS:
-            pipe.xrange(k.ready(0, step))
-            pipe.xpending_range(k.ready(0, step), GROUP, "-", "+", 1000)
-            pipe.xinfo_groups(k.ready(0, step))
-            pipe.zrange(k.delayed(0, step), 0, -1)
-            pipe.xrange(k.dead(0, step))
-        for state in SagaState:
-            pipe.zrange(k.state_index(0, state), 0, -1)
-        replies = iter(self.run(pipe.execute()))
-        sagas, hists = {}, {}
-        for rid in RECORDS:
-            raw = next(replies)
-            sagas[rid] = {text(a): text(b) for a, b in raw.items()}
-            hists[rid] = [{text(a): text(b) for a, b in f.items()} for _, f in next(replies)]
-        streams = {}
-        for step in STEPS:
-            ready = [text(i) for i, _ in next(replies)]
-            pel = {text(r["message_id"]) for r in next(replies)}
-            last = text(next(replies)[0]["last-delivered-id"])
-            delayed = {text(m) for m in next(replies)}
-            dead = {text(i): {text(a): text(b) for a, b in f.items()} for i, f in next(replies)}
-            streams[step] = (ready, pel, last, delayed, dead)
-        index = {state: {text(m) for m in next(replies)} for state in SagaState}
-
-        for rid in RECORDS:
-            self._check_record(rid, sagas[rid], hists[rid])
-        self._check_streams(sagas, streams)
-        for rid in RECORDS:
-            current = sagas[rid].get("state")
-            assert {s for s in SagaState if rid in index[s]} == (
-                {SagaState(current)} if current else set()
-            )
-
-    def _check_record(self, rid: str, h: dict[str, str], hist: list[dict[str, str]]) -> None:
-        m = self.model[rid]
-        if m.state is None:
-            assert h == {} and hist == []
-            return
-        assert (h["state"], h["step"], int(h["epoch"]), h["token"]) == (
-            m.state,
-            m.step,
-            m.epoch,
-            m.token,
-        )
-        assert h["entry"] == m.entry
-        committed = Counter((e["s"], e["ep"]) for e in hist if e["e"] == "committed")
-        assert all(n == 1 for n in committed.values()), committed
-        state, step, epoch = None, "", 0
-        for ev in hist:
-            allowed_from, to = TRANSITIONS[ev["e"]]
-            assert state in allowed_from, f"{rid}: {ev['e']} after {state}: {hist}"
-            if ev["e"] == "started":
-                step, epoch = ev["s"], int(ev["ep"])
-            elif ev["e"] == "retried":
-                assert int(ev["ep"]) == epoch + 1
-                step, epoch = ev["s"], epoch + 1
-            elif ev["e"] != "fenced":  # a fenced event names the zombie's step
-                assert ev["s"] == step, (ev, step)
-                assert int(ev.get("ep", epoch)) == epoch, (ev, epoch)  # 'cancelled' has no ep
-            if ev["e"] == "committed":
-                step, to = (ev["n"], P) if ev["n"] else (step, C)
-            state = state if to is SAME else to
-        assert (state, step, epoch) == (m.state, m.step, m.epoch)
-
-    def _check_streams(self, sagas: dict[str, dict[str, str]], streams: dict[str, Any]) -> None:
-        for step, (ready, pel, last, delayed, dead) in streams.items():
-            at_step = {rid: h for rid, h in sagas.items() if h and h["step"] == step}
-            running = {h["entry"] for h in at_step.values() if h["state"] == R}
-            assert pel == running, (step, pel, running)
-            for rid, h in at_step.items():
-                if h["state"] == P:
-                    assert h["entry"] in ready, (rid, "entry lost", h["entry"])
-                    assert _id(h["entry"]) > _id(last), (rid, "delivered but not claimed")
-            assert delayed == {rid for rid, h in at_step.items() if h["state"] == W}
-            failed = {h["dead_id"]: rid for rid, h in at_step.items() if h["state"] == F}
-            assert set(dead) == set(failed), (step, dead, failed)
-            for dead_id, rid in failed.items():
-                assert dead[dead_id]["rid"] == rid
-
-
-def _id(entry: str) -> tuple[int, int]:
-    ms, _, seq = entry.partition("-")
-    return int(ms), int(seq or 0)
+        self.run(check_invariants(self.client, self.keys, self.model))
 
 
 def test_state_machine_holds_against_the_model(redis_url: str) -> None:

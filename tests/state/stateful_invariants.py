@@ -1,0 +1,158 @@
+"""The invariants of the stateful test (tests/state/test_stateful.py), checked against Redis.
+
+After every rule:
+- at most one 'committed' event per (record, step, epoch);
+- the history is a valid path through the transition table (stateful_model.TRANSITIONS),
+  ending where the saga hash is;
+- no entry is lost: a pending saga's entry is in its ready stream and not yet
+  delivered, a running saga's entry is pending in the group, nothing else is pending;
+  a waiting saga has its delayed-set member; a failed saga has its dead letter;
+- a stale token never writes (checked in the commit/fail/heartbeat rules: only a
+  'fenced' history event may appear; check_refusal, and a duplicate writes nothing);
+- the state index sets agree with the hashes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from saga.state.codes import RC
+from saga.state.keys import GROUP, Keys
+from saga.state.model import SagaState
+from saga.state.replies import text
+from tests.state.helpers import snapshot
+from tests.state.stateful_model import (
+    RECORDS,
+    SAME,
+    STEPS,
+    TRANSITIONS,
+    C,
+    F,
+    P,
+    R,
+    Rec,
+    W,
+)
+
+T = TypeVar("T")
+
+
+async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> None:
+    """Read every saga, history, stream and index set at once and check them all."""
+    k = keys
+    pipe = client.pipeline(transaction=False)
+    for rid in RECORDS:
+        pipe.hgetall(k.saga(rid))
+        pipe.xrange(k.history(rid))
+    for step in STEPS:
+        pipe.xrange(k.ready(0, step))
+        pipe.xpending_range(k.ready(0, step), GROUP, "-", "+", 1000)
+        pipe.xinfo_groups(k.ready(0, step))
+        pipe.zrange(k.delayed(0, step), 0, -1)
+        pipe.xrange(k.dead(0, step))
+    for state in SagaState:
+        pipe.zrange(k.state_index(0, state), 0, -1)
+    replies = iter(await pipe.execute())
+    sagas, hists = {}, {}
+    for rid in RECORDS:
+        raw = next(replies)
+        sagas[rid] = {text(a): text(b) for a, b in raw.items()}
+        hists[rid] = [{text(a): text(b) for a, b in f.items()} for _, f in next(replies)]
+    streams = {}
+    for step in STEPS:
+        ready = [text(i) for i, _ in next(replies)]
+        pel = {text(r["message_id"]) for r in next(replies)}
+        last = text(next(replies)[0]["last-delivered-id"])
+        delayed = {text(m) for m in next(replies)}
+        dead = {text(i): {text(a): text(b) for a, b in f.items()} for i, f in next(replies)}
+        streams[step] = (ready, pel, last, delayed, dead)
+    index = {state: {text(m) for m in next(replies)} for state in SagaState}
+
+    for rid in RECORDS:
+        check_record(rid, model[rid], sagas[rid], hists[rid])
+    check_streams(sagas, streams)
+    for rid in RECORDS:
+        current = sagas[rid].get("state")
+        assert {s for s in SagaState if rid in index[s]} == (
+            {SagaState(current)} if current else set()
+        )
+
+
+def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]) -> None:
+    if m.state is None:
+        assert h == {} and hist == []
+        return
+    assert (h["state"], h["step"], int(h["epoch"]), h["token"]) == (
+        m.state,
+        m.step,
+        m.epoch,
+        m.token,
+    )
+    assert h["entry"] == m.entry
+    committed = Counter((e["s"], e["ep"]) for e in hist if e["e"] == "committed")
+    assert all(n == 1 for n in committed.values()), committed
+    state, step, epoch = None, "", 0
+    for ev in hist:
+        allowed_from, to = TRANSITIONS[ev["e"]]
+        assert state in allowed_from, f"{rid}: {ev['e']} after {state}: {hist}"
+        if ev["e"] == "started":
+            step, epoch = ev["s"], int(ev["ep"])
+        elif ev["e"] == "retried":
+            assert int(ev["ep"]) == epoch + 1
+            step, epoch = ev["s"], epoch + 1
+        elif ev["e"] != "fenced":  # a fenced event names the zombie's step
+            assert ev["s"] == step, (ev, step)
+            assert int(ev.get("ep", epoch)) == epoch, (ev, epoch)  # 'cancelled' has no ep
+        if ev["e"] == "committed":
+            step, to = (ev["n"], P) if ev["n"] else (step, C)
+        state = state if to is SAME else to
+    assert (state, step, epoch) == (m.state, m.step, m.epoch)
+
+
+def check_streams(sagas: dict[str, dict[str, str]], streams: dict[str, Any]) -> None:
+    for step, (ready, pel, last, delayed, dead) in streams.items():
+        at_step = {rid: h for rid, h in sagas.items() if h and h["step"] == step}
+        running = {h["entry"] for h in at_step.values() if h["state"] == R}
+        assert pel == running, (step, pel, running)
+        for rid, h in at_step.items():
+            if h["state"] == P:
+                assert h["entry"] in ready, (rid, "entry lost", h["entry"])
+                assert _id(h["entry"]) > _id(last), (rid, "delivered but not claimed")
+        assert delayed == {rid for rid, h in at_step.items() if h["state"] == W}
+        failed = {h["dead_id"]: rid for rid, h in at_step.items() if h["state"] == F}
+        assert set(dead) == set(failed), (step, dead, failed)
+        for dead_id, rid in failed.items():
+            assert dead[dead_id]["rid"] == rid
+
+
+async def check_refusal(
+    client: Any, keys: Keys, rid: str, code: RC, before: dict[str, Any]
+) -> None:
+    """A duplicate writes nothing; a stale token writes nothing but one 'fenced' event."""
+    if code == RC.OK:
+        return
+    after = await snapshot(client, keys.prefix)
+    hist = keys.history(rid)
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    if code == RC.DUPLICATE:
+        assert changed == set()
+        return
+    assert changed == {hist}, changed
+    old, new = before[hist]["value"]["entries"], after[hist]["value"]["entries"]
+    assert new[: len(old)] == old and len(new) == len(old) + 1
+    assert new[-1][1]["e"] == "fenced"
+
+
+async def unchanged(client: Any, keys: Keys, aw: Awaitable[T]) -> T:
+    """Await ``aw`` (a resent call) and check it wrote nothing."""
+    before = await snapshot(client, keys.prefix)
+    result = await aw
+    assert await snapshot(client, keys.prefix) == before
+    return result
+
+
+def _id(entry: str) -> tuple[int, int]:
+    ms, _, seq = entry.partition("-")
+    return int(ms), int(seq or 0)
