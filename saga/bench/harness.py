@@ -27,7 +27,7 @@ import os
 import resource
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,30 @@ class Harness:
     def report(self) -> None:
         if self.stats_path:
             Path(self.stats_path).write_bytes(msgspec.json.encode(self.usage()))
+
+
+def reference_main(
+    prog: str,
+    serve: Callable[[str, str, int, int], Coroutine[Any, Any, None]],
+    argv: Sequence[str] | None,
+    concurrency_help: str,
+) -> int:
+    """The command line of a reference worker (seed protocol, minimal floor): parse the
+    options, wait for the driver's go, serve until stopped, write the usage report."""
+    p = argparse.ArgumentParser(prog=prog)
+    p.add_argument("--url", required=True)
+    p.add_argument("--prefix", required=True)
+    p.add_argument("--concurrency", type=int, default=8, help=concurrency_help)
+    p.add_argument("--block-ms", type=int, default=1000)
+    p.add_argument("--stats", help="write the usage report (JSON) here at exit")
+    args = p.parse_args(argv)
+    harness = Harness(args.stats)
+    harness.wait_for_go()
+    try:
+        asyncio.run(serve(args.url, args.prefix, args.concurrency, args.block_ms))
+    finally:
+        harness.report()
+    return 0
 
 
 def peak_rss() -> int:

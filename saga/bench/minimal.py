@@ -18,7 +18,6 @@ Run by ``saga bench``::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import os
@@ -31,7 +30,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError, ResponseError
 
-from saga.bench.harness import Harness, serve_until_stopped
+from saga.bench.harness import reference_main, serve_until_stopped
 from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
 from saga.state.connection import connect
 
@@ -172,20 +171,9 @@ async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m saga.bench.minimal")
-    p.add_argument("--url", required=True)
-    p.add_argument("--prefix", required=True)
-    p.add_argument("--concurrency", type=int, default=8, help="messages in flight per step")
-    p.add_argument("--block-ms", type=int, default=1000)
-    p.add_argument("--stats", help="write the usage report (JSON) here at exit")
-    args = p.parse_args(argv)
-    harness = Harness(args.stats)
-    harness.wait_for_go()
-    try:
-        asyncio.run(serve(args.url, args.prefix, args.concurrency, args.block_ms))
-    finally:
-        harness.report()
-    return 0
+    return reference_main(
+        "python -m saga.bench.minimal", serve, argv, "messages in flight per step"
+    )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Run by ``saga bench``::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
@@ -36,7 +35,7 @@ from typing import Any
 import msgspec
 from redis.exceptions import ResponseError
 
-from saga.bench.harness import Harness, serve_until_stopped
+from saga.bench.harness import reference_main, serve_until_stopped
 from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
 from saga.state.connection import connect
 
@@ -158,20 +157,7 @@ async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m saga.bench.seed_protocol")
-    p.add_argument("--url", required=True)
-    p.add_argument("--prefix", required=True)
-    p.add_argument("--concurrency", type=int, default=8, help="tasks per step")
-    p.add_argument("--block-ms", type=int, default=1000)
-    p.add_argument("--stats", help="write the usage report (JSON) here at exit")
-    args = p.parse_args(argv)
-    harness = Harness(args.stats)
-    harness.wait_for_go()
-    try:
-        asyncio.run(serve(args.url, args.prefix, args.concurrency, args.block_ms))
-    finally:
-        harness.report()
-    return 0
+    return reference_main("python -m saga.bench.seed_protocol", serve, argv, "tasks per step")
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ async def _behave(ctx: Any) -> None:
     elif rid.startswith("once-") and attempt == 1:
         raise RuntimeError("first attempt fails")
     elif rid.startswith("hang-") or (rid.startswith("hangonce-") and attempt == 1):
-        await anyio.sleep(3600)
+        await anyio.sleep_forever()
 
 
 async def step_fn(ctx: Any, inp: Doc) -> Doc:
