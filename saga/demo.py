@@ -105,13 +105,13 @@ async def _progress(sagas: Any, records: list[str], timeout_s: float, out: Any) 
 
 
 async def _report(sagas: Any, records: dict[str, Any], out: Any) -> int:
-    from saga.cli.render import render_saga
+    from saga.cli.cmd_show import render
     from saga.steps.models import GrouperOutput, ParserOutput, RouterOutput
 
     unexpected = 0
     for rid, sample in records.items():
         saga, events = await sagas.get(rid), await sagas.history(rid)
-        print(render_saga(saga, events), file=out)
+        print(render(saga, events, int(time.time() * 1000)), file=out)
         expected = "failed" if sample.fails_at else "completed"
         if saga.state.value != expected:
             unexpected += 1

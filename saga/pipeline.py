@@ -10,7 +10,7 @@ deployment — no change to the engine.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -114,6 +114,3 @@ def discovered_registrations() -> list[StepRegistration]:
         regs.append(reg)
     return regs
 
-
-def spec_with(spec: StepSpec, **changes: Any) -> StepSpec:
-    return replace(spec, **{k: v for k, v in changes.items() if v is not None})

@@ -184,7 +184,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
                 pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
                 retention_s=int(num("SAGA_RETENTION_DAYS", 7.0) * 86400),
-                claim_batch=int(num("SAGA_READ_BATCH", 50, int)),
             ),
             step_config=StepConfig(
                 max_document_bytes=int(num("SAGA_MAX_DOCUMENT_BYTES", 20 * 1024 * 1024, int)),

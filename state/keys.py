@@ -119,8 +119,6 @@ class Keys:
     def billing_lock(self, user_id: str) -> str:
         return f"{self.prefix}:billing:lock:{validate_id(user_id, 'user_id')}"
 
-    def scripts_version(self) -> str:
-        return f"{self.prefix}:scripts:version"
 
     def steps_registry(self) -> str:
         """A set of every step name a worker or client has created groups for."""

@@ -12,5 +12,3 @@ class StateLimits(msgspec.Struct, frozen=True, kw_only=True):
     """How long the pages blob lives if the parser never commits."""
     retention_s: int = 7 * 24 * 3600
     """How long a completed saga's hash and history are kept."""
-    claim_batch: int = 50
-    """Entries claimed per script call (the script refuses more than 100)."""

@@ -169,7 +169,7 @@ class Executor:
                 try:
                     for stream, entries in reply or []:
                         name = stream.decode() if isinstance(stream, bytes) else stream
-                        got += await self._claim_and_run(spec, streams_of[name], entries, n - got)
+                        got += await self._claim_and_run(spec, streams_of[name], entries)
                 except TRANSIENT_ERRORS as exc:
                     # Read but not claimed: the entries stay pending, and recovery re-runs
                     # them once they are idle past the lease. Never a reason to crash.
@@ -179,7 +179,7 @@ class Executor:
                     slots.release(n - got)
 
     async def _claim_and_run(
-        self, spec: StepSpec, partition: int, entries: list[Any], reserved: int
+        self, spec: StepSpec, partition: int, entries: list[Any]
     ) -> int:
         """Claim entries (already read) and start their attempts; returns slots used."""
         pairs = []
@@ -290,7 +290,7 @@ class Executor:
                     log.error("entry_lost", step=spec.name, entry=lost, partition=p)
                 if rec.entries:
                     log.info("entries_recovered", step=spec.name, count=len(rec.entries))
-                    got = await self._claim_and_run(spec, p, rec.entries, n)
+                    got = await self._claim_and_run(spec, p, rec.entries)
             finally:
                 slots.release(n - got)
 
