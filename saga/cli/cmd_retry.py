@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--force", action="store_true", help="even while the step is running")
     p.add_argument("--failed", action="store_true", help="bulk: sagas failed at --step (default)")
     p.add_argument("--user", help="bulk: only this user's sagas")
-    p.add_argument("--since", help="bulk: failed within, e.g. 2h, 7d, or an ISO date")
+    p.add_argument("--since", help="bulk: created within, e.g. 2h, 7d, or an ISO date")
     p.add_argument("--limit", type=int, default=1000, help="bulk: at most N sagas")
     p.add_argument("--dry-run", action="store_true", help="bulk: list what would be retried")
     p.add_argument("--json", action="store_true")
@@ -82,41 +82,22 @@ def _known_step(sagas: object, step: str) -> None:
         )
 
 
-async def failed_at(sagas: object, step: str, user: str | None, since: int, limit: int) -> list:
-    """Sagas failed at ``step`` (newest first), from the failed-state index: never a scan."""
-    from saga.client import SagaClient
-    from saga.state.model import SagaState
-    from saga.state.replies import text
-
-    assert isinstance(sagas, SagaClient)
-    r, k = sagas.redis, sagas.keys
-    found: list[tuple[int, str, str, str]] = []
-    for p in k.all_partitions():
-        idx = k.state_index(p, SagaState.FAILED)
-        members = await r.zrevrangebyscore(
-            idx, "+inf", since or "-inf", start=0, num=limit * 4, withscores=True
-        )
-        pipe = r.pipeline(transaction=False)
-        for member, _ in members:
-            pipe.hmget(k.saga(text(member)), "state", "step", "uid", "ec")
-        for (member, score), (state, at, uid, ec) in zip(
-            members, await pipe.execute(), strict=True
-        ):
-            if text(state) == "failed" and text(at) == step and (not user or text(uid) == user):
-                found.append((int(score), text(member), text(uid), text(ec)))
-    found.sort(reverse=True)
-    return found[:limit]
-
-
 async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -> int:
     from saga.client import SagaClient
     from saga.state.errors import StateError
+    from saga.state.model import SagaState
+    from saga.state.queries import ListQuery, list_sagas
 
     assert isinstance(sagas, SagaClient)
-    rows = await failed_at(sagas, args.step, args.user, since, args.limit)
+    # The same index-served read as `saga list --state failed --step S`.
+    query = ListQuery(
+        state=SagaState.FAILED, step=args.step, user=args.user, since_ms=since, limit=args.limit
+    )
+    rows = await list_sagas(sagas.redis, sagas.keys, query)
     done, errors = [], []
     if not args.dry_run:
-        for _, rid, _, _ in rows:
+        for row in rows:
+            rid = row.record_id
             try:
                 await sagas.retry(rid, step=args.step, actor=who)
                 done.append(rid)
@@ -127,7 +108,7 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
             {
                 "step": args.step,
                 "dry_run": args.dry_run,
-                "matched": [r[1] for r in rows],
+                "matched": [r.record_id for r in rows],
                 "retried": done,
                 "errors": [{"record_id": r, "error": e} for r, e in errors],
             }
@@ -137,7 +118,8 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
         count = len(rows) if args.dry_run else len(done)
         print(f"{verb} {count} saga(s) dead-lettered at {args.step}")
         if rows:
-            print(table(["record", "user", "error"], [[r[1], r[2], r[3]] for r in rows]))
+            cells = [[r.record_id, r.user_id, r.error_class] for r in rows]
+            print(table(["record", "user", "error"], cells))
         for rid, err in errors:
             print(f"  {rid}: {err}")
     return Exit.FAILED if errors else Exit.OK
