@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import msgspec
 
 from saga.state.codes import RC, raise_for, to_code
@@ -28,6 +31,27 @@ async def current_step(sm: StateMachine, record_id: str) -> str:
     return text(step)
 
 
+async def _at_current_step(
+    sm: StateMachine,
+    record_id: str,
+    script: str,
+    keys_before: list[str],
+    args: Callable[[str], list[object]],
+) -> list[Any]:
+    """Run an operator script whose KEYS name the saga's current step's ready, delayed
+    and dead streams: read the step, run, and again if the step moved in between."""
+    k, p = sm.keys, sm.keys.partition_of(record_id)
+    for _ in range(3):
+        cur = await current_step(sm, record_id)
+        keys = [*keys_before, k.ready(p, cur), k.delayed(p, cur), k.dead(p, cur)]
+        keys += k.state_indexes(p)
+        argv = args(cur)
+        reply: list[Any] = await sm._resend(lambda: evalsha(sm.client, script, keys, argv))  # noqa: B023
+        if not (to_code(reply[0]) == RC.WRONG_STATE and text(reply[1]) == "step_moved"):
+            return reply
+    raise StepConflictError(f"record {record_id!r} kept moving between steps; try again")
+
+
 async def retry(
     sm: StateMachine,
     record_id: str,
@@ -43,33 +67,23 @@ async def retry(
     validate_step(from_step)
     op = op or new_op()
     k, p = sm.keys, sm.keys.partition_of(record_id)
-    for _ in range(3):  # the current step can move between our read and the script
-        cur = await current_step(sm, record_id)
-        keys = [
-            k.saga(record_id),
-            k.history(record_id),
-            k.ready(p, from_step),
-            k.ready(p, cur),
-            k.delayed(p, cur),
-            k.dead(p, cur),
-            *k.state_indexes(p),
-        ]
-        args: list[object] = [from_step, prev_step, cur, "1" if force else "0", GROUP, op]
-        args += [sm.limits.history_maxlen, actor]
-        reply = await sm._resend(lambda: evalsha(sm.client, "retry_saga", keys, args))  # noqa: B023
-        code = to_code(reply[0])
-        if code == RC.WRONG_STATE and text(reply[1]) == "step_moved":
-            continue
-        if code == RC.WRONG_STATE:
-            raise StepConflictError(
-                f"record {record_id!r} has no output of step {text(reply[2])!r} "
-                f"to re-run {from_step!r} from; retry from an earlier step"
-            )
-        if code == RC.BUSY:
-            raise_for(code, record_id, f"worker {text(reply[1])}")
-        raise_for(code, record_id)
-        return RetryResult(num(reply[1]), text(reply[2]), code == RC.DUPLICATE, from_step)
-    raise StepConflictError(f"record {record_id!r} kept moving between steps; try again")
+    before = [k.saga(record_id), k.history(record_id), k.ready(p, from_step)]
+
+    def args(cur: str) -> list[object]:
+        flag = "1" if force else "0"
+        return [from_step, prev_step, cur, flag, GROUP, op, sm.limits.history_maxlen, actor]
+
+    reply = await _at_current_step(sm, record_id, "retry_saga", before, args)
+    code = to_code(reply[0])
+    if code == RC.WRONG_STATE:
+        raise StepConflictError(
+            f"record {record_id!r} has no output of step {text(reply[2])!r} "
+            f"to re-run {from_step!r} from; retry from an earlier step"
+        )
+    if code == RC.BUSY:
+        raise_for(code, record_id, f"worker {text(reply[1])}")
+    raise_for(code, record_id)
+    return RetryResult(num(reply[1]), text(reply[2]), code == RC.DUPLICATE, from_step)
 
 
 async def cancel(
@@ -78,24 +92,16 @@ async def cancel(
     """Cancel a saga; returns the state it was in. Cancelling twice is a no-op."""
     validate_id(record_id)
     op = op or new_op()
-    k, p = sm.keys, sm.keys.partition_of(record_id)
-    for _ in range(3):
-        cur = await current_step(sm, record_id)
-        keys = [
-            k.saga(record_id),
-            k.history(record_id),
-            k.ready(p, cur),
-            k.delayed(p, cur),
-            k.dead(p, cur),
-            *k.state_indexes(p),
-        ]
-        args = [cur, GROUP, op, sm.limits.history_maxlen, actor]
-        reply = await sm._resend(lambda: evalsha(sm.client, "cancel_saga", keys, args))  # noqa: B023
-        code = to_code(reply[0])
-        if code == RC.WRONG_STATE and text(reply[1]) == "step_moved":
-            continue
-        if code == RC.WRONG_STATE:
-            raise StepConflictError(f"record {record_id!r} is completed; nothing to cancel")
-        raise_for(code, record_id)
-        return text(reply[1])
-    raise StepConflictError(f"record {record_id!r} kept moving between steps; try again")
+    before = [sm.keys.saga(record_id), sm.keys.history(record_id)]
+    reply = await _at_current_step(
+        sm,
+        record_id,
+        "cancel_saga",
+        before,
+        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor],
+    )
+    code = to_code(reply[0])
+    if code == RC.WRONG_STATE:
+        raise StepConflictError(f"record {record_id!r} is completed; nothing to cancel")
+    raise_for(code, record_id)
+    return text(reply[1])
