@@ -113,4 +113,3 @@ def discovered_registrations() -> list[StepRegistration]:
             raise TypeError(f"entry point {ep.name!r} did not give a StepRegistration")
         regs.append(reg)
     return regs
-

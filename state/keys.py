@@ -119,7 +119,6 @@ class Keys:
     def billing_lock(self, user_id: str) -> str:
         return f"{self.prefix}:billing:lock:{validate_id(user_id, 'user_id')}"
 
-
     def steps_registry(self) -> str:
         """A set of every step name a worker or client has created groups for."""
         return f"{self.prefix}:steps"

@@ -178,9 +178,7 @@ class Executor:
                 finally:
                     slots.release(n - got)
 
-    async def _claim_and_run(
-        self, spec: StepSpec, partition: int, entries: list[Any]
-    ) -> int:
+    async def _claim_and_run(self, spec: StepSpec, partition: int, entries: list[Any]) -> int:
         """Claim entries (already read) and start their attempts; returns slots used."""
         pairs = []
         for raw_id, fields in entries:
