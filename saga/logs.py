@@ -14,6 +14,7 @@ import sys
 import msgspec
 import structlog
 
+from saga.log_output import LineWriterFactory
 from saga.telemetry.redact import redact
 from saga.telemetry.scope import merge_scope
 
@@ -33,7 +34,6 @@ def _json(obj: object, **_: object) -> str:
 def shared_processors() -> list[structlog.typing.Processor]:
     """What every line goes through before rendering (tests capture with these)."""
     return [
-        structlog.contextvars.merge_contextvars,
         merge_scope,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -52,7 +52,7 @@ def configure_logging(fmt: str = "json", level: str = "info") -> None:
     structlog.configure(
         processors=[*shared_processors(), renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=LineWriterFactory(),
         cache_logger_on_first_use=True,
     )
     _route_stdlib(renderer, max(numeric, logging.WARNING))

@@ -12,6 +12,7 @@ import functools
 import re
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id, validate_step
@@ -20,6 +21,7 @@ from saga.state.model import SagaState
 GROUP = "executors"
 """The one consumer group on every ready stream."""
 
+_ACTIVE = (SagaState.PENDING, SagaState.RUNNING)
 _PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
 
@@ -52,6 +54,15 @@ class Keys:
         return self._p(self.partition_of(record_id))
 
     # -- per record ---------------------------------------------------------
+    def record(self, record_id: str) -> RecordKeys:
+        """A record's partition and its three keys, validating the id once (hot path)."""
+        validate_id(record_id, "record_id")
+        p = self.partition_of(record_id)
+        base = self._p(p)
+        return RecordKeys(
+            p, f"{base}:saga:{record_id}", f"{base}:hist:{record_id}", f"{base}:pages:{record_id}"
+        )
+
     def saga(self, record_id: str) -> str:
         return f"{self._r(record_id)}:saga:{record_id}"
 
@@ -65,14 +76,15 @@ class Keys:
         return f"{self._r(record_id)}:llm:{record_id}:{validate_step(step)}:{digest}"
 
     # -- per partition and step --------------------------------------------
+    # Formed on every transition: cached per (prefix, partition, step, kind).
     def ready(self, partition: int, step: str) -> str:
-        return f"{self._p(partition)}:ready:{validate_step(step)}"
+        return _step_key(self.prefix, partition, step, "ready")
 
     def delayed(self, partition: int, step: str) -> str:
-        return f"{self._p(partition)}:delayed:{validate_step(step)}"
+        return _step_key(self.prefix, partition, step, "delayed")
 
     def dead(self, partition: int, step: str) -> str:
-        return f"{self._p(partition)}:dead:{validate_step(step)}"
+        return _step_key(self.prefix, partition, step, "dead")
 
     def quarantine(self, partition: int) -> str:
         return f"{self._p(partition)}:quarantine"
@@ -85,7 +97,11 @@ class Keys:
 
     # -- per partition indexes -----------------------------------------------
     def state_index(self, partition: int, state: SagaState) -> str:
-        return f"{self._p(partition)}:idx:state:{state.value}"
+        """Sagas by state, scored by when they entered it. Pending and running share
+        one index ("active"): claims and hand-offs between steps, the two commonest
+        transitions, then move nothing (readers filter on the saga's own state)."""
+        name = "active" if state in _ACTIVE else state.value
+        return f"{self._p(partition)}:idx:state:{name}"
 
     def state_indexes(self, partition: int) -> list[str]:
         """One index key per state, in SagaState order (the Lua scripts rely on it)."""
@@ -122,6 +138,18 @@ class Keys:
     def steps_registry(self) -> str:
         """A set of every step name a worker or client has created groups for."""
         return f"{self.prefix}:steps"
+
+
+class RecordKeys(NamedTuple):
+    partition: int
+    saga: str
+    history: str
+    pages: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _step_key(prefix: str, partition: int, step: str, kind: str) -> str:
+    return f"{prefix}:{{p{partition}}}:{kind}:{validate_step(step)}"
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from saga.state.backoff import resending
+from saga.state.backoff import resend
 from saga.state.codes import RC, raise_for, to_code
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys
@@ -94,12 +94,7 @@ class StateMachine:
 
     async def _resend(self, call: Callable[[], Awaitable[T]]) -> T:
         """Re-send a transition on connection loss; the op id makes a repeat harmless."""
-
-        async def once() -> T:
-            return await call()
-
-        result: T = await resending(attempts=5)(once)
-        return result
+        return await resend(call, attempts=5)
 
     def _state_indexes(self, partition: int) -> list[str]:
         return self.keys.state_indexes(partition)
@@ -149,9 +144,13 @@ class StateMachine:
         max_attempts: int,
         load_pages: bool = False,
         extra_fields: tuple[str, ...] = (),
+        prev_step: str = "",
         op: str | None = None,
     ) -> list[ClaimOutcome]:
-        """Claim (entry id, record id) pairs of one partition's ready stream, ≤100 per call."""
+        """Claim (entry id, record id) pairs of one partition's ready stream, ≤100 per call.
+
+        ``prev_step`` (the step before, "_input" for the first): its output is read
+        with the saga's state in one command; a saga whose last step differs costs one more."""
         if not entries:
             return []
         k = self.keys
@@ -164,9 +163,10 @@ class StateMachine:
         ]
         args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
         args += [self.limits.history_maxlen, "1" if load_pages else "0", max_attempts]
-        args += [len(extra_fields), *extra_fields]
+        args += [prev_step, len(extra_fields), *extra_fields]
         for entry_id, record_id in entries:
-            keys += [k.saga(record_id), k.history(record_id), k.pages(record_id)]
+            rk = k.record(record_id)
+            keys += [rk.saga, rk.history, rk.pages]
             args += [entry_id, record_id]
         replies = await self._resend(lambda: evalsha(self.client, "claim_steps", keys, args))
         return [claim_outcome(r, step, extra_fields) for r in replies]
@@ -186,15 +186,16 @@ class StateMachine:
 
     # -- commit and fail ----------------------------------------------------
     def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
-        k, rid = self.keys, claim.record_id
-        p = k.partition_of(rid)
+        k = self.keys
+        rk = k.record(claim.record_id)
+        p = rk.partition
         ready = k.ready(p, claim.step)
         keys = [
-            k.saga(rid),
-            k.history(rid),
+            rk.saga,
+            rk.history,
             ready,
             k.ready(p, req.next_step) if req.next_step else ready,
-            k.pages(rid),
+            rk.pages,
             k.stats(p),
             k.costs(p, _day()),
             k.retired(p),
@@ -209,11 +210,12 @@ class StateMachine:
         return "commit_step", keys, args
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
-        k, rid = self.keys, claim.record_id
-        p = k.partition_of(rid)
+        k = self.keys
+        rk = k.record(claim.record_id)
+        p = rk.partition
         keys = [
-            k.saga(rid),
-            k.history(rid),
+            rk.saga,
+            rk.history,
             k.ready(p, claim.step),
             k.delayed(p, claim.step),
             k.dead(p, claim.step),
@@ -283,5 +285,13 @@ class StateMachine:
         return num(reply[1]), num(reply[2])
 
 
+_DAY: list[Any] = [0.0, ""]  # (end of the cached UTC day, its name)
+
+
 def _day() -> str:
-    return time.strftime("%Y-%m-%d", time.gmtime())
+    """Today's UTC date; strftime once a day, not once per transition."""
+    now = time.time()
+    if now >= _DAY[0]:
+        _DAY[0] = (now // 86400 + 1) * 86400
+        _DAY[1] = time.strftime("%Y-%m-%d", time.gmtime(now))
+    return str(_DAY[1])
