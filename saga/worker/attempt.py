@@ -4,9 +4,7 @@ heartbeats, then commit or fail it through the committer."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +27,7 @@ from saga.worker.committer import Committer
 from saga.worker.context import AttemptContext
 from saga.worker.observer import Observer
 from saga.worker.ports import Ports
+from saga.worker.watchdog import Watchdog, Watched
 
 log = structlog.get_logger("saga.worker")
 
@@ -44,6 +43,7 @@ class AttemptRunner:
     ports: Ports
     worker: str
     observer: Observer
+    watchdog: Watchdog
 
     async def run(self, spec: StepSpec, claim: Claim) -> Outcome | None:
         """Run and finish one attempt. Returns None when the attempt was fenced
@@ -74,7 +74,6 @@ class AttemptRunner:
         # logging cost of every transition (measured by saga bench).
         log.debug("step_claimed", lease_until_ms=claim.lease_until_ms)
         attempt_ports = self.ports.for_attempt(claim)
-        lease = _Lease()
         started = time.monotonic()
 
         async def heartbeat() -> None:
@@ -89,22 +88,28 @@ class AttemptRunner:
             _heartbeat=heartbeat,
         )
         req: CommitRequest | FailRequest
-        # One asyncio timeout for both ends of a step: its deadline, and a lost lease
-        # (a heartbeat moves the deadline to now). A drain cancels the task from
-        # outside: that CancelledError is not ours and leaves through here.
-        # (anyio's CancelScope did the same at ~15 µs an attempt; this is ~3 µs.)
-        loop = asyncio.get_running_loop()
+        # One asyncio timeout for both ends of a step, fired by the watchdog: the
+        # deadline, or a lost lease (a heartbeat fires it at once). A drain cancels
+        # the task from outside: that CancelledError is not ours and leaves through here.
+        now = asyncio.get_running_loop().time()
+        watched = Watched(
+            now + spec.timeout_s,
+            now + spec.lease_s / 3,
+            lambda w: self._heartbeats(spec, w, heartbeat),
+        )
         try:
-            async with asyncio.timeout_at(loop.time() + spec.timeout_s) as deadline:
-                lease.deadline = deadline
+            async with asyncio.timeout(None) as watched.timeout:
+                self.watchdog.watch(watched)
                 try:
-                    output = await self._execute(spec, ctx, lease, heartbeat)
+                    output = await self._execute(spec, ctx, watched)
                     req = self._commit_request(spec, ctx, output)
                 except Exception as exc:  # the step failed: decide what happens next
                     req = self._fail_request(spec, claim, exc)
+                finally:
+                    self.watchdog.unwatch(watched)
         except TimeoutError:  # the deadline (or a lost lease) cancelled the step
             req = self._fail_request(spec, claim, _timed_out(spec))
-        if lease.lost:
+        if watched.lost:
             log.warning("lease_lost", duration_seconds=time.monotonic() - started)
             self.observer.fenced(spec.name)
             return None
@@ -117,16 +122,13 @@ class AttemptRunner:
         self._report(spec, claim, req, outcome, time.monotonic() - started, paid, tokens)
         return outcome
 
-    async def _execute(
-        self, spec: StepSpec, ctx: AttemptContext, lease: _Lease, heartbeat: Any
-    ) -> bytes:
+    async def _execute(self, spec: StepSpec, ctx: AttemptContext, watched: Watched) -> bytes:
         try:
             inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
             raise InvalidInputError(f"input of step {spec.name!r} is invalid: {exc}") from None
         error: Exception | None = None
         result: Any = None
-        beats = _LazyHeartbeats(spec.lease_s / 3, lambda: self._heartbeats(spec, lease, heartbeat))
         try:
             result = await spec.fn(ctx, inp)  # under the attempt's deadline (see _attempt)
         except TimeoutError:  # the step's own (our deadline arrives as a cancellation)
@@ -134,8 +136,8 @@ class AttemptRunner:
         except Exception as exc:
             error = exc
         finally:
-            beats.stop()
-        error = error or beats.error
+            watched.stop()
+        error = error or watched.error
         if error is not None:
             raise error
         output = msgspec.json.encode(result)
@@ -144,13 +146,13 @@ class AttemptRunner:
             raise PayloadTooLargeError(f"output of step {spec.name!r} (bytes)", len(output), limit)
         return output
 
-    async def _heartbeats(self, spec: StepSpec, lease: _Lease, heartbeat: Any) -> None:
+    async def _heartbeats(self, spec: StepSpec, watched: Watched, heartbeat: Any) -> None:
         """Renew the lease now and every third of it; a stale token stops the step at once."""
         while True:
             try:
                 await heartbeat()
             except LeaseLostError:
-                lease.lose()
+                watched.lose()
                 return
             except TRANSIENT_ERRORS as exc:
                 log.warning("heartbeat_failed", error=type(exc).__name__)
@@ -222,58 +224,3 @@ class AttemptRunner:
 
 def _timed_out(spec: StepSpec) -> StepTimeoutError:
     return StepTimeoutError(f"step {spec.name!r} ran past its timeout of {spec.timeout_s:g}s")
-
-
-_BEATING: set[asyncio.Task[None]] = set()
-
-
-class _Lease:
-    """The attempt's deadline, and whether a heartbeat found the lease taken."""
-
-    __slots__ = ("deadline", "lost")
-
-    def __init__(self) -> None:
-        self.deadline: asyncio.Timeout | None = None
-        self.lost = False
-
-    def lose(self) -> None:
-        """Stop the step now: its token is stale, whatever it does next is refused."""
-        self.lost = True
-        if self.deadline is not None and not self.deadline.expired():
-            # RuntimeError: the step has just ended; its commit will be fenced.
-            with contextlib.suppress(RuntimeError):
-                self.deadline.reschedule(asyncio.get_running_loop().time())
-
-
-class _LazyHeartbeats:
-    """Heartbeats of one attempt, started only if its step still runs after a third
-    of its lease: most steps end sooner, and a timer costs ~1 µs where a task group
-    with a heartbeat task costs ~50 µs per attempt.
-
-    An error other than a lost lease or a transient one stops the heartbeats and is
-    kept in ``error``; the attempt fails with it once the step returns.
-    """
-
-    __slots__ = ("_start", "_task", "_timer", "error")
-
-    def __init__(self, delay: float, start: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        self._start = start
-        self._task: asyncio.Task[None] | None = None
-        self.error: Exception | None = None
-        self._timer = asyncio.get_running_loop().call_later(delay, self._begin)
-
-    def _begin(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-        _BEATING.add(self._task)  # the loop holds tasks weakly
-        self._task.add_done_callback(_BEATING.discard)
-
-    async def _run(self) -> None:
-        try:
-            await self._start()
-        except Exception as exc:
-            self.error = exc
-
-    def stop(self) -> None:
-        self._timer.cancel()
-        if self._task is not None:
-            self._task.cancel()

@@ -29,6 +29,7 @@ from saga.worker.health import HealthState
 from saga.worker.observer import Observer
 from saga.worker.ports import Ports
 from saga.worker.slots import Slots
+from saga.worker.watchdog import Watchdog
 
 log = structlog.get_logger("saga.worker")
 
@@ -55,8 +56,9 @@ class Executor:
         self.health = health or HealthState()
         self.observer = observer or Observer()
         self.committer = Committer(self.sm, self.health)
+        self.watchdog = Watchdog()
         self.runner = AttemptRunner(
-            self.sm, pipeline, settings, self.committer, ports, worker, self.observer
+            self.sm, pipeline, settings, self.committer, ports, worker, self.observer, self.watchdog
         )
         self.slots = {s.name: Slots(s.concurrency) for s in self.specs}
         self.stopping = anyio.Event()
@@ -71,6 +73,7 @@ class Executor:
         await self._prepare()
         async with anyio.create_task_group() as outer:
             outer.start_soon(self.committer.run)
+            outer.start_soon(self.watchdog.run)  # runs through the drain: heartbeats go on
             try:
                 async with anyio.create_task_group() as loops:
                     for spec in self.specs:
@@ -85,6 +88,7 @@ class Executor:
             finally:
                 await self._cancel_attempts()
                 self.committer.close()
+                self.watchdog.close()
         log.info("worker_stopped", worker=self.worker)
 
     def stop(self) -> None:
