@@ -96,6 +96,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="start a private embedded server for this run instead of REDIS_URL/the shared one",
     )
     p.add_argument("--keep-logs", action="store_true", help="keep worker logs (path on stderr)")
+    p.add_argument(
+        "--features",
+        type=int,
+        nargs="?",
+        const=20_000,
+        metavar="CALLS",
+        help="only measure what each feature of a transition costs (logging, metrics, "
+        "msgspec, tasks, tracing, packing; history, index, counter on a private server), "
+        "CALLS times each (default 20000), and print that table",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
@@ -108,6 +118,8 @@ def main(args: argparse.Namespace) -> int:
     from saga.cli.common import print_json
     from saga.settings import load_settings
 
+    if args.features is not None:
+        return _features(args)
     if args.rate is not None and args.rate < 0:
         raise CliError("--rate must be >= 0 (0 skips the paced phase).", Exit.USAGE)
     only = tuple(s for s in SYSTEMS if s in (args.only or SYSTEMS))
@@ -142,6 +154,24 @@ def main(args: argparse.Namespace) -> int:
         from saga.bench.render import render
 
         print(render(report))
+    return Exit.OK
+
+
+def _features(args: argparse.Namespace) -> int:
+    import anyio
+
+    from saga.bench import features
+    from saga.cli.common import print_json
+
+    if args.features < 1:
+        raise CliError("--features needs a positive number of calls.", Exit.USAGE)
+    rows = anyio.run(features.measure, args.features)
+    if args.json:
+        print_json({"calls": args.features, "features": [
+            {"side": side, "feature": name, "us_per_call": round(us, 3)} for side, name, us in rows
+        ]})  # fmt: skip
+    else:
+        print(features.render(rows))
     return Exit.OK
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from prometheus_client import CollectorRegistry, generate_latest
 
+from saga.telemetry.durations import StepDurations
 from saga.telemetry.snapshot import QueueSnapshot
 from saga.worker.observer import Observer
 
@@ -59,12 +59,6 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.provider = MeterProvider(
             metric_readers=[_reader(self.registry)],
-            views=[
-                View(
-                    instrument_name="saga_step_duration",
-                    aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS_S),
-                ),
-            ],
             shutdown_on_exit=False,
         )
         meter = self.provider.get_meter("saga")
@@ -75,9 +69,12 @@ class Metrics:
             meter.create_observable_counter(
                 f"saga_steps_{name}", [self._count_callback(name)], unit="1", description=text
             )
-        self.duration = meter.create_histogram(
-            "saga_step_duration", unit="s", description="Duration of attempts, claim to finish."
+        self.duration = StepDurations(
+            "saga_step_duration_seconds",
+            "Duration of attempts, claim to finish.",
+            DURATION_BUCKETS_S,
         )
+        self.registry.register(self.duration)
         self.cost = meter.create_counter(
             "saga_llm_cost_usd", unit="1", description="LLM spend in USD, by step (and user)."
         )
@@ -141,7 +138,7 @@ class MetricsObserver(Observer):
 
     def committed(self, step: str, duration_s: float) -> None:
         self._add("committed", step)
-        self.m.duration.record(duration_s, {"step": step})
+        self.m.duration.observe(step, duration_s)
 
     def failed(self, step: str, action: str, duration_s: float) -> None:
         self._add("failed", step)
@@ -149,7 +146,7 @@ class MetricsObserver(Observer):
             self._add("retried", step)
         elif action == "dead":
             self._add("dead_lettered", step)
-        self.m.duration.record(duration_s, {"step": step})
+        self.m.duration.observe(step, duration_s)
 
     def fenced(self, step: str) -> None:
         self._add("fenced", step)

@@ -52,6 +52,9 @@ ALLOWED = frozenset(
 FREE_TEXT = frozenset({"event", "error", "detail", "reason", "exception"})
 """Allowed fields whose strings can carry text from outside: scrubbed and truncated."""
 
+_PASSING = ALLOWED - FREE_TEXT
+"""Fields that pass untouched (the test per field is the whole cost of most lines)."""
+
 TEXT_LIMIT = 300
 """Characters kept of a free-text field."""
 
@@ -94,7 +97,7 @@ def scrub_text(text: str, limit: int = TEXT_LIMIT) -> str:
 
 @functools.lru_cache(maxsize=1024)
 def _scrub_event(text: str) -> str:
-    # Event names are mostly our own constants: scrub each once (8 regexes, ~5 µs).
+    # Short texts (event names above all) repeat: scrub each once (8 regexes, ~5 µs).
     return scrub_text(text)
 
 
@@ -169,17 +172,15 @@ def redact(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> 
     """The structlog processor: allow-listed fields, scrubbed text, safe exceptions."""
     exc_info = event_dict.pop("exc_info", None)
     event_dict.pop("stack_info", None)
-    for name, value in list(event_dict.items()):
-        if name.startswith("_"):  # structlog's own bookkeeping (ProcessorFormatter's _record)
+    for name, value in event_dict.items():  # values change in place; no key is added
+        if name in _PASSING:
             continue
-        if name in ALLOWED:
-            if name == "event" and isinstance(value, str) and len(value) <= 80:
-                event_dict[name] = _scrub_event(value)
-            elif name in FREE_TEXT and isinstance(value, str):
-                event_dict[name] = scrub_text(value)
-            elif name in FREE_TEXT and value is not None and not isinstance(value, (int, float)):
+        if name in FREE_TEXT:
+            if isinstance(value, str):
+                event_dict[name] = _scrub_event(value) if len(value) <= 80 else scrub_text(value)
+            elif value is not None and not isinstance(value, (int, float)):
                 event_dict[name] = scrub_text(str(value))
-        else:
+        elif not name.startswith("_"):  # "_...": structlog's (ProcessorFormatter's _record)
             event_dict[name] = _unknown(name, value)
     if exc_info:
         field = _exception_field(exc_info)

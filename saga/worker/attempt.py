@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -44,6 +44,14 @@ class AttemptRunner:
     worker: str
     observer: Observer
     watchdog: Watchdog
+    _next: dict[str, str] = field(default_factory=dict)
+
+    def _next_of(self, step: str) -> str:
+        """``pipeline.next_of``, memoized: it is asked on every commit."""
+        found = self._next.get(step)
+        if found is None:
+            found = self._next[step] = self.pipeline.next_of(step)
+        return found
 
     async def run(self, spec: StepSpec, claim: Claim) -> Outcome | None:
         """Run and finish one attempt. Returns None when the attempt was fenced
@@ -161,7 +169,7 @@ class AttemptRunner:
     def _commit_request(self, spec: StepSpec, ctx: AttemptContext, output: bytes) -> CommitRequest:
         return CommitRequest(
             output=output,
-            next_step=self.pipeline.next_of(spec.name),
+            next_step=self._next_of(spec.name),
             pages=ctx.staged_pages,
             delete_pages=spec.deletes_pages,
             worker=self.worker,

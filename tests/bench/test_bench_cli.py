@@ -121,3 +121,21 @@ def test_human_output_and_usage_errors(redis_server: Any) -> None:
     assert bad.returncode == 2
     bad = bench(redis_server.url, "--rate", "-1", "--sagas", "5")
     assert bad.returncode == 2 and "--rate" in bad.stderr
+
+
+def test_features_prints_a_cost_for_every_feature_as_json(redis_url: str) -> None:
+    out = bench(redis_url, "--features", "200", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["calls"] == 200
+    names = {(r["side"], r["feature"]) for r in doc["features"]}
+    for side, word in (("worker", "log line"), ("worker", "metrics"), ("worker", "tracing"),
+                       ("server", "history event"), ("server", "state index")):  # fmt: skip
+        assert any(s == side and word in n for s, n in names), (side, word)
+    assert all(isinstance(r["us_per_call"], float) for r in doc["features"])
+
+
+def test_features_refuses_a_count_below_one(redis_url: str) -> None:
+    out = bench(redis_url, "--features", "0")
+    assert out.returncode == 2
+    assert "--features needs a positive number" in out.stderr

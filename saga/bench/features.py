@@ -1,0 +1,248 @@
+"""What each feature of a transition costs, measured one at a time (``saga bench --features``).
+
+Worker side: each feature alone, in this process, as the executor uses it, in µs
+of CPU per call (one call per step transition unless said). Server side: a
+private embedded server (AOF on, as in ``saga bench``), server CPU (INFO cpu,
+so the AOF and Lua included) per call of a script doing only that feature,
+less the same empty script.
+
+The figures explain the engine's worker CPU and server CPU per transition in
+``saga bench``; they are not additive to the last microsecond (the event loop
+and the socket are not in any of them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+Row = tuple[str, str, float]
+"""(side, feature, µs per call)."""
+
+
+def _per_call(fn: Callable[[], Any], n: int) -> float:
+    fn()  # warm up (imports, caches)
+    t0 = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - t0) / n * 1e6
+
+
+async def _per_call_async(fn: Callable[[], Awaitable[Any]], n: int) -> float:
+    await fn()
+    t0 = time.process_time()
+    for _ in range(n):
+        await fn()
+    return (time.process_time() - t0) / n * 1e6
+
+
+# -- worker -------------------------------------------------------------------------
+
+
+async def _log_line(n: int) -> float:
+    """One ``step_committed`` line at info, through the production chain, to /dev/null."""
+    import structlog
+
+    from saga.log_output import LineWriterFactory
+    from saga.logs import _json, shared_processors
+    from saga.telemetry.scope import log_scope
+
+    saved = structlog.get_config()
+    with open(os.devnull, "w") as sink:  # noqa: ASYNC230 (/dev/null never blocks)
+        structlog.configure(
+            processors=[*shared_processors(), structlog.processors.JSONRenderer(serializer=_json)],
+            wrapper_class=structlog.make_filtering_bound_logger(20),
+            logger_factory=LineWriterFactory(sink),
+            cache_logger_on_first_use=False,
+        )
+        log = structlog.get_logger("saga.worker")
+        ids = {"record_id": "r1", "user_id": "u1", "step": "router", "attempt": 1, "epoch": 1}
+        ids |= {"worker": "w-1", "trace_id": "", "span_id": ""}
+
+        async def line() -> None:
+            with log_scope(ids):
+                log.info("step_committed", duration_seconds=0.0012, next_step="parser")
+                log.info("step_committed", duration_seconds=0.0012, next_step="parser")
+            await asyncio.sleep(0)  # lets the writer flush, as a loop turn does
+
+        try:
+            return await _per_call_async(line, n) / 2
+        finally:
+            structlog.configure(**saved)
+
+
+def _metrics(n: int) -> float:
+    from saga.telemetry.metrics import Metrics
+
+    obs = Metrics().observer
+    return _per_call(lambda: obs.committed("router", 0.0012), n)
+
+
+def _msgspec(n: int) -> float:
+    """Decode a step's input, encode its output (the no-op step's sizes)."""
+
+    class Out(msgspec.Struct):
+        step: str
+
+    out, raw = Out("router"), b'{"step":"router"}'
+    return _per_call(lambda: (msgspec.json.decode(raw, type=dict), msgspec.json.encode(out)), n)
+
+
+async def _asyncio_task(n: int) -> float:
+    """A task per attempt, awaiting its commit's future (what the executor does)."""
+    loop = asyncio.get_running_loop()
+
+    async def attempt(fut: asyncio.Future[int]) -> int:
+        return await fut
+
+    async def batch() -> None:
+        futs = [loop.create_future() for _ in range(64)]
+        tasks = [loop.create_task(attempt(f)) for f in futs]
+        await asyncio.sleep(0)
+        for f in futs:
+            f.set_result(1)
+        await asyncio.gather(*tasks)
+
+    return await _per_call_async(batch, max(1, n // 64)) / 64
+
+
+async def _anyio_task(n: int) -> float:
+    """The same with an anyio task group and Event per attempt (the engine before)."""
+    import anyio
+    import anyio.lowlevel
+
+    async def batch() -> None:
+        events = [anyio.Event() for _ in range(64)]
+
+        async def attempt(ev: anyio.Event) -> None:
+            await ev.wait()
+
+        async with anyio.create_task_group() as tg:
+            for ev in events:
+                tg.start_soon(attempt, ev)
+            await anyio.lowlevel.checkpoint()
+            for ev in events:
+                ev.set()
+
+    return await _per_call_async(batch, max(1, n // 64)) / 64
+
+
+def _tracing(n: int) -> float:
+    """A ``process <step>`` span per attempt (no exporter: the SDK's own cost)."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from saga.state.keys import Keys
+    from saga.state.model import Claim
+    from saga.telemetry import tracing
+
+    claim = Claim(record_id="r1", user_id="u1", step="router", entry_id="1-0", attempt=1,
+                  epoch=1, token="1:1", lease_until_ms=0, input=b"{}", document="",
+                  trace="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                  created_ms=0)  # fmt: skip
+    keys = Keys()
+    tracing.use_provider(TracerProvider())
+
+    def span() -> None:
+        with tracing.attempt_span(claim, keys, "w-1"):
+            tracing.annotate("committed")
+
+    try:
+        return _per_call(span, n)
+    finally:
+        tracing.disable_tracing()
+
+
+def _commit_packing(n: int) -> float:
+    """Packing one commit EVALSHA (31 keys and arguments) into RESP, as the engine's
+    connections do (hiredis's C packer, ``saga.state.connection``)."""
+    from redis.asyncio.connection import Connection
+
+    from saga.state.connection import _hiredis_packing
+
+    conn = _hiredis_packing(Connection)()
+    args = ("EVALSHA", "0" * 40, 14, *(f"saga:{{p0}}:k{i}" for i in range(14)), *range(17))
+    return _per_call(lambda: conn.pack_commands([args]), n)
+
+
+async def worker_rows(n: int) -> list[Row]:
+    return [
+        ("worker", "log line at info (step_committed)", await _log_line(n)),
+        ("worker", "metrics (counter + duration histogram)", _metrics(n)),
+        ("worker", "msgspec (decode input, encode output)", _msgspec(n)),
+        ("worker", "task per attempt: asyncio task + future", await _asyncio_task(n)),
+        ("worker", "task per attempt: anyio task group + Event", await _anyio_task(n)),
+        ("worker", "tracing on: span per attempt (no exporter)", _tracing(n)),
+        ("worker", "packing one commit EVALSHA (hiredis)", _commit_packing(n)),
+    ]
+
+
+# -- server -------------------------------------------------------------------------
+
+_HISTORY = (
+    "redis.call('XADD', KEYS[1], 'MAXLEN', '~', 1000, '*', 'e', 'committed', 's', 'router',"
+    " 'a', 1, 'ep', 1, 'w', 'worker-1', 't', 1, 'd', 3, 'n', 'parser', 'op', ARGV[1])"
+)
+_SCRIPTS = {
+    "history event (XADD to the record's stream)": _HISTORY,
+    "state index move (ZREM + ZADD)": (
+        "redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZADD', KEYS[3], 1, ARGV[1])"
+    ),
+    "counter (HINCRBY)": "redis.call('HINCRBY', KEYS[2], 'committed:router', 1)",
+}
+
+
+async def _server_cpu(client: Any, body: str, n: int, key_of: Callable[[int], list[str]]) -> float:
+    sha = await client.script_load(body + " return 1")
+    before = await client.info("cpu")
+    for i in range(0, n, 200):
+        pipe = client.pipeline(transaction=False)
+        for j in range(i, min(i + 200, n)):
+            keys = key_of(j)
+            pipe.evalsha(sha, len(keys), *keys, f"op{j}")
+        await pipe.execute()
+    after = await client.info("cpu")
+    used = sum(float(after[k]) - float(before[k]) for k in ("used_cpu_user", "used_cpu_sys"))
+    return used / n * 1e6
+
+
+async def server_rows(n: int) -> list[Row]:
+    from saga.adapters.embedded_redis import EmbeddedServer
+    from saga.state.connection import connect
+
+    with tempfile.TemporaryDirectory(prefix="saga-features-") as tmp:
+        server = EmbeddedServer(data_dir=Path(tmp), tied=True)
+        server.start()
+        client = connect(server.url)
+        try:
+
+            def keys(j: int) -> list[str]:
+                return [f"f:{{p0}}:hist:r{j}", "f:{p0}:idx:a", "f:{p0}:idx:b", f"f:{{p0}}:s:r{j}"]
+
+            base = await _server_cpu(client, "", n, keys)
+            rows: list[Row] = [("server", "an EVALSHA doing nothing (4 keys)", base)]
+            for name, body in _SCRIPTS.items():
+                await client.flushall()
+                rows.append(("server", name, await _server_cpu(client, body, n, keys) - base))
+            return rows
+        finally:
+            await client.aclose()
+            server.stop()
+
+
+async def measure(n: int = 20_000) -> list[Row]:
+    return [*await worker_rows(n), *await server_rows(n)]
+
+
+def render(rows: list[Row]) -> str:
+    width = max(len(r[1]) for r in rows)
+    lines = ["feature costs (µs of CPU per call; one call per step transition)"]
+    for side, name, us in rows:
+        lines.append(f"  {side:6s}  {name:{width}s}  {us:7.2f}")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""The watchdog: one loop that fires attempts' deadlines and starts their heartbeats."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from saga.worker.watchdog import Watchdog, Watched
+
+pytestmark = pytest.mark.anyio
+
+
+async def _never(_w: Watched) -> None:
+    raise AssertionError("no heartbeat expected")
+
+
+async def test_a_deadline_that_passes_cancels_the_step_with_timeout_error() -> None:
+    dog = Watchdog(interval=0.01)
+    runner = asyncio.get_running_loop().create_task(dog.run())
+    now = asyncio.get_running_loop().time()
+    w = Watched(now + 0.05, now + 60, _never)
+    finished = False
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(None) as w.timeout:
+            dog.watch(w)
+            await asyncio.sleep(30)  # cancelled by the watchdog long before
+            finished = True
+    assert not finished and not w.lost
+    dog.close()
+    await asyncio.wait_for(runner, 5)
+
+
+async def test_heartbeats_start_after_their_delay_and_stop_with_the_step() -> None:
+    dog = Watchdog(interval=0.01)
+    runner = asyncio.get_running_loop().create_task(dog.run())
+    beats = asyncio.Event()
+    stopped = asyncio.Event()
+
+    async def beat(_w: Watched) -> None:
+        beats.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            stopped.set()
+
+    now = asyncio.get_running_loop().time()
+    w = Watched(now + 60, now + 0.02, beat)
+    async with asyncio.timeout(None) as w.timeout:
+        dog.watch(w)
+        await asyncio.wait_for(beats.wait(), 5)
+        dog.unwatch(w)
+    await asyncio.wait_for(stopped.wait(), 5)  # unwatch cancelled the heartbeat task
+    dog.close()
+    await asyncio.wait_for(runner, 5)
+
+
+async def test_a_lost_lease_stops_the_step_at_once_and_says_so() -> None:
+    dog = Watchdog(interval=3600)  # the loop never looks: lose() alone must stop the step
+
+    async def lose(w: Watched) -> None:
+        w.lose()
+
+    now = asyncio.get_running_loop().time()
+    w = Watched(now + 60, now, lose)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(None) as w.timeout:
+            dog.watch(w)
+            w.check(asyncio.get_running_loop().time())  # starts the heartbeat task
+            await asyncio.sleep(30)
+    assert w.lost
+
+
+async def test_an_error_in_the_heartbeats_is_kept_for_the_attempt() -> None:
+    async def broken(_w: Watched) -> None:
+        raise ValueError("bad lease reply")
+
+    now = asyncio.get_running_loop().time()
+    w = Watched(now + 60, now, broken)
+    async with asyncio.timeout(None) as w.timeout:
+        w.check(asyncio.get_running_loop().time())
+        for _ in range(100):
+            if w.error is not None:
+                break
+            await asyncio.sleep(0.01)
+    assert isinstance(w.error, ValueError)
+
+
+async def test_expiring_after_the_step_ended_is_harmless() -> None:
+    now = asyncio.get_running_loop().time()
+    w = Watched(now, now + 60, _never)
+    async with asyncio.timeout(None) as w.timeout:  # noqa: ASYNC100 (the point: it has ended)
+        pass
+    w.lose()  # the timeout has exited: nothing to cancel, no error
+    assert w.lost
