@@ -29,7 +29,6 @@ class EventType(StrEnum):
     """History event types, one per transition."""
 
     STARTED = "started"
-    CLAIMED = "claimed"
     RECLAIMED = "reclaimed"
     COMMITTED = "committed"
     RETRY_SCHEDULED = "retry_scheduled"
@@ -63,6 +62,8 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     token: str = ""
     worker: str = ""
     lease_until_ms: int = 0
+    claimed_ms: int = 0
+    """When the running attempt was claimed (history records it once it ends)."""
     due_ms: int = 0
     entry: str = ""
     document: str = ""
@@ -96,6 +97,10 @@ class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
     next_step: str = ""
     due_ms: int = 0
     detail: str = ""
+    previous_attempt: int = 0
+    """reclaimed: the attempt whose lease expired, its worker and when it was claimed."""
+    previous_worker: str = ""
+    previous_claimed_ms: int = 0
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):

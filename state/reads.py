@@ -36,6 +36,7 @@ def parse_saga(raw: dict[bytes, bytes]) -> Saga:
         token=text(f.get("token")),
         worker=text(f.get("worker")),
         lease_until_ms=num(f.get("lease")),
+        claimed_ms=num(f.get("claimed")),
         due_ms=num(f.get("due")),
         entry=text(f.get("entry")),
         document=text(f.get("doc")),
@@ -65,6 +66,9 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         next_step=f.get("n", ""),
         due_ms=num(f.get("due")),
         detail=f.get("x", ""),
+        previous_attempt=num(f.get("pa")),
+        previous_worker=f.get("pw", ""),
+        previous_claimed_ms=num(f.get("pt")),
     )
 
 

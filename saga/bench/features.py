@@ -165,9 +165,14 @@ def _commit_packing(n: int) -> float:
     from redis.asyncio.connection import Connection
 
     from saga.state.connection import _hiredis_packing
+    from saga.state.keys import Keys
 
     conn = _hiredis_packing(Connection)()
-    args = ("EVALSHA", "0" * 40, 14, *(f"saga:{{p0}}:k{i}" for i in range(14)), *range(17))
+    k = Keys()
+    rk = k.record("mr-2024-0001")
+    keys = [rk.saga, rk.history, k.ready(0, "router"), k.ready(0, "parser"), rk.pages,
+            k.stats(0), k.costs(0, "2026-11-30"), k.retired(0), *k.state_indexes(0)]  # fmt: skip
+    args = ("EVALSHA", "0" * 40, len(keys), *keys, *range(17))
     return _per_call(lambda: conn.pack_commands([args]), n)
 
 
@@ -194,7 +199,7 @@ _SCRIPTS = {
     "state index move (ZREM + ZADD)": (
         "redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZADD', KEYS[3], 1, ARGV[1])"
     ),
-    "counter (HINCRBY)": "redis.call('HINCRBY', KEYS[2], 'committed:router', 1)",
+    "counter (HINCRBY)": "redis.call('HINCRBY', KEYS[4], 'committed:router', 1)",
 }
 
 
@@ -215,15 +220,19 @@ async def _server_cpu(client: Any, body: str, n: int, key_of: Callable[[int], li
 async def server_rows(n: int) -> list[Row]:
     from saga.adapters.embedded_redis import EmbeddedServer
     from saga.state.connection import connect
+    from saga.state.keys import Keys
+    from saga.state.model import SagaState
 
     with tempfile.TemporaryDirectory(prefix="saga-features-") as tmp:
         server = EmbeddedServer(data_dir=Path(tmp), tied=True)
         server.start()
         client = connect(server.url)
         try:
+            k = Keys(prefix="features")
+            a, b = k.state_index(0, SagaState.COMPLETED), k.state_index(0, SagaState.FAILED)
 
             def keys(j: int) -> list[str]:
-                return [f"f:{{p0}}:hist:r{j}", "f:{p0}:idx:a", "f:{p0}:idx:b", f"f:{{p0}}:s:r{j}"]
+                return [k.history(f"r{j}"), a, b, k.stats(0)]
 
             base = await _server_cpu(client, "", n, keys)
             rows: list[Row] = [("server", "an EVALSHA doing nothing (4 keys)", base)]

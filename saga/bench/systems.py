@@ -152,18 +152,16 @@ class SagaSystem:
 
 
 def saga_timing(events: Sequence[Any]) -> Timing | None:
-    """From a saga's history: started, and per step the last claim before its commit."""
+    """From a saga's history: started, and per step when its committed attempt was
+    claimed (the commit's time less its duration, both from the server's clock)."""
     created = 0.0
-    claimed: dict[str, float] = {}
     claims: list[float] = []
     commits: list[float] = []
     for ev in events:
         if ev.event == EventType.STARTED:
             created = float(ev.at_ms)
-        elif ev.event in (EventType.CLAIMED, EventType.RECLAIMED):
-            claimed[ev.step] = float(ev.at_ms)
-        elif ev.event == EventType.COMMITTED and ev.step in claimed:
-            claims.append(claimed[ev.step])
+        elif ev.event == EventType.COMMITTED:
+            claims.append(float(ev.at_ms - ev.duration_ms))
             commits.append(float(ev.at_ms))
     if not created or len(commits) != len(STEPS):
         return None

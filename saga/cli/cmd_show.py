@@ -71,7 +71,7 @@ def document(saga: Any, events: list[Any], now_ms: int) -> dict[str, Any]:
     """``--json``: the saga, its attempts and its raw events, with stable field names."""
     from saga.cli.timeline import Attempt, pair, saga_view
 
-    rows = pair(events, now_ms)
+    rows = pair(events, now_ms, saga)
     return {
         "saga": saga_view(saga),
         "attempts": [r for r in rows if isinstance(r, Attempt)],

@@ -1,7 +1,8 @@
 """A saga's history as attempts on a shared time axis (``saga show``).
 
-Pure functions of the saga and its events: pairing claims with their ends,
-drawing proportional bars, and laying out the rows. No Redis, no clock: ``now_ms``
+Pure functions of the saga and its events: attempts from their end events, from
+reclaims and from the saga's running attempt; drawing proportional bars; laying
+out the rows. No Redis, no clock: ``now_ms``
 is a parameter, so tests can render a timeline from hand-built events.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 import msgspec
 
 from saga.cli.common import colour, fmt_duration
-from saga.state.model import EventType, HistoryEvent, Saga
+from saga.state.model import EventType, HistoryEvent, Saga, SagaState
 
 E = EventType
 _ENDS = {
@@ -104,23 +105,27 @@ def saga_view(s: Saga) -> SagaView:
 Row = Attempt | HistoryEvent
 
 
-def pair(events: Sequence[HistoryEvent], now_ms: int) -> list[Row]:
-    """The rows in history order: an Attempt per claim (paired with the next end of the
-    same step, epoch and worker) and the other events as markers."""
+def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) -> list[Row]:
+    """The rows in history order: an Attempt per step run and the other events as markers.
+
+    An attempt is drawn from its end event (which carries its duration), from a
+    reclaim (which names the attempt whose lease expired), or, while it runs,
+    from the saga hash (``saga``): claims are not history events."""
     rows: list[Row] = []
     live: list[Attempt] = []
     for e in events:
-        if e.event in (E.CLAIMED, E.RECLAIMED):
-            if e.event == E.RECLAIMED:
-                same = lambda a: a.step == e.step and a.epoch == e.epoch  # noqa: B023, E731
-                _close_all(live, e, "lease_expired", same)
+        if e.event == E.RECLAIMED:
+            same = lambda a: a.step == e.step and a.epoch == e.epoch  # noqa: B023, E731
+            # The attempt it took over: live if it was itself a reclaim, else drawn here.
+            if not _close_all(live, e, "lease_expired", same) and e.previous_claimed_ms:
+                rows.append(_lost(e))
             a = Attempt(
                 step=e.step,
                 attempt=e.attempt,
                 epoch=e.epoch,
                 worker=e.worker,
                 start_ms=e.at_ms,
-                reclaimed=e.event == E.RECLAIMED,
+                reclaimed=True,
             )
             rows.append(a)
             live.append(a)
@@ -129,7 +134,7 @@ def pair(events: Sequence[HistoryEvent], now_ms: int) -> list[Row]:
             if found is None and e.event == E.FENCED:
                 rows.append(e)  # a late result of an attempt already closed
                 continue
-            if found is None:  # its claim was trimmed from the history
+            if found is None:  # an attempt known from its end: it started `duration` before
                 found = Attempt(
                     step=e.step,
                     attempt=e.attempt,
@@ -147,9 +152,42 @@ def pair(events: Sequence[HistoryEvent], now_ms: int) -> list[Row]:
                 _close_all(live, e, "cancelled", lambda a: True)
             elif e.event == E.RETRIED:
                 _close_all(live, e, "superseded", lambda a: a.epoch < e.epoch)  # noqa: B023
+    running = _running(saga, live)
+    if running is not None:
+        rows.append(running)
+        live.append(running)
     for a in live:
         a.duration_ms = max(0, now_ms - a.start_ms)
     return rows
+
+
+def _lost(e: HistoryEvent) -> Attempt:
+    """The attempt a reclaim took over: claimed at ``pt`` by ``pw``, its lease expired."""
+    return Attempt(
+        step=e.step,
+        attempt=e.previous_attempt,
+        epoch=e.epoch,
+        worker=e.previous_worker,
+        start_ms=e.previous_claimed_ms,
+        end_ms=e.at_ms,
+        duration_ms=max(0, e.at_ms - e.previous_claimed_ms),
+        outcome="lease_expired",
+    )
+
+
+def _running(saga: Saga | None, live: list[Attempt]) -> Attempt | None:
+    """The attempt running now, from the saga hash, unless a reclaim already drew it."""
+    if saga is None or saga.state != SagaState.RUNNING or not saga.claimed_ms:
+        return None
+    if any(a.step == saga.step and a.epoch == saga.epoch for a in live):
+        return None
+    return Attempt(
+        step=saga.step,
+        attempt=saga.attempts.get(saga.step, 0),
+        epoch=saga.epoch,
+        worker=saga.worker,
+        start_ms=saga.claimed_ms,
+    )
 
 
 def _match(live: list[Attempt], e: HistoryEvent) -> Attempt | None:
@@ -173,10 +211,13 @@ def _end(a: Attempt, e: HistoryEvent, outcome: str) -> None:
     a.error_class, a.error_message, a.cost = e.error_class, e.error_message, e.cost
 
 
-def _close_all(live: list[Attempt], e: HistoryEvent, outcome: str, which: Any) -> None:
-    for a in [a for a in live if which(a)]:
+def _close_all(live: list[Attempt], e: HistoryEvent, outcome: str, which: Any) -> bool:
+    """End the live attempts ``which`` selects; True if there were any."""
+    closing = [a for a in live if which(a)]
+    for a in closing:
         live.remove(a)
         a.end_ms, a.outcome, a.duration_ms = e.at_ms, outcome, max(0, e.at_ms - a.start_ms)
+    return bool(closing)
 
 
 # -- drawing ------------------------------------------------------------------------
@@ -239,7 +280,7 @@ def layout(
     the terminal leaves (``fancy``: a TTY, block characters) or 30 characters."""
     span = axis(events, not saga.state.terminal, now_ms)
     limit = 48 if fancy else None
-    rows = pair(events, now_ms)
+    rows = pair(events, now_ms, saga)
     cells: list[list[str]] = []
     for r in rows:
         if isinstance(r, Attempt):

@@ -78,8 +78,8 @@ class AttemptRunner:
             return outcome
 
     async def _attempt(self, spec: StepSpec, claim: Claim) -> Outcome | None:
-        # Claims are in the saga's history already; at info this line doubled the
-        # logging cost of every transition (measured by saga bench).
+        # The claim is in the saga hash (and its end event); at info this line doubled
+        # the logging cost of every transition (measured by saga bench).
         log.debug("step_claimed", lease_until_ms=claim.lease_until_ms)
         attempt_ports = self.ports.for_attempt(claim)
         started = time.monotonic()

@@ -32,8 +32,12 @@
 --   {RC.LEASE_HELD, entry, record, worker}  another live lease: left pending
 --   {RC.SCHEMA_NEWER, entry, record}   written by a newer release: left pending
 --   {RC.DEAD_LETTERED, entry, record}  lease expired on the last attempt: dead-lettered
--- Emits: history 'claimed', 'reclaimed' or 'dead_lettered'; quarantine entry for a
---        missing saga; dead letter after too many expired leases
+-- Emits: history 'reclaimed' (with the lost attempt: pa, pw, pt) or 'dead_lettered';
+--        quarantine entry for a missing saga; dead letter after too many expired leases.
+--        A plain claim appends no event: the running attempt is in the saga hash
+--        (worker, claimed, att:<step>), and its end event carries its duration (as
+--        Temporal records an activity's start only once it ends); this saves an XADD,
+--        ~12% of the server's CPU per transition (saga bench).
 --@include now
 --@include history
 --@include state_index
@@ -59,7 +63,8 @@ local replies = {}
 -- One HMGET reads the state, the input (the guessed previous step's output) and the
 -- extra fields: each redis.call costs ~2 µs of conversion, so they are not split.
 local fields = {'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token', 'lease', 'entry', 'worker',
-                'doc', 'trace', 'created', 'op', 'att:' .. step, 'prev', 'out:' .. guess}
+                'doc', 'trace', 'created', 'op', 'att:' .. step, 'prev', 'out:' .. guess,
+                'claimed'}
 local N_BASE = #fields
 for j = 1, n_extra do fields[N_BASE + j] = ARGV[10 + j] end
 
@@ -122,14 +127,12 @@ for i = 1, n do
                'worker', worker, 'lease', lease_until, 'claimed', now, 'updated', now,
                'att:' .. step, epoch .. ':' .. attempt, 'op', op)
     index_state(5, record, s[3], STATE.RUNNING, now)
-    local ev = {'e', 'claimed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now,
-                'op', op}
     if takeover then
-      ev[2] = 'reclaimed'
-      ev[#ev + 1] = 'x'
-      ev[#ev + 1] = 'lease of ' .. (s[10] or '?') .. ' expired'
+      history_append(hist, maxlen, {'e', 'reclaimed', 's', step, 'a', attempt, 'ep', epoch,
+                                    'w', worker, 't', now, 'op', op,
+                                    'x', 'lease of ' .. (s[10] or '?') .. ' expired',
+                                    'pa', attempt - 1, 'pw', s[10] or '', 'pt', s[18] or ''})
     end
-    history_append(hist, maxlen, ev)
     replies[i] = claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, token, lease_until)
   end
 end

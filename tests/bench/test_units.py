@@ -27,18 +27,16 @@ def test_timings_from_stamps_and_history() -> None:
     assert t == Timing(100.0, (101.0, 110.0, 115.0), (103.0, 111.0, 116.0))
     assert t.e2e_ms == 16.0 and t.handoffs_ms() == [7.0, 4.0]
 
-    def ev(kind: EventType, step: str, at: int) -> HistoryEvent:
-        return HistoryEvent(id=f"{at}-0", event=kind, at_ms=at, step=step)
+    def ev(kind: EventType, step: str, at: int, took: int = 0) -> HistoryEvent:
+        return HistoryEvent(id=f"{at}-0", event=kind, at_ms=at, step=step, duration_ms=took)
 
+    # A step's claim is its commit's time less the commit's duration.
     events = [
         ev(EventType.STARTED, "router", 100),
-        ev(EventType.CLAIMED, "router", 101),
-        ev(EventType.RECLAIMED, "router", 105),  # a reclaim: the last claim counts
-        ev(EventType.COMMITTED, "router", 106),
-        ev(EventType.CLAIMED, "parser", 108),
-        ev(EventType.COMMITTED, "parser", 109),
-        ev(EventType.CLAIMED, "grouper", 109),
-        ev(EventType.COMMITTED, "grouper", 112),
+        ev(EventType.RECLAIMED, "router", 105),
+        ev(EventType.COMMITTED, "router", 106, took=1),
+        ev(EventType.COMMITTED, "parser", 109, took=1),
+        ev(EventType.COMMITTED, "grouper", 112, took=3),
     ]
     timing = saga_timing(events)
     assert timing == Timing(100.0, (105.0, 108.0, 109.0), (106.0, 109.0, 112.0))

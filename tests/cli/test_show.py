@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
-from saga.cli.timeline import axis, bar, pair
+from saga.cli.timeline import Attempt, axis, bar, pair
 from saga.state.keys import Keys
 from saga.state.machine import FailRequest
-from saga.state.model import EventType, FailAction, HistoryEvent
+from saga.state.model import EventType, FailAction, HistoryEvent, Saga, SagaState
 from tests.cli.inspect_support import (
     cli,
     cli_json,
@@ -203,21 +203,56 @@ def ev(kind: EventType, at: int, **kw: Any) -> HistoryEvent:
     return HistoryEvent(id=f"{at}-0", event=kind, at_ms=at, step=kw.pop("step", "parser"), **kw)
 
 
-def test_open_attempt_runs_until_now_and_axis_reaches_now() -> None:
-    """A claim with no end is running; its duration and the axis run to ``now``."""
-    events = [
-        ev(EventType.STARTED, 1000, epoch=1),
-        ev(EventType.CLAIMED, 1100, attempt=1, epoch=1, worker="w1"),
-    ]
-    (attempt,) = [r for r in pair(events, 5000) if not isinstance(r, HistoryEvent)]
+def running_saga(**kw: Any) -> Saga:
+    fields: dict[str, Any] = dict(v=1, record_id="r", user_id="u", state=SagaState.RUNNING,
+                                  step="parser", epoch=1, created_ms=1000, updated_ms=1100,
+                                  worker="w1", claimed_ms=1100, attempts={"parser": 1})  # fmt: skip
+    return Saga(**(fields | kw))
+
+
+def test_the_running_attempt_comes_from_the_saga_and_runs_until_now() -> None:
+    """Claims are not history events: the running attempt is read from the saga hash,
+    and its duration and the axis run to ``now``."""
+    events = [ev(EventType.STARTED, 1000, epoch=1)]
+    (attempt,) = [r for r in pair(events, 5000, running_saga()) if not isinstance(r, HistoryEvent)]
+    assert (attempt.step, attempt.attempt, attempt.worker, attempt.start_ms) == (
+        "parser", 1, "w1", 1100,
+    )  # fmt: skip
     assert attempt.outcome == "running" and attempt.duration_ms == 3900
     assert axis(events, True, 5000) == (1000, 5000)
-    assert axis(events, False, 5000) == (1000, 1100)
+    assert axis(events, False, 5000) == (1000, 1001)  # never empty
+    done = running_saga(state=SagaState.COMPLETED)
+    assert [r for r in pair(events, 5000, done) if not isinstance(r, HistoryEvent)] == []
+
+
+def test_an_attempt_ending_is_drawn_from_its_duration() -> None:
+    events = [ev(EventType.COMMITTED, 900, attempt=1, epoch=1, worker="w1", duration_ms=300)]
+    (attempt,) = pair(events, 5000)
+    assert isinstance(attempt, Attempt)
+    assert (attempt.start_ms, attempt.end_ms, attempt.outcome) == (600, 900, "committed")
+
+
+def test_a_reclaim_draws_the_lost_attempt_and_the_one_that_took_over() -> None:
+    reclaim = ev(EventType.RECLAIMED, 2000, attempt=2, epoch=1, worker="w2",
+                 previous_attempt=1, previous_worker="w1", previous_claimed_ms=1000)  # fmt: skip
+    end = ev(EventType.COMMITTED, 2500, attempt=2, epoch=1, worker="w2", duration_ms=500)
+    lost, taken = pair([reclaim, end], 5000, running_saga(state=SagaState.COMPLETED))
+    assert isinstance(lost, Attempt) and isinstance(taken, Attempt)
+    assert (lost.attempt, lost.worker, lost.start_ms, lost.end_ms, lost.outcome) == (
+        1, "w1", 1000, 2000, "lease_expired",
+    )  # fmt: skip
+    assert (taken.attempt, taken.worker, taken.start_ms, taken.outcome) == (
+        2, "w2", 2000, "committed",
+    )  # fmt: skip
+    assert taken.reclaimed
+    # While the reclaimed attempt runs, the saga hash does not draw it a second time.
+    rows = pair([reclaim], 5000, running_saga(worker="w2", claimed_ms=2000))
+    assert [r.attempt for r in rows if isinstance(r, Attempt)] == [1, 2]
 
 
 def test_cancel_and_operator_retry_close_open_attempts() -> None:
     """Cancel closes a running attempt as cancelled; a retry in a new epoch supersedes one."""
-    claim = ev(EventType.CLAIMED, 100, attempt=1, epoch=1, worker="w1")
+    claim = ev(EventType.RECLAIMED, 100, attempt=1, epoch=1, worker="w1")
     rows = pair([claim, ev(EventType.CANCELLED, 300, epoch=1)], 1000)
     assert rows[0].outcome == "cancelled" and rows[0].duration_ms == 200  # type: ignore[union-attr]
     rows = pair([claim, ev(EventType.RETRIED, 400, epoch=2)], 1000)

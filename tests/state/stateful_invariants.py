@@ -108,6 +108,8 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
         if ev["e"] == "committed":
             step, to = (ev["n"], P) if ev["n"] else (step, C)
         state = state if to is SAME else to
+    if state == SagaState.PENDING and m.state == SagaState.RUNNING:
+        state = m.state  # claimed since: a claim is in the saga hash, not the history
     assert (state, step, epoch) == (m.state, m.step, m.epoch)
 
 

@@ -26,13 +26,14 @@ ANY = frozenset(SagaState)
 SAME = None
 TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     # event:          (states it may follow,        state it leads to)
+    # A claim (pending -> running) is not a history event: the events that end or take
+    # over an attempt may follow 'pending' as read from the history.
     "started": (frozenset({None}), P),
-    "claimed": (frozenset({P}), R),
-    "reclaimed": (frozenset({R}), R),
-    "committed": (frozenset({R}), P),  # or completed when it names no next step
-    "retry_scheduled": (frozenset({R}), W),
-    "parked": (frozenset({R}), W),
-    "dead_lettered": (frozenset({R}), F),
+    "reclaimed": (frozenset({P, R}), R),
+    "committed": (frozenset({P, R}), P),  # or completed when it names no next step
+    "retry_scheduled": (frozenset({P, R}), W),
+    "parked": (frozenset({P, R}), W),
+    "dead_lettered": (frozenset({P, R}), F),
     "promoted": (frozenset({W}), P),
     "retried": (ANY, P),
     "cancelled": (frozenset({P, R, W, F}), X),

@@ -62,23 +62,22 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     assert saga.total_cost == 0.5
     assert [e.event for e in events] == [
         EventType.STARTED,
-        EventType.CLAIMED,
         EventType.PARKED,
         EventType.PROMOTED,
-        EventType.CLAIMED,
         EventType.RECLAIMED,
         EventType.FENCED,
         EventType.COMMITTED,
-        EventType.CLAIMED,
         EventType.RETRY_SCHEDULED,
         EventType.PROMOTED,
-        EventType.CLAIMED,
         EventType.DEAD_LETTERED,
         EventType.RETRIED,
         EventType.CANCELLED,
     ]
     assert set(EventType) - {e.event for e in events} == set()
-    committed = events[7]
+    reclaim = events[3]
+    assert (reclaim.attempt, reclaim.previous_attempt, reclaim.previous_worker) == (2, 1, "w-a")
+    assert 0 < reclaim.previous_claimed_ms <= reclaim.at_ms
+    committed = events[5]
     assert (committed.step, committed.attempt, committed.next_step, committed.cost) == (
         "router",
         2,
