@@ -182,3 +182,47 @@ async def test_pruning_spares_consumers_with_pending_entries(redis: Any, keys: K
     saga, events = await saga_and_history(redis, keys, "p-1")
     assert_one_commit_per_step(saga, events, pipelines.STEPS)
     assert await prune_consumers(redis, ready, keep="live", idle_ms=0) == 1  # now empty: gone
+
+
+class CrashingOncePorts(NullPorts):
+    """A defect outside the step (an adapter raising where it never should), once."""
+
+    def __init__(self) -> None:
+        self.crashed = 0
+
+    def for_attempt(self, claim: Any) -> Any:
+        if self.crashed == 0 and claim.step == "parser":
+            self.crashed += 1
+            raise RuntimeError("adapter defect")
+        return super().for_attempt(claim)
+
+
+async def test_an_attempt_crashing_outside_its_step_leaves_the_entry_and_the_worker_runs_on(
+    redis: Any, keys: Keys
+) -> None:
+    """The crash is logged, nothing is acknowledged, the worker keeps serving, and
+    recovery re-runs the step once its lease has expired: one commit per step."""
+    pipe = pipelines.pipeline().with_overrides(lambda s: replace(s, lease_s=0.5))
+    sagas = SagaClient(redis, keys, pipe, SETTINGS)
+    await sagas.start("crash-1", "u1")
+    await sagas.start("fine-1", "u1")
+    ports = CrashingOncePorts()
+    executor = Executor(client=redis, keys=keys, settings=SETTINGS, pipeline=pipe,
+                        steps=pipelines.STEPS, ports=ports, worker="w-1")  # fmt: skip
+    with structlog.testing.capture_logs() as logs:
+        async with running(executor):
+
+            async def done() -> bool:
+                return await states(redis, keys, ["crash-1", "fine-1"]) == ["completed"] * 2
+
+            await wait_until(done, within=20, what="both sagas to complete")
+    assert ports.crashed == 1
+    crashed = [e for e in logs if e["event"] == "attempt_crashed"]
+    assert len(crashed) == 1 and crashed[0]["step"] == "parser"
+    for rid in ("crash-1", "fine-1"):
+        saga, events = await saga_and_history(redis, keys, rid)
+        assert_one_commit_per_step(saga, events, pipelines.STEPS)
+    reclaims = [e for rid in ("crash-1", "fine-1")
+                for e in (await saga_and_history(redis, keys, rid))[1]
+                if e.event == EventType.RECLAIMED]  # fmt: skip
+    assert [(e.step, e.previous_attempt) for e in reclaims] == [("parser", 1)]
