@@ -15,7 +15,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError, ResponseError
 
 from saga.state.codes import RC
 from saga.state.model import SCHEMA_VERSION, SagaState
@@ -129,7 +130,34 @@ async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]
 
 async def _pipeline(client: Any, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
     scripts = load_all()
-    pipe = client.pipeline(transaction=False)
-    for name, keys, args in calls:
-        pipe.evalsha(scripts[name].sha, len(keys), *keys, *args)
-    return list(await pipe.execute(raise_on_error=False))
+    commands = [("EVALSHA", scripts[n].sha, len(keys), *keys, *args) for n, keys, args in calls]
+    if not isinstance(client, Redis):  # a cluster client routes each call: its own pipeline
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return list(await pipe.execute(raise_on_error=False))
+    return await _send_all(client, commands)
+
+
+async def _send_all(client: Redis, commands: list[tuple[Any, ...]]) -> list[Any]:
+    """One write of every command on one pooled connection, then each reply in order
+    (an error reply in place). What redis-py's Pipeline does for scripts, without its
+    per-call bookkeeping (metrics hooks, field-set preparation, response callbacks):
+    ~6 µs less per commit, paid on every step transition (saga bench profile)."""
+    pool = client.connection_pool
+    conn = await pool.get_connection()
+    try:
+        await conn.send_packed_command(conn.pack_commands(commands))
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(await conn.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        return replies
+    except BaseException:
+        # Replies may be left unread on the socket (a drop, a cancellation): never reuse it.
+        await conn.disconnect()
+        raise
+    finally:
+        await pool.release(conn)

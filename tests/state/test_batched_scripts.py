@@ -1,0 +1,44 @@
+"""Scripts sent together in one write (``evalsha_many``): the commits' path."""
+
+from __future__ import annotations
+
+import pytest
+from redis.exceptions import ResponseError
+
+from saga.state.codes import RC
+from saga.state.machine import CommitRequest, StateMachine
+from saga.state.scripts import evalsha_many
+from tests.state.helpers import claim_next
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_batch_after_script_flush_loads_the_scripts_and_runs_every_call(
+    sm: StateMachine,
+) -> None:
+    """NOSCRIPT replies did not run: the scripts are loaded and those calls sent again."""
+    for rid in ("r1", "r2"):
+        await sm.start(rid, "u1", "router")
+    claims = [await claim_next(sm, "router", "w-a") for _ in range(2)]
+    await sm.client.script_flush()
+    req = CommitRequest(output=b"{}", next_step="parser", worker="w-a")
+    outcomes = await sm.finish_many([(c, req) for c in claims])
+    assert [o.code for o in outcomes] == [RC.OK, RC.OK]
+    assert [o.state for o in outcomes] == ["pending", "pending"]
+
+
+async def test_an_error_reply_takes_its_place_and_the_connection_stays_usable(
+    sm: StateMachine,
+) -> None:
+    await sm.client.set("not-a-hash", "x")
+    calls = [
+        ("claim_steps", ["not-a-hash"], ["bad"]),  # wrong arguments: the script errors
+        ("quarantine_entry", [], []),
+    ]
+    replies = await evalsha_many(sm.client, calls)
+    assert all(isinstance(r, ResponseError) for r in replies), replies
+    assert await sm.client.ping() is True  # nothing left unread on the pooled socket
+    await sm.start("r3", "u1", "router")
+    claim = await claim_next(sm, "router", "w-a")
+    [ok] = await sm.finish_many([(claim, CommitRequest(output=b"{}", worker="w-a"))])
+    assert ok.code == RC.OK and ok.state == "completed"
