@@ -77,9 +77,9 @@ def _hiredis_packing(base: type[AbstractConnection]) -> type[AbstractConnection]
                 args = (*args[0].encode().split(), *args[1:])
             elif b" " in args[0]:
                 args = (*args[0].split(), *args[1:])
-            for arg in args:
-                if type(arg) not in _PACKABLE:
-                    return super().pack_command(*args)  # type: ignore[no-any-return]
+            # One C-level pass over the types (a Python loop here was ~5% of a worker).
+            if not _PACKABLE.issuperset(map(type, args)):
+                return super().pack_command(*args)  # type: ignore[no-any-return]
             return [hiredis.pack_command(args)]
 
     HiredisPacking.__name__ = HiredisPacking.__qualname__ = f"Hiredis{base.__name__}"
