@@ -113,6 +113,10 @@ class EmbeddedServer:
             "--daemonize", "no",
             "--logfile", str(self.data_dir / "server.log"),
             "--maxmemory-policy", "noeviction",
+            # A saga's history is a small stream: with the default 4 KB first node a
+            # finished saga's history holds 4.3 KB, with 1 KB nodes 1.3 KB
+            # (docs/benchmarks.md, Memory). Ready streams are unaffected in practice.
+            "--stream-node-max-bytes", "1024",
         ]  # fmt: skip
         proc = subprocess.Popen(
             args,
