@@ -69,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
 
 def document(saga: Any, events: list[Any], now_ms: int) -> dict[str, Any]:
     """``--json``: the saga, its attempts and its raw events, with stable field names."""
-    from saga.cli.timeline import Attempt, pair, saga_view
+    from saga.cli.attempts import Attempt, pair
+    from saga.cli.timeline import saga_view
 
     rows = pair(events, now_ms, saga)
     return {

@@ -15,7 +15,7 @@ import structlog
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
-from saga.state import recovery, retention, streams
+from saga.state import recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
@@ -29,6 +29,7 @@ from saga.worker.health import HealthState
 from saga.worker.observer import Observer
 from saga.worker.ports import Ports
 from saga.worker.slots import Slots
+from saga.worker.upkeep import Upkeep
 from saga.worker.watchdog import Watchdog
 
 log = structlog.get_logger("saga.worker")
@@ -65,7 +66,7 @@ class Executor:
         self._inflight: set[tuple[str, int, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._all_idle = anyio.Event()
-        self._clock_offset_ms = 0
+        self.upkeep = Upkeep(self.sm, self.specs, worker, self.health)
 
     # -- lifecycle ------------------------------------------------------------
     async def run(self) -> None:
@@ -78,10 +79,11 @@ class Executor:
                 async with anyio.create_task_group() as loops:
                     for spec in self.specs:
                         loops.start_soon(self._read_loop, spec)
+                    up = self.upkeep
                     loops.start_soon(
-                        self._every, "promote", self.settings.promote_interval_s, self._promote_once
+                        up.every, "promote", self.settings.promote_interval_s, up.promote_once
                     )
-                    loops.start_soon(self._every, "maintenance", 60.0, self._maintain_once)
+                    loops.start_soon(up.every, "maintenance", 60.0, up.maintain_once)
                     await self.stopping.wait()
                     loops.cancel_scope.cancel()
                 await self._drain()
@@ -135,7 +137,7 @@ class Executor:
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
             self.health.groups_present = True
-            await self._sync_clock()
+            await self.upkeep.sync_clock()
 
         await resending(attempts=None, on_retry=self.health.redis_down)(prepare)
         self.health.redis_up()
@@ -267,21 +269,7 @@ class Executor:
         level = log.debug if code in (RC.STALE_ENTRY, RC.LEASE_HELD) else log.warning
         level(event, step=spec.name, entry=entry, record_id=record, detail=detail)
 
-    # -- periodic work ----------------------------------------------------------
-    async def _every(self, name: str, interval: float, fn: Any) -> None:
-        while True:
-            self.health.tick(name)
-            try:
-                await fn()
-            except TRANSIENT_ERRORS as exc:
-                self.health.redis_down(exc)
-            # Waiting is not being stuck: tick while asleep (an interval may exceed the
-            # liveness window); only a call that hangs stops the ticks.
-            end = time.monotonic() + interval
-            while (left := end - time.monotonic()) > 0:
-                await anyio.sleep(min(left, self.health.stuck_after_s / 4))
-                self.health.tick(name)
-
+    # -- waiting and recovering ---------------------------------------------------
     async def _wait_capacity(self, slots: Slots, name: str) -> None:
         """Wait for a free slot; a loop waiting on its own running steps is busy, not stuck."""
         while slots.used >= slots.size:
@@ -313,31 +301,3 @@ class Executor:
                     got = await self._claim_and_run(spec, p, rec.entries)
             finally:
                 slots.release(n - got)
-
-    async def _promote_once(self) -> None:
-        now = time.time() * 1000 + self._clock_offset_ms
-        for spec in self.specs:
-            for p in self.keys.all_partitions():
-                cands = await self.sm.due_candidates(spec.name, p, 100)
-                due = [rid for rid, at in cands if at <= now + 50]
-                if due:
-                    promoted, _ = await self.sm.promote(spec.name, p, due)
-                    if promoted:
-                        log.debug("retries_promoted", step=spec.name, count=promoted)
-
-    async def _maintain_once(self) -> None:
-        await self._sync_clock()
-        for spec in self.specs:
-            for p in self.keys.all_partitions():
-                await streams.trim_behind_readers(self.client, self.keys, spec.name, p)
-                await streams.prune_consumers(
-                    self.client, self.keys.ready(p, spec.name), keep=self.worker
-                )
-        for p in self.keys.all_partitions():
-            pruned = await retention.prune_retired(self.sm, p)
-            if pruned:
-                log.info("retired_sagas_pruned", partition=p, count=pruned)
-
-    async def _sync_clock(self) -> None:
-        secs, micros = await self.client.time()
-        self._clock_offset_ms = int(secs * 1000 + micros // 1000 - time.time() * 1000)

@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from saga.cli.timeline import Attempt, axis, bar, pair
+from saga.cli.attempts import Attempt, pair
+from saga.cli.timeline import axis, bar
 from saga.state.keys import Keys
 from saga.state.machine import FailRequest
 from saga.state.model import EventType, FailAction, HistoryEvent, Saga, SagaState

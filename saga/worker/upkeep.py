@@ -1,0 +1,71 @@
+"""The executor's periodic work: promoting due retries, trimming streams, pruning dead
+consumers and retired sagas' index entries, and keeping its offset to the server's clock."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import anyio
+import structlog
+
+from saga.pipeline import StepSpec
+from saga.state import retention, streams
+from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.machine import StateMachine
+from saga.worker.health import HealthState
+
+log = structlog.get_logger("saga.worker")
+
+
+class Upkeep:
+    def __init__(
+        self, sm: StateMachine, specs: Sequence[StepSpec], worker: str, health: HealthState
+    ) -> None:
+        self.sm, self.specs, self.worker, self.health = sm, specs, worker, health
+        self.keys, self.client = sm.keys, sm.client
+        self.clock_offset_ms = 0
+
+    async def every(self, name: str, interval: float, fn: Callable[[], Awaitable[None]]) -> None:
+        """Run ``fn`` every ``interval`` seconds until cancelled; Redis outages are waited out."""
+        while True:
+            self.health.tick(name)
+            try:
+                await fn()
+            except TRANSIENT_ERRORS as exc:
+                self.health.redis_down(exc)
+            # Waiting is not being stuck: tick while asleep (an interval may exceed the
+            # liveness window); only a call that hangs stops the ticks.
+            end = time.monotonic() + interval
+            while (left := end - time.monotonic()) > 0:
+                await anyio.sleep(min(left, self.health.stuck_after_s / 4))
+                self.health.tick(name)
+
+    async def promote_once(self) -> None:
+        """Move due retries back to their ready streams (due by the server's clock)."""
+        now = time.time() * 1000 + self.clock_offset_ms
+        for spec in self.specs:
+            for p in self.keys.all_partitions():
+                cands = await self.sm.due_candidates(spec.name, p, 100)
+                due = [rid for rid, at in cands if at <= now + 50]
+                if due:
+                    promoted, _ = await self.sm.promote(spec.name, p, due)
+                    if promoted:
+                        log.debug("retries_promoted", step=spec.name, count=promoted)
+
+    async def maintain_once(self) -> None:
+        await self.sync_clock()
+        for spec in self.specs:
+            for p in self.keys.all_partitions():
+                await streams.trim_behind_readers(self.client, self.keys, spec.name, p)
+                await streams.prune_consumers(
+                    self.client, self.keys.ready(p, spec.name), keep=self.worker
+                )
+        for p in self.keys.all_partitions():
+            pruned = await retention.prune_retired(self.sm, p)
+            if pruned:
+                log.info("retired_sagas_pruned", partition=p, count=pruned)
+
+    async def sync_clock(self) -> None:
+        secs, micros = await self.client.time()
+        self.clock_offset_ms = int(secs * 1000 + micros // 1000 - time.time() * 1000)
