@@ -61,7 +61,8 @@ def encode_raw(fields: dict[Any, Any]) -> str:
 async def quarantine(
     sm: StateMachine, step: str, partition: int, entry_id: str, reason: str, raw: dict[Any, Any]
 ) -> str:
-    """Move a malformed entry to the partition's quarantine stream and acknowledge it."""
+    """Move a malformed entry to the partition's quarantine stream and acknowledge it;
+    returns the quarantine entry's id ("" if it was done already: the call is idempotent)."""
     keys = [sm.keys.ready(partition, step), sm.keys.quarantine(partition)]
     args = [GROUP, entry_id, reason, encode_raw(raw)]
     reply = await sm._resend(lambda: evalsha(sm.client, "quarantine_entry", keys, args))

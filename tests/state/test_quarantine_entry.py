@@ -33,3 +33,21 @@ async def test_quarantine_moves_entry_with_reason_and_raw_fields(
         "note": "ünïcode",
     }
     assert await pending(sm.client, stream) == []
+
+
+async def test_quarantine_resent_writes_one_entry(sm: StateMachine, keys: Keys) -> None:
+    """A re-sent quarantine (the reply was lost) finds the entry acknowledged: no second row."""
+    stream = keys.ready(0, "router")
+    entry = (await sm.client.xadd(stream, {b"junk": b"1"})).decode()
+    await sm.client.xreadgroup(GROUP, "w-a", {stream: ">"}, count=1)
+    first = await quarantine(sm, "router", 0, entry, "entry lacks field(s) rid, ep, v", {})
+    again = await quarantine(sm, "router", 0, entry, "entry lacks field(s) rid, ep, v", {})
+    assert first and again == ""
+    assert [row_id for row_id, _ in await stream_rows(sm.client, keys.quarantine(0))] == [first]
+
+
+async def test_an_entry_never_delivered_is_not_quarantined(sm: StateMachine, keys: Keys) -> None:
+    stream = keys.ready(0, "router")
+    entry = (await sm.client.xadd(stream, {b"junk": b"1"})).decode()
+    assert await quarantine(sm, "router", 0, entry, "not read by anyone", {}) == ""
+    assert await stream_rows(sm.client, keys.quarantine(0)) == []
