@@ -34,7 +34,8 @@ class log_scope:
 def merge_scope(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> Any:
     """The structlog processor: the scope's fields, under the event's own."""
     scope = _SCOPE.get()
-    if scope:
-        for key, value in scope.items():
-            event_dict.setdefault(key, value)
-    return event_dict
+    if not scope:
+        return event_dict
+    merged = dict(scope)  # the ids first, so every line of an attempt starts alike
+    merged.update(event_dict)
+    return merged
