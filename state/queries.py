@@ -1,23 +1,24 @@
-"""Reads for operators and metrics (``saga top|list|dlq|costs``, ``/metrics``).
+"""Reads for operators and metrics (``saga top|costs``, ``/metrics``): queue figures
+per step, the registered steps, cost totals. Listing sagas is ``saga.state.listing``,
+dead letters ``saga.state.dead_letters``.
 
 Plain async functions returning Structs. Each reads what it needs in a few
 pipelined round trips and never scans the keyspace: step names come from the
-registry set, sagas from the indexes, dead letters from their streams.
+registry set.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from saga.state.errors import InvalidIdError, SagaNotFoundError
-from saga.state.ids import validate_id, validate_step
+from saga.state.errors import InvalidIdError
+from saga.state.ids import validate_step
 from saga.state.keys import GROUP, Keys
-from saga.state.model import SagaState
 from saga.state.replies import num, text
 
 ACTIVE_WITHIN_MS = 60_000
@@ -120,210 +121,6 @@ def _group_lag(groups: list[dict[str, Any]]) -> int | None:
             lag = g.get("lag")
             return None if lag is None else int(lag)
     return 0  # no group yet: nothing can be waiting for it
-
-
-# -- sagas from the indexes -------------------------------------------------------
-
-
-class SagaRow(msgspec.Struct, frozen=True):
-    record_id: str
-    user_id: str
-    state: str
-    step: str
-    attempts: int
-    """Attempts at the current step in the current epoch."""
-    created_ms: int
-    updated_ms: int
-    cost: float
-    error_class: str
-    error_message: str
-
-
-class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
-    state: SagaState | None = None
-    step: str | None = None
-    user: str | None = None
-    since_ms: int = 0
-    """Created at or after this time (epoch ms); 0 for any."""
-    limit: int = 50
-
-
-_FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em")
-_MAX_ROUNDS = 20
-
-
-async def list_sagas(client: Any, keys: Keys, q: ListQuery) -> list[SagaRow]:
-    """Sagas matching ``q``, newest first, read from the most selective index.
-
-    The user index (by creation time) when a user is given, else the state index
-    (by time of entering the state), else the created index; partitions are
-    merged by score, hashes fetched in one pipeline per round, and members whose
-    saga hash has expired are removed from the index they were read from.
-    """
-    steps = await registered_steps(client, keys)
-    fields = [*_FIELDS, *(f"att:{s}" for s in steps), *(f"cost:{s}" for s in steps)]
-    indexes = [_index(keys, p, q) for p in keys.all_partitions()]
-    merge = _IndexMerge(client, indexes, q.since_ms, min(max(q.limit, 50), 1000))
-    rows: list[SagaRow] = []
-    seen: set[str] = set()
-    for _ in range(_MAX_ROUNDS):
-        batch = [c for c in await merge.take(max(q.limit - len(rows), 25) * 2) if c[1] not in seen]
-        if not batch:
-            break
-        seen.update(rid for _, rid, _ in batch)
-        pipe = client.pipeline(transaction=False)
-        for _, rid, _ in batch:
-            pipe.hmget(keys.saga(rid), fields)
-        expired = []
-        for (_, rid, index), values in zip(batch, await pipe.execute(), strict=True):
-            if values[1] is None:
-                expired.append((index, rid))
-                continue
-            row = _saga_row(rid, values, steps)
-            if _matches(row, q):
-                rows.append(row)
-        await _prune(client, expired)
-        if len(rows) >= q.limit:
-            break
-    return rows[: q.limit]
-
-
-def _index(keys: Keys, p: int, q: ListQuery) -> str:
-    if q.user:
-        return keys.user_index(p, q.user)
-    if q.state:
-        return keys.state_index(p, q.state)
-    return keys.created_index(p)
-
-
-def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
-    n, step = len(_FIELDS), text(v[2])
-    attempts = {s: text(v[n + i]) for i, s in enumerate(steps)}
-    cost = round(sum(float(c) for c in v[n + len(steps) :] if c), 9)
-    tries = num(attempts.get(step, "").rpartition(":")[2])
-    return SagaRow(rid, text(v[0]), text(v[1]), step, tries, num(v[3]), num(v[4]), cost,
-                   text(v[5]), text(v[6]))  # fmt: skip
-
-
-def _matches(row: SagaRow, q: ListQuery) -> bool:
-    return (
-        (not q.user or row.user_id == q.user)
-        and (not q.state or row.state == q.state.value)
-        and (not q.step or row.step == q.step)
-        and row.created_ms >= q.since_ms
-    )
-
-
-async def _prune(client: Any, expired: list[tuple[str, str]]) -> None:
-    if expired:
-        pipe = client.pipeline(transaction=False)
-        for index, rid in expired:
-            pipe.zrem(index, rid)
-        await pipe.execute()
-
-
-class _IndexMerge:
-    """Merges per-partition index ranges (highest score first), refilled on demand."""
-
-    def __init__(self, client: Any, indexes: list[str], since_ms: int, batch: int) -> None:
-        self.client, self.indexes, self.batch = client, indexes, batch
-        self.low = since_ms or "-inf"
-        self.buffers: dict[str, deque[tuple[Any, float]]] = {i: deque() for i in indexes}
-        self.offsets = dict.fromkeys(indexes, 0)
-        self.exhausted: set[str] = set()
-
-    async def _fill(self, indexes: list[str]) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for i in indexes:
-            pipe.zrevrangebyscore(
-                i, "+inf", self.low, start=self.offsets[i], num=self.batch, withscores=True
-            )
-        for i, rows in zip(indexes, await pipe.execute(), strict=True):
-            self.buffers[i].extend(rows)
-            self.offsets[i] += len(rows)
-            if len(rows) < self.batch:
-                self.exhausted.add(i)
-
-    async def take(self, n: int) -> list[tuple[float, str, str]]:
-        """Up to ``n`` (score, record id, index) triples, highest score first."""
-        out: list[tuple[float, str, str]] = []
-        while len(out) < n:
-            empty = [i for i in self.indexes if not self.buffers[i] and i not in self.exhausted]
-            if empty:
-                await self._fill(empty)
-            live = [i for i in self.indexes if self.buffers[i]]
-            if not live:
-                break
-            best = max(live, key=lambda i: self.buffers[i][0][1])
-            member, score = self.buffers[best].popleft()
-            out.append((score, text(member), best))
-        return out
-
-
-# -- dead letters -------------------------------------------------------------------
-
-
-class DeadLetter(msgspec.Struct, frozen=True):
-    id: str
-    record_id: str
-    user_id: str
-    step: str
-    attempt: int
-    epoch: int
-    error_class: str
-    error_message: str
-    at_ms: int
-
-
-async def dead_letters(
-    client: Any, keys: Keys, steps: Iterable[str], limit: int, *, oldest_first: bool = False
-) -> list[DeadLetter]:
-    """Up to ``limit`` dead letters of the given steps over all partitions, newest first
-    (or oldest first, the order a replay takes them in)."""
-    pipe = client.pipeline(transaction=False)
-    read = pipe.xrange if oldest_first else pipe.xrevrange
-    for p in keys.all_partitions():
-        for step in steps:
-            read(keys.dead(p, step), count=limit)
-    found = [_dead(i, f) for rows in await pipe.execute() for i, f in rows]
-    found.sort(key=lambda d: _id_key(d.id), reverse=not oldest_first)
-    return found[:limit]
-
-
-async def dead_letter_of(client: Any, keys: Keys, record_id: str) -> list[DeadLetter]:
-    """The dead letter of one record (the saga hash names it), or [] when it has none."""
-    validate_id(record_id)
-    step, dead_id = await client.hmget(keys.saga(record_id), "step", "dead_id")
-    if step is None:
-        raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
-    if not dead_id:
-        return []
-    dead = keys.dead(keys.partition_of(record_id), text(step))
-    rows = await client.xrange(dead, min=text(dead_id), max=text(dead_id))
-    return [_dead(i, f) for i, f in rows if text(f.get(b"rid")) == record_id]
-
-
-async def purge_dead_letters(client: Any, keys: Keys, steps: Iterable[str]) -> int:
-    """Delete the dead-letter streams of the given steps (not the sagas); returns entries."""
-    pipe = client.pipeline(transaction=False)
-    for p in keys.all_partitions():
-        for step in steps:
-            pipe.xlen(keys.dead(p, step))
-            pipe.delete(keys.dead(p, step))
-    replies = await pipe.execute()
-    return sum(int(n) for n in replies[::2])
-
-
-def _dead(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
-    f = {text(k): text(v) for k, v in raw.items()}
-    return DeadLetter(text(entry_id), f.get("rid", ""), f.get("uid", ""), f.get("s", ""),
-                      num(f.get("a")), num(f.get("ep")), f.get("ec", ""), f.get("em", ""),
-                      num(f.get("t")))  # fmt: skip
-
-
-def _id_key(entry_id: str) -> tuple[int, int]:
-    ms, _, seq = entry_id.partition("-")
-    return int(ms or 0), int(seq or 0)
 
 
 # -- costs --------------------------------------------------------------------------

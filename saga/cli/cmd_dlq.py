@@ -90,7 +90,7 @@ async def _steps(client: Any, keys: Any, step: str | None) -> list[str]:
 
 async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespace) -> int:
     from saga.cli.timeline import clip
-    from saga.state.queries import dead_letters
+    from saga.state.dead_letters import dead_letters
 
     found = await dead_letters(client, keys, steps, args.limit)
     if args.json:
@@ -116,7 +116,7 @@ async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespa
 
 
 async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
-    from saga.state.queries import dead_letter_of
+    from saga.state.dead_letters import dead_letter_of
 
     found = await dead_letter_of(client, keys, args.record_id)
     if not found:
@@ -140,8 +140,8 @@ async def _replay(
     client: Any, keys: Any, steps: list[str], args: argparse.Namespace, settings: Any
 ) -> int:
     """Re-run each live dead letter's saga from its step; stale letters are skipped."""
+    from saga.state.dead_letters import dead_letters
     from saga.state.errors import StateError
-    from saga.state.queries import dead_letters
 
     letters = await dead_letters(client, keys, steps, args.limit, oldest_first=True)
     live, skipped = await _split_stale(client, keys, letters)
@@ -197,7 +197,7 @@ def _print_replay(args: argparse.Namespace, done: list, skipped: list, errors: l
 
 
 async def _purge(client: Any, keys: Any, steps: list[str], args: argparse.Namespace) -> int:
-    from saga.state.queries import purge_dead_letters
+    from saga.state.dead_letters import purge_dead_letters
 
     count = await purge_dead_letters(client, keys, steps)
     if args.json:

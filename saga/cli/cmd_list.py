@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def main(args: argparse.Namespace) -> int:
     from saga.settings import load_settings
     from saga.state.ids import validate_id, validate_step
+    from saga.state.listing import ListQuery
     from saga.state.model import SagaState
-    from saga.state.queries import ListQuery
 
     if not 1 <= args.limit <= MAX_LIMIT:
         raise CliError(f"--limit must be between 1 and {MAX_LIMIT}.", Exit.USAGE)
@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         from saga.runtime import client_for, keys_of
-        from saga.state.queries import list_sagas
+        from saga.state.listing import list_sagas
 
         async with client_for(settings) as client:
             rows = await list_sagas(client, keys_of(settings), query)

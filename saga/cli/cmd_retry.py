@@ -85,8 +85,8 @@ def _known_step(sagas: object, step: str) -> None:
 async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -> int:
     from saga.client import SagaClient
     from saga.state.errors import StateError
+    from saga.state.listing import ListQuery, list_sagas
     from saga.state.model import SagaState
-    from saga.state.queries import ListQuery, list_sagas
 
     assert isinstance(sagas, SagaClient)
     # The same index-served read as `saga list --state failed --step S`.

@@ -1,0 +1,76 @@
+"""``saga dlq``: dead letters read from their per-step streams."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+
+from saga.state.errors import SagaNotFoundError
+from saga.state.ids import validate_id
+from saga.state.keys import Keys
+from saga.state.replies import num, text
+
+
+class DeadLetter(msgspec.Struct, frozen=True):
+    id: str
+    record_id: str
+    user_id: str
+    step: str
+    attempt: int
+    epoch: int
+    error_class: str
+    error_message: str
+    at_ms: int
+
+
+async def dead_letters(
+    client: Any, keys: Keys, steps: Iterable[str], limit: int, *, oldest_first: bool = False
+) -> list[DeadLetter]:
+    """Up to ``limit`` dead letters of the given steps over all partitions, newest first
+    (or oldest first, the order a replay takes them in)."""
+    pipe = client.pipeline(transaction=False)
+    read = pipe.xrange if oldest_first else pipe.xrevrange
+    for p in keys.all_partitions():
+        for step in steps:
+            read(keys.dead(p, step), count=limit)
+    found = [_dead(i, f) for rows in await pipe.execute() for i, f in rows]
+    found.sort(key=lambda d: _id_key(d.id), reverse=not oldest_first)
+    return found[:limit]
+
+
+async def dead_letter_of(client: Any, keys: Keys, record_id: str) -> list[DeadLetter]:
+    """The dead letter of one record (the saga hash names it), or [] when it has none."""
+    validate_id(record_id)
+    step, dead_id = await client.hmget(keys.saga(record_id), "step", "dead_id")
+    if step is None:
+        raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
+    if not dead_id:
+        return []
+    dead = keys.dead(keys.partition_of(record_id), text(step))
+    rows = await client.xrange(dead, min=text(dead_id), max=text(dead_id))
+    return [_dead(i, f) for i, f in rows if text(f.get(b"rid")) == record_id]
+
+
+async def purge_dead_letters(client: Any, keys: Keys, steps: Iterable[str]) -> int:
+    """Delete the dead-letter streams of the given steps (not the sagas); returns entries."""
+    pipe = client.pipeline(transaction=False)
+    for p in keys.all_partitions():
+        for step in steps:
+            pipe.xlen(keys.dead(p, step))
+            pipe.delete(keys.dead(p, step))
+    replies = await pipe.execute()
+    return sum(int(n) for n in replies[::2])
+
+
+def _dead(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
+    f = {text(k): text(v) for k, v in raw.items()}
+    return DeadLetter(text(entry_id), f.get("rid", ""), f.get("uid", ""), f.get("s", ""),
+                      num(f.get("a")), num(f.get("ep")), f.get("ec", ""), f.get("em", ""),
+                      num(f.get("t")))  # fmt: skip
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms or 0), int(seq or 0)

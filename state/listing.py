@@ -1,0 +1,148 @@
+"""``saga list``: sagas read from the indexes, newest first, never by scanning keys."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import msgspec
+
+from saga.state.keys import Keys
+from saga.state.model import SagaState
+from saga.state.queries import registered_steps
+from saga.state.replies import num, text
+
+
+class SagaRow(msgspec.Struct, frozen=True):
+    record_id: str
+    user_id: str
+    state: str
+    step: str
+    attempts: int
+    """Attempts at the current step in the current epoch."""
+    created_ms: int
+    updated_ms: int
+    cost: float
+    error_class: str
+    error_message: str
+
+
+class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
+    state: SagaState | None = None
+    step: str | None = None
+    user: str | None = None
+    since_ms: int = 0
+    """Created at or after this time (epoch ms); 0 for any."""
+    limit: int = 50
+
+
+_FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em")
+_MAX_ROUNDS = 20
+
+
+async def list_sagas(client: Any, keys: Keys, q: ListQuery) -> list[SagaRow]:
+    """Sagas matching ``q``, newest first, read from the most selective index.
+
+    The user index (by creation time) when a user is given, else the state index
+    (by time of entering the state), else the created index; partitions are
+    merged by score, hashes fetched in one pipeline per round, and members whose
+    saga hash has expired are removed from the index they were read from.
+    """
+    steps = await registered_steps(client, keys)
+    fields = [*_FIELDS, *(f"att:{s}" for s in steps), *(f"cost:{s}" for s in steps)]
+    indexes = [_index(keys, p, q) for p in keys.all_partitions()]
+    merge = _IndexMerge(client, indexes, q.since_ms, min(max(q.limit, 50), 1000))
+    rows: list[SagaRow] = []
+    seen: set[str] = set()
+    for _ in range(_MAX_ROUNDS):
+        batch = [c for c in await merge.take(max(q.limit - len(rows), 25) * 2) if c[1] not in seen]
+        if not batch:
+            break
+        seen.update(rid for _, rid, _ in batch)
+        pipe = client.pipeline(transaction=False)
+        for _, rid, _ in batch:
+            pipe.hmget(keys.saga(rid), fields)
+        expired = []
+        for (_, rid, index), values in zip(batch, await pipe.execute(), strict=True):
+            if values[1] is None:
+                expired.append((index, rid))
+                continue
+            row = _saga_row(rid, values, steps)
+            if _matches(row, q):
+                rows.append(row)
+        await _prune(client, expired)
+        if len(rows) >= q.limit:
+            break
+    return rows[: q.limit]
+
+
+def _index(keys: Keys, p: int, q: ListQuery) -> str:
+    if q.user:
+        return keys.user_index(p, q.user)
+    if q.state:
+        return keys.state_index(p, q.state)
+    return keys.created_index(p)
+
+
+def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
+    n, step = len(_FIELDS), text(v[2])
+    attempts = {s: text(v[n + i]) for i, s in enumerate(steps)}
+    cost = round(sum(float(c) for c in v[n + len(steps) :] if c), 9)
+    tries = num(attempts.get(step, "").rpartition(":")[2])
+    return SagaRow(rid, text(v[0]), text(v[1]), step, tries, num(v[3]), num(v[4]), cost,
+                   text(v[5]), text(v[6]))  # fmt: skip
+
+
+def _matches(row: SagaRow, q: ListQuery) -> bool:
+    return (
+        (not q.user or row.user_id == q.user)
+        and (not q.state or row.state == q.state.value)
+        and (not q.step or row.step == q.step)
+        and row.created_ms >= q.since_ms
+    )
+
+
+async def _prune(client: Any, expired: list[tuple[str, str]]) -> None:
+    if expired:
+        pipe = client.pipeline(transaction=False)
+        for index, rid in expired:
+            pipe.zrem(index, rid)
+        await pipe.execute()
+
+
+class _IndexMerge:
+    """Merges per-partition index ranges (highest score first), refilled on demand."""
+
+    def __init__(self, client: Any, indexes: list[str], since_ms: int, batch: int) -> None:
+        self.client, self.indexes, self.batch = client, indexes, batch
+        self.low = since_ms or "-inf"
+        self.buffers: dict[str, deque[tuple[Any, float]]] = {i: deque() for i in indexes}
+        self.offsets = dict.fromkeys(indexes, 0)
+        self.exhausted: set[str] = set()
+
+    async def _fill(self, indexes: list[str]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for i in indexes:
+            pipe.zrevrangebyscore(
+                i, "+inf", self.low, start=self.offsets[i], num=self.batch, withscores=True
+            )
+        for i, rows in zip(indexes, await pipe.execute(), strict=True):
+            self.buffers[i].extend(rows)
+            self.offsets[i] += len(rows)
+            if len(rows) < self.batch:
+                self.exhausted.add(i)
+
+    async def take(self, n: int) -> list[tuple[float, str, str]]:
+        """Up to ``n`` (score, record id, index) triples, highest score first."""
+        out: list[tuple[float, str, str]] = []
+        while len(out) < n:
+            empty = [i for i in self.indexes if not self.buffers[i] and i not in self.exhausted]
+            if empty:
+                await self._fill(empty)
+            live = [i for i in self.indexes if self.buffers[i]]
+            if not live:
+                break
+            best = max(live, key=lambda i: self.buffers[i][0][1])
+            member, score = self.buffers[best].popleft()
+            out.append((score, text(member), best))
+        return out
