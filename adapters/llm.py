@@ -36,6 +36,7 @@ import structlog
 
 from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
+from saga.adapters.llm_replies import Unauthorized, classify, completion
 from saga.state.keys import Keys
 from saga.steps.context import Completion
 from saga.steps.errors import PermanentError, RetryableError
@@ -63,12 +64,9 @@ def quiet_litellm() -> None:
 
 @functools.cache
 def _litellm() -> Any:
-    # litellm fetches its price map from the network at import unless told not to;
-    # nothing in saga may download at run time.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    quiet_litellm()  # before the import: it keeps litellm off the network
     import litellm
 
-    quiet_litellm()
     return litellm
 
 
@@ -232,13 +230,13 @@ class LiteLLMClient:
     ) -> Completion:
         try:
             return await self._call(key, messages, json_mode)
-        except _Unauthorized:
+        except Unauthorized:
             pass
         _log.warning("llm_key_rejected", status=401)
         await self._api_key.invalidate()
         try:
             return await self._call(await self._api_key.get(), messages, json_mode)
-        except _Unauthorized:
+        except Unauthorized:
             pass
         raise PermanentError("the LLM provider rejected the user's key twice (401)")
 
@@ -264,15 +262,15 @@ class LiteLLMClient:
             unauthorized = True
         except Exception as exc:
             unauthorized = False
-            failure = _classify(litellm, exc)
+            failure = classify(litellm, exc)
         else:
             await self._answered()
-            return _completion(litellm, response, self.config.model)
+            return completion(litellm, response, self.config.model)
         # Outside the except blocks: nothing raised from here chains the provider's
         # exception, whose message may echo the prompt or the key.
         if unauthorized:
             await self._answered()
-            raise _Unauthorized
+            raise Unauthorized
         _log.warning(
             "llm_call_failed", error=failure.name, status=failure.status, retryable=failure.outage
         )
@@ -289,66 +287,3 @@ class LiteLLMClient:
         # Any answer that is not an outage proves the provider is up (it closes a probe).
         if self._breaker is not None:
             await self._breaker.record_success()
-
-
-class _Unauthorized(Exception):
-    """The provider answered 401 (carries nothing from the provider's error)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    name: str
-    status: int | None
-    outage: bool
-    """429, 5xx, connection error or timeout: retryable, counts against the breaker."""
-    answered: bool
-    """Any other provider answer (4xx): permanent."""
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.status})" if self.status else self.name
-
-
-def _classify(litellm: Any, exc: Exception) -> _Failure:
-    """Class name and status only: provider messages echo prompts and keys."""
-    status = getattr(exc, "status_code", None)
-    status = status if isinstance(status, int) else None
-    outage_types = (
-        litellm.RateLimitError,
-        litellm.InternalServerError,
-        litellm.ServiceUnavailableError,
-        litellm.BadGatewayError,
-        litellm.APIConnectionError,
-        litellm.Timeout,  # a subclass of openai's APIConnectionError, not litellm's
-    )
-    outage = isinstance(exc, outage_types) or status in (408, 429) or (status or 0) >= 500
-    answered = not outage and (isinstance(exc, litellm.APIError) or status is not None)
-    return _Failure(type(exc).__name__, status, outage, answered)
-
-
-def _completion(litellm: Any, response: Any, model: str) -> Completion:
-    usage = getattr(response, "usage", None)
-    choices = getattr(response, "choices", None) or []
-    text = (choices[0].message.content if choices else None) or ""
-    return Completion(
-        text=text,
-        model=getattr(response, "model", None) or model,
-        cost=_cost(litellm, response),
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-    )
-
-
-def _cost(litellm: Any, response: Any) -> float:
-    """litellm's price table, else the cost the proxy reported, else 0 (unknown prices)."""
-    try:
-        cost = litellm.completion_cost(completion_response=response)
-    except Exception:
-        cost = None
-    if not cost:
-        hidden = getattr(response, "_hidden_params", None) or {}
-        headers = hidden.get("additional_headers") or {}
-        cost = hidden.get("response_cost") or headers.get("llm_provider-x-litellm-response-cost")
-    try:
-        return float(cost or 0.0)
-    except (TypeError, ValueError):
-        return 0.0
