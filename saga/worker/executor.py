@@ -183,9 +183,13 @@ class Executor:
                 self.health.redis_up()
                 got = 0
                 try:
-                    for stream, entries in reply or []:
-                        name = stream.decode() if isinstance(stream, bytes) else stream
-                        got += await self._claim_and_run(spec, streams_of[name], entries)
+                    # What was read is claimed and started even if a SIGTERM comes now:
+                    # the drain then runs it, instead of leaving it pending until its
+                    # lease expires. Bounded by the drain period if Redis hangs.
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(self.settings.drain_s):
+                        for stream, entries in reply or []:
+                            name = stream.decode() if isinstance(stream, bytes) else stream
+                            got += await self._claim_and_run(spec, streams_of[name], entries)
                 except TRANSIENT_ERRORS as exc:
                     # Read but not claimed: the entries stay pending, and recovery re-runs
                     # them once they are idle past the lease. Never a reason to crash.
