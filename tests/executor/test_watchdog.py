@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from saga.worker.watchdog import Watchdog, Watched
+from tests.executor.support import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -15,18 +16,22 @@ async def _never(_w: Watched) -> None:
     raise AssertionError("no heartbeat expected")
 
 
+async def _run_forever() -> None:
+    """A step that never ends by itself (it waits on an event nobody sets)."""
+    await asyncio.Event().wait()
+
+
 async def test_a_deadline_that_passes_cancels_the_step_with_timeout_error() -> None:
     dog = Watchdog(interval=0.01)
     runner = asyncio.get_running_loop().create_task(dog.run())
     now = asyncio.get_running_loop().time()
     w = Watched(now + 0.05, now + 60, _never)
-    finished = False
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(None) as w.timeout:
-            dog.watch(w)
-            await asyncio.sleep(30)  # cancelled by the watchdog long before
-            finished = True
-    assert not finished and not w.lost
+        async with asyncio.timeout(5):  # the test's own deadline, should the watchdog fail
+            async with asyncio.timeout(None) as w.timeout:
+                dog.watch(w)
+                await _run_forever()
+    assert w.timeout.expired() and not w.lost  # it was the attempt's deadline that fired
     dog.close()
     await asyncio.wait_for(runner, 5)
 
@@ -40,7 +45,7 @@ async def test_heartbeats_start_after_their_delay_and_stop_with_the_step() -> No
     async def beat(_w: Watched) -> None:
         beats.set()
         try:
-            await asyncio.sleep(30)
+            await _run_forever()
         finally:
             stopped.set()
 
@@ -64,11 +69,12 @@ async def test_a_lost_lease_stops_the_step_at_once_and_says_so() -> None:
     now = asyncio.get_running_loop().time()
     w = Watched(now + 60, now, lose)
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(None) as w.timeout:
-            dog.watch(w)
-            w.check(asyncio.get_running_loop().time())  # starts the heartbeat task
-            await asyncio.sleep(30)
-    assert w.lost
+        async with asyncio.timeout(5):  # the test's own deadline
+            async with asyncio.timeout(None) as w.timeout:
+                dog.watch(w)
+                w.check(asyncio.get_running_loop().time())  # starts the heartbeat task
+                await _run_forever()
+    assert w.lost and w.timeout.expired()
 
 
 async def test_an_error_in_the_heartbeats_is_kept_for_the_attempt() -> None:
@@ -79,10 +85,11 @@ async def test_an_error_in_the_heartbeats_is_kept_for_the_attempt() -> None:
     w = Watched(now + 60, now, broken)
     async with asyncio.timeout(None) as w.timeout:
         w.check(asyncio.get_running_loop().time())
-        for _ in range(100):
-            if w.error is not None:
-                break
-            await asyncio.sleep(0.01)
+
+        async def failed() -> bool:
+            return w.error is not None
+
+        await wait_until(failed, within=5, what="the heartbeat error")
     assert isinstance(w.error, ValueError)
 
 
