@@ -60,10 +60,3 @@ async def resend(
 
     result: T = await resending(left, on_retry)(again)
     return result
-
-
-async def resend_until_sent(
-    call: Callable[[], Awaitable[T]], on_retry: Callable[[BaseException], Any] | None = None
-) -> T:
-    """``resend`` with no limit: for work that must reach Redis (finished attempts)."""
-    return await resend(call, None, on_retry)

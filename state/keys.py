@@ -64,13 +64,13 @@ class Keys:
         )
 
     def saga(self, record_id: str) -> str:
-        return f"{self._r(record_id)}:saga:{record_id}"
+        return self.record(record_id).saga
 
     def history(self, record_id: str) -> str:
-        return f"{self._r(record_id)}:hist:{record_id}"
+        return self.record(record_id).history
 
     def pages(self, record_id: str) -> str:
-        return f"{self._r(record_id)}:pages:{record_id}"
+        return self.record(record_id).pages
 
     def llm_cache(self, record_id: str, step: str, digest: str) -> str:
         return f"{self._r(record_id)}:llm:{record_id}:{validate_step(step)}:{digest}"

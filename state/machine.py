@@ -240,9 +240,17 @@ class StateMachine:
         return (await self.finish_many([(claim, req)]))[0]
 
     async def finish_many(
-        self, items: Sequence[tuple[Claim, CommitRequest | FailRequest]]
+        self,
+        items: Sequence[tuple[Claim, CommitRequest | FailRequest]],
+        *,
+        attempts: int | None = 5,
+        on_retry: Callable[[BaseException], Any] | None = None,
     ) -> list[Outcome]:
-        """Commit or fail several attempts in one pipeline; each is its own atomic script."""
+        """Commit or fail several attempts in one write; each is its own atomic script.
+
+        Operation ids are fixed before the first send, so every re-send after a
+        connection loss (``attempts`` in all, None: until it gets through) is answered
+        from the first's record, never taken for a new call."""
         calls = []
         for claim, given in items:
             req = given if given.op else msgspec.structs.replace(given, op=new_op())
@@ -250,7 +258,7 @@ class StateMachine:
                 calls.append(self._commit_call(claim, req))
             else:
                 calls.append(self._fail_call(claim, req))
-        replies = await self._resend(lambda: evalsha_many(self.client, calls))
+        replies = await resend(lambda: evalsha_many(self.client, calls), attempts, on_retry)
         out = []
         for reply in replies:
             if isinstance(reply, Exception):

@@ -96,7 +96,7 @@ def scrub_text(text: str, limit: int = TEXT_LIMIT) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _scrub_event(text: str) -> str:
+def _scrub_short(text: str) -> str:
     # Short texts (event names above all) repeat: scrub each once (8 regexes, ~5 µs).
     return scrub_text(text)
 
@@ -177,7 +177,7 @@ def redact(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> 
             continue
         if name in FREE_TEXT:
             if isinstance(value, str):
-                event_dict[name] = _scrub_event(value) if len(value) <= 80 else scrub_text(value)
+                event_dict[name] = _scrub_short(value) if len(value) <= 80 else scrub_text(value)
             elif value is not None and not isinstance(value, (int, float)):
                 event_dict[name] = scrub_text(str(value))
         elif not name.startswith("_"):  # "_...": structlog's (ProcessorFormatter's _record)

@@ -18,7 +18,6 @@ from typing import Any
 
 import structlog
 
-from saga.state.backoff import resend_until_sent
 from saga.state.machine import CommitRequest, FailRequest, Outcome, StateMachine
 from saga.state.model import Claim
 
@@ -68,8 +67,8 @@ class Committer:
             log.warning("commit_deferred", error=type(exc).__name__, batch=len(batch))
 
         try:
-            outcomes = await resend_until_sent(
-                lambda: self.sm.finish_many([(c, r) for c, r, _ in batch]), deferred
+            outcomes = await self.sm.finish_many(
+                [(c, r) for c, r, _ in batch], attempts=None, on_retry=deferred
             )
         except Exception as exc:  # a script error: surface it to each attempt
             for _, _, fut in batch:

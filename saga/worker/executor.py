@@ -181,22 +181,28 @@ class Executor:
                     delay = min(delay * 2, 1.0)
                     continue
                 self.health.redis_up()
-                got = 0
-                try:
-                    # What was read is claimed and started even if a SIGTERM comes now:
-                    # the drain then runs it, instead of leaving it pending until its
-                    # lease expires. Bounded by the drain period if Redis hangs.
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(self.settings.drain_s):
-                        for stream, entries in reply or []:
-                            name = stream.decode() if isinstance(stream, bytes) else stream
-                            got += await self._claim_and_run(spec, streams_of[name], entries)
-                except TRANSIENT_ERRORS as exc:
-                    # Read but not claimed: the entries stay pending, and recovery re-runs
-                    # them once they are idle past the lease. Never a reason to crash.
-                    self.health.redis_down(exc)
-                    log.warning("claim_deferred", step=spec.name, error=type(exc).__name__)
-                finally:
-                    slots.release(n - got)
+                await self._claim_read(spec, reply, streams_of, n)
+
+    async def _claim_read(
+        self, spec: StepSpec, reply: Any, streams_of: dict[str, int], reserved: int
+    ) -> None:
+        """Claim and start what one read returned; give back the slots it did not use."""
+        got = 0
+        try:
+            # What was read is claimed and started even if a SIGTERM comes now: the
+            # drain then runs it, instead of leaving it pending until its lease
+            # expires. Bounded by the drain period if Redis hangs.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.settings.drain_s):
+                for stream, entries in reply or []:
+                    name = stream.decode() if isinstance(stream, bytes) else stream
+                    got += await self._claim_and_run(spec, streams_of[name], entries)
+        except TRANSIENT_ERRORS as exc:
+            # Read but not claimed: the entries stay pending, and recovery re-runs them
+            # once they are idle past the lease. Never a reason to crash.
+            self.health.redis_down(exc)
+            log.warning("claim_deferred", step=spec.name, error=type(exc).__name__)
+        finally:
+            self.slots[spec.name].release(reserved - got)
 
     async def _claim_and_run(self, spec: StepSpec, partition: int, entries: list[Any]) -> int:
         """Claim entries (already read) and start their attempts; returns slots used."""

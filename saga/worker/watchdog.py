@@ -78,7 +78,6 @@ class Watchdog:
 
     def unwatch(self, w: Watched) -> None:
         self._live.pop(id(w), None)
-        w.stop()
 
     def close(self) -> None:
         """Stop ``run`` (after the last attempt has ended)."""

@@ -54,8 +54,9 @@ async def test_heartbeats_start_after_their_delay_and_stop_with_the_step() -> No
     async with asyncio.timeout(None) as w.timeout:
         dog.watch(w)
         await asyncio.wait_for(beats.wait(), 5)
+        w.stop()  # the step returned (as the attempt does)
         dog.unwatch(w)
-    await asyncio.wait_for(stopped.wait(), 5)  # unwatch cancelled the heartbeat task
+    await asyncio.wait_for(stopped.wait(), 5)  # stop cancelled the heartbeat task
     dog.close()
     await asyncio.wait_for(runner, 5)
 

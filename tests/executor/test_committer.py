@@ -1,0 +1,55 @@
+"""The committer re-sends a batch whose reply was lost until it gets through, and the
+re-send is answered from the first call's record: one commit, one history event."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from saga.state import machine
+from saga.state.codes import RC
+from saga.state.keys import Keys
+from saga.state.machine import CommitRequest, StateMachine
+from saga.state.model import EventType
+from saga.state.reads import get_saga_and_history
+from saga.state.streams import ensure_groups
+from saga.worker.committer import Committer
+from saga.worker.health import HealthState
+from tests.state.helpers import STEPS, claim_next
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_batch_whose_reply_is_lost_is_resent_and_committed_once(
+    redis: Any, keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await ensure_groups(redis, keys, STEPS)
+    sm = StateMachine(redis, keys)
+    await sm.start("lost-1", "u1", "router")
+    claim = await claim_next(sm, "router", "w-a")
+    real, sends = machine.evalsha_many, []
+
+    async def reply_lost_once(client: Any, calls: Any) -> Any:
+        replies = await real(client, calls)  # the scripts ran on the server...
+        sends.append(len(calls))
+        if len(sends) == 1:
+            raise RedisConnectionError("connection lost before the reply")  # ...unseen
+        return replies
+
+    monkeypatch.setattr(machine, "evalsha_many", reply_lost_once)
+    health = HealthState()
+    committer = Committer(sm, health)
+    runner = asyncio.get_running_loop().create_task(committer.run())
+    req = CommitRequest(output=b"{}", next_step="parser", worker="w-a")
+    outcome = await asyncio.wait_for(committer.submit(claim, req), 10)
+    committer.close()
+    await asyncio.wait_for(runner, 10)
+
+    assert sends == [1, 1] and health.last_error == "ConnectionError"
+    assert outcome.code == RC.DUPLICATE  # answered from the first call's record
+    _, events = await get_saga_and_history(redis, keys, "lost-1")
+    assert [e.event for e in events].count(EventType.COMMITTED) == 1
+    assert EventType.FENCED not in [e.event for e in events]
