@@ -76,6 +76,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     block_ms: int = 1000
     promote_interval_s: float = 1.0
     recovery_interval_s: float = 10.0
+    gc_threshold: int = 50_000
+    """``SAGA_GC_THRESHOLD``: young-generation threshold of Python's cycle collector in a
+    worker, whose startup heap is frozen too (``saga.worker.gc_tuning``); 0: Python's own."""
     metrics_by_user: bool = False
     """``SAGA_METRICS_BY_USER``: LLM cost and token metrics labelled by user too."""
     otel_endpoint: str = ""
@@ -175,6 +178,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             block_ms=int(num("SAGA_BLOCK_MS", 1000, int)),
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),
             recovery_interval_s=num("SAGA_RECOVERY_INTERVAL", 10.0),
+            gc_threshold=int(num("SAGA_GC_THRESHOLD", 50_000, int)),
             metrics_by_user=flag("SAGA_METRICS_BY_USER"),
             otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),

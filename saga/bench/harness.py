@@ -33,6 +33,9 @@ from typing import Any
 
 import msgspec
 
+from saga.settings import load_settings
+from saga.worker.gc_tuning import settle
+
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True):
     """What one worker process reports when it exits."""
@@ -140,6 +143,8 @@ def reference_main(
     p.add_argument("--stats", help="write the usage report (JSON) here at exit")
     args = p.parse_args(argv)
     harness = Harness(args.stats)
+    # The same collector settings as a saga worker: the references run the same runtime.
+    settle(load_settings().gc_threshold)
     harness.wait_for_go()
     try:
         asyncio.run(serve(args.url, args.prefix, args.concurrency, args.block_ms))

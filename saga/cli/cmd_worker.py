@@ -33,6 +33,7 @@ def steps_of(args: argparse.Namespace) -> list[str]:
 def main(args: argparse.Namespace) -> int:
     from saga.logs import configure_logging
     from saga.settings import load_settings
+    from saga.worker.gc_tuning import settle
     from saga.worker.service import serve
 
     settings = load_settings()
@@ -55,6 +56,8 @@ def main(args: argparse.Namespace) -> int:
             pipeline=pipeline,
             concurrency=args.concurrency,
             health_port=args.health_port,
+            # Once everything is imported and wired, before the first claim.
+            on_ready=lambda: settle(settings.gc_threshold),
         )
         return Exit.OK
 

@@ -1,10 +1,14 @@
 """Sends the commits and fails of attempts that finish close together in one pipeline.
 
-Each stays its own atomic script; only the round trip is shared. While one batch
-is on the wire the next one gathers, so the batch size follows the load. A Redis
-outage holds the batch and re-sends it (same op ids, so a repeat is harmless)
-until the server is back: finished work is never dropped and never re-run
-because of it.
+Each stays its own atomic script; only the round trip is shared. Up to
+``max_in_flight`` batches are on the wire at once, and the next one gathers
+meanwhile, so the batch size follows the load. One batch at a time made every
+attempt wait for the batch before it as well as its own: its step slot was held
+~10 ms a commit instead of ~6.5, and a worker ran ~15% fewer transitions at the
+same concurrency (saga bench). Batches are independent (each attempt commits
+once), so their order does not matter. A Redis outage holds every batch and
+re-sends it (same op ids, so a repeat is harmless) until the server is back:
+finished work is never dropped and never re-run because of it.
 
 Plain asyncio futures, not anyio events and memory streams: this runs once per
 step transition, and saga bench measured the anyio pair at ~8 µs of the worker's
@@ -27,11 +31,15 @@ _Item = tuple[Claim, CommitRequest | FailRequest, "asyncio.Future[Outcome]"]
 
 
 class Committer:
-    def __init__(self, sm: StateMachine, health: Any, max_batch: int = 100) -> None:
+    def __init__(
+        self, sm: StateMachine, health: Any, max_batch: int = 100, max_in_flight: int = 3
+    ) -> None:
         self.sm = sm
         self.health = health
         self.max_batch = max_batch
+        self.max_in_flight = max_in_flight
         self._queue: list[_Item] = []
+        self._flights: set[asyncio.Task[None]] = set()
         self._wake = asyncio.Event()
         self._closed = False
         self.batches = 0
@@ -51,15 +59,27 @@ class Committer:
         self._wake.set()
 
     async def run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                batch = self._queue[: self.max_batch]
-                del self._queue[: self.max_batch]
-                await self._flush(batch)
-            if self._closed:
-                return
+        """Send batches until closed and everything queued is answered."""
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._queue and len(self._flights) < self.max_in_flight:
+                    batch = self._queue[: self.max_batch]
+                    del self._queue[: self.max_batch]
+                    flight = loop.create_task(self._flush(batch))
+                    self._flights.add(flight)
+                    flight.add_done_callback(self._landed)
+                if self._closed and not self._queue and not self._flights:
+                    return
+        finally:
+            for flight in list(self._flights):  # cancelled from outside: nothing left behind
+                flight.cancel()
+
+    def _landed(self, flight: asyncio.Task[None]) -> None:
+        self._flights.discard(flight)
+        self._wake.set()  # room for the next batch (or the end of a close)
 
     async def _flush(self, batch: list[_Item]) -> None:
         def deferred(exc: BaseException) -> None:

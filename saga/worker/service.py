@@ -27,8 +27,12 @@ async def serve(
     health_port: int | None = None,
     observer: Observer | None = None,
     metrics: Callable[[], str] | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return."""
+    """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return.
+
+    ``on_ready`` runs once the process is wired and warmed up, before any work
+    (the CLI settles the garbage collector there)."""
     from saga.ports import DefaultPorts
     from saga.runtime import document_pipeline, keys_of, open_client
     from saga.telemetry.worker import WorkerTelemetry
@@ -55,6 +59,8 @@ async def serve(
         health=health,
     )
     await ports.warm_up()
+    if on_ready is not None:
+        on_ready()
     port = settings.health_port if health_port is None else health_port
     try:
         async with anyio.create_task_group() as tg:

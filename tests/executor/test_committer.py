@@ -53,3 +53,47 @@ async def test_a_batch_whose_reply_is_lost_is_resent_and_committed_once(
     _, events = await get_saga_and_history(redis, keys, "lost-1")
     assert [e.event for e in events].count(EventType.COMMITTED) == 1
     assert EventType.FENCED not in [e.event for e in events]
+
+
+async def test_batches_fly_together_up_to_the_limit_and_close_waits_for_all(
+    redis: Any, keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to max_in_flight batches are sent before any reply; the next waits for room,
+    and a close returns only once every queued commit is answered."""
+    await ensure_groups(redis, keys, STEPS)
+    sm = StateMachine(redis, keys)
+    claims = []
+    for i in range(4):
+        await sm.start(f"fly-{i}", "u1", "router")
+        claims.append(await claim_next(sm, "router", "w-a"))
+    real = sm.finish_many
+    gate, three_flying = asyncio.Event(), asyncio.Event()
+    flying: list[int] = []
+    peak = 0
+
+    async def held(items: Any, **kw: Any) -> Any:
+        nonlocal peak
+        flying.append(len(items))
+        peak = max(peak, len(flying))
+        if len(flying) == 3:
+            three_flying.set()
+        await gate.wait()  # no reply until the test lets them all land
+        try:
+            return await real(items, **kw)
+        finally:
+            flying.pop()
+
+    monkeypatch.setattr(sm, "finish_many", held)
+    committer = Committer(sm, HealthState(), max_batch=1, max_in_flight=3)
+    runner = asyncio.get_running_loop().create_task(committer.run())
+    req = CommitRequest(output=b"{}", next_step="parser", worker="w-a")
+    futures = [committer.submit(c, req) for c in claims]
+
+    await asyncio.wait_for(three_flying.wait(), 10)
+    assert peak == 3 and not any(f.done() for f in futures)  # the fourth waits for room
+    committer.close()
+    assert not runner.done()
+    gate.set()
+    await asyncio.wait_for(runner, 10)  # returns only after the fourth landed too
+    assert [f.result().code for f in futures] == [RC.OK] * 4
+    assert peak == 3 and committer.batches == 4

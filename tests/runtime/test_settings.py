@@ -13,6 +13,7 @@ def test_defaults() -> None:
     assert (s.redis_url, s.partitions, s.health_port, s.key_prefix) == (None, 1, 8080, "saga")
     assert s.limits.retention_s == 7 * 86400 and s.limits.pages_ttl_s == 3600
     assert s.parser == "rules" and s.drain_s == 30.0
+    assert s.gc_threshold == 50_000
 
 
 def test_per_step_overrides() -> None:
@@ -32,6 +33,8 @@ def test_per_step_overrides() -> None:
         ("SAGA_DRAIN_SECONDS", "-1", "must not be negative"),
         ("SAGA_LOG_FORMAT", "xml", "json or console"),
         ("SAGA_PARSER", "magic", "rules or llm"),
+        ("SAGA_GC_THRESHOLD", "-5", "must not be negative"),
+        ("SAGA_GC_THRESHOLD", "lots", "is not a number"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str, says: str) -> None:

@@ -156,9 +156,15 @@ async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
         promote_interval_s=0.05,
         health_port=0,
     )
+    ready: list[int] = []
     with capture_logs() as events:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(functools.partial(serve, settings, ["extract"], pipeline=PIPELINE))
+            on_ready = functools.partial(ready.append, 1)
+            tg.start_soon(
+                functools.partial(
+                    serve, settings, ["extract"], pipeline=PIPELINE, on_ready=on_ready
+                )
+            )
             port = await _port(events)
             await client(redis, keys).start("rec-s", "user-1", document="fine")
             await wait_until(redis, keys, ["rec-s"], step="count")
@@ -173,6 +179,7 @@ async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
             tg.cancel_scope.cancel()
     assert ("saga_stream_length", EXTRACT) in samples
     assert value(samples, "saga_circuit_state", dependency="llm") == 0
+    assert ready == [1]  # once, before the work (the CLI settles the collector there)
 
 
 async def _port(events: Iterable[dict[str, Any]]) -> int:
