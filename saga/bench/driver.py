@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.bench import extras
+from saga.bench import extras, tracing_sink
 from saga.bench.config import BenchConfig, BenchError, Progress
 from saga.bench.measure import code_version, machine, server_info
 from saga.bench.phases import cleanup
@@ -76,7 +76,7 @@ class _Run:
         self.progress = progress
         self.base = f"bench-{secrets.token_hex(4)}"
         self.log_dir = Path(tempfile.mkdtemp(prefix="saga-bench-"))
-        self.tenv = extras.tracing_env(cfg.tracing, endpoint)
+        self.tenv = tracing_sink.tracing_env(cfg.tracing, endpoint)
         self.env = extras.worker_base_env(url, cfg.log_level, {})
         self.results: dict[str, SystemResult] = {}
         self.retention: Retention | None = None
@@ -160,7 +160,7 @@ async def run_bench(
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     load_start = os.getloadavg()[0]
     code = await anyio.to_thread.run_sync(code_version)
-    with _server(settings, cfg.private_server) as url, extras.otlp_sink() as (endpoint, sink):
+    with _server(settings, cfg.private_server) as url, tracing_sink.otlp_sink() as (endpoint, sink):
         run = _Run(connect(url), cfg, settings, url, endpoint, progress)
         try:
             server = await server_info(run.client, url)
@@ -190,7 +190,7 @@ async def run_bench(
         cold_start=run.cold,
         recovery=run.recovery,
         retention=run.retention,
-        tracing=extras.tracing_report(cfg.tracing, exports),
+        tracing=tracing_sink.tracing_report(cfg.tracing, exports),
     )
 
 

@@ -1,19 +1,15 @@
 """What the bench measures besides throughput: CLI cold start, recovery of a killed
-worker's step, retention of finished sagas, and an OTLP sink for ``--tracing on``."""
+worker's step, retention of finished sagas; and the workers' base environment.
+(Tracing's sink and environment: ``saga.bench.tracing_sink``.)"""
 
 from __future__ import annotations
 
-import contextlib
-import http.server
-import importlib.util
 import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +17,7 @@ import anyio
 
 from saga.bench.measure import server_time_ms, settle_memory
 from saga.bench.procs import WorkerSet
-from saga.bench.report import ColdStart, Expiry, Recovery, Retention, StepRecovery, Tracing
+from saga.bench.report import ColdStart, Expiry, Recovery, Retention, StepRecovery
 from saga.bench.systems import STEPS, SagaSystem, acked
 from saga.settings import Settings
 from saga.state.keys import GROUP, Keys
@@ -254,70 +250,6 @@ async def recovery(
         measured_reclaim_s=round((reclaimed - killed_ms) / 1000, 3),
         measured_complete_s=round((saga.updated_ms - killed_ms) / 1000, 3),
     )
-
-
-# -- tracing ---------------------------------------------------------------------------------
-class _Sink(http.server.BaseHTTPRequestHandler):
-    received = 0
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        type(self).received += 1
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
-@contextlib.contextmanager
-def otlp_sink() -> Iterator[tuple[str, type[_Sink]]]:
-    """A local OTLP/HTTP endpoint that accepts and counts exports (a stand-in collector)."""
-    handler = type("Sink", (_Sink,), {"received": 0})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def tracing_env(on: bool, endpoint: str) -> dict[str, str]:
-    """OTEL_* for the saga workers. Off: the SDK disabled and no endpoint."""
-    if not on:
-        return {"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "none"}
-    return {
-        "OTEL_SDK_DISABLED": "false",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-        "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_TRACES_SAMPLER": "always_on",
-        "OTEL_SERVICE_NAME": "saga-bench-worker",
-        "OTEL_BSP_SCHEDULE_DELAY": "200",
-    }
-
-
-def telemetry_present() -> bool:
-    return importlib.util.find_spec("saga.telemetry") is not None
-
-
-def tracing_report(on: bool, exports: int) -> Tracing:
-    present = telemetry_present()
-    if not on:
-        note = "off: OTEL_SDK_DISABLED=true for the workers"
-    elif not present:
-        note = (
-            "requested, but saga.telemetry is not in this build: workers got OTEL_* "
-            "pointing at the bench's sink and exported nothing; figures are untraced"
-        )
-    else:
-        note = f"on: workers exported to the bench's local OTLP sink ({exports} requests)"
-    return Tracing(requested=on, telemetry_module=present, exports_received=exports, note=note)
 
 
 def worker_base_env(redis_url: str, log_level: str, extra: dict[str, str]) -> dict[str, str]:

@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from saga.bench import extras, report
+from saga.bench import extras, report, tracing_sink
 from saga.bench.measure import Pcts, Timing, pcts, stamps, timing_from_stamps
 from saga.bench.systems import saga_timing
 from saga.bench.targets import ratios, targets
@@ -103,8 +103,8 @@ def test_canonical_command_spells_out_every_option() -> None:
 
 
 def test_tracing_env_and_recovery_bounds() -> None:
-    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in extras.tracing_env(False, "http://x")
-    assert extras.tracing_env(True, "http://x")["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://x"
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in tracing_sink.tracing_env(False, "http://x")
+    assert tracing_sink.tracing_env(True, "http://x")["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://x"
     bounds = {d.step: d for d in extras.recovery_defaults(Settings())}
     # lease + 1 s margin + one recovery interval at worst; 2/3 lease + 1 s at best
     assert bounds["router"].latest_s == pytest.approx(60 + 1 + 10)
