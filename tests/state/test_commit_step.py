@@ -8,8 +8,8 @@ import pytest
 from saga.state import operator
 from saga.state.codes import RC
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, StateMachine, _day
-from saga.state.model import Claim, SagaState
+from saga.state.machine import CommitRequest, FailRequest, StateMachine, _day
+from saga.state.model import Claim, FailAction, SagaState
 from saga.state.recovery import recover_idle
 from tests.state.helpers import (
     claim_next,
@@ -191,3 +191,19 @@ async def test_commit_without_saga_is_not_found(sm: StateMachine, keys: Keys) ->
     out = await sm.commit(ghost, CommitRequest(output=b"{}", next_step="parser"))
     assert out.code == RC.NOT_FOUND
     assert await snapshot(sm.client, keys.prefix) == before
+
+
+async def test_a_commit_after_a_retry_clears_the_last_error(sm: StateMachine, keys: Keys) -> None:
+    """The error a retry recorded stays on the saga while it waits, and goes with the
+    commit that succeeds."""
+    await sm.start("r1", "u1", "router")
+    c = await claim_next(sm, "router", "w-a")
+    fail = FailRequest(action=FailAction.RETRY, error_class="Boom", error_message="it broke")
+    await sm.fail(c, fail)
+    assert (await sm.promote("router", 0, ["r1"]))[0] == 1
+    h = await saga_hash(sm.client, keys, "r1")
+    assert (h["state"], h["ec"], h["em"]) == ("pending", "Boom", "it broke")
+    c2 = await claim_next(sm, "router", "w-a")
+    assert (await sm.commit(c2, CommitRequest(output=b"{}", next_step="parser"))).code == RC.OK
+    h = await saga_hash(sm.client, keys, "r1")
+    assert (h["state"], h["ec"], h["em"]) == ("pending", "", "")
