@@ -93,7 +93,14 @@ def version() -> str:
 
 
 async def ensure_loaded(client: Any) -> None:
-    """SCRIPT LOAD every script (one pipeline): done at start so /readyz can say so."""
+    """SCRIPT LOAD every script (one pipeline): done at start so /readyz can say so.
+
+    A cluster client sends each SCRIPT LOAD to every primary (its pipeline refuses
+    keyless commands), so whichever node owns a partition can run the scripts."""
+    if not isinstance(client, Redis):
+        for script in load_all().values():
+            await client.script_load(script.source)
+        return
     pipe = client.pipeline(transaction=False)
     for script in load_all().values():
         pipe.script_load(script.source)

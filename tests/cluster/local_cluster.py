@@ -1,0 +1,102 @@
+"""A three-primary Redis Cluster on this machine, from the same server binary as the
+embedded server: three processes on free TCP ports, the 16,384 slots split between
+them, joined with CLUSTER MEET. No replicas: the tests need slot routing, not failover."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+from saga.adapters.embedded_redis import server_binary
+
+SLOTS = 16384
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port(taken: list[int]) -> int:
+    """A free port whose cluster bus port (+10,000) is free too; both must be < 65,536."""
+    for _ in range(200):
+        port = random.randint(20_000, 45_000)
+        if port not in taken and _bindable(port) and _bindable(port + 10_000):
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
+class LocalCluster:
+    def __init__(self, data_dir: Path, nodes: int = 3) -> None:
+        self.data_dir = data_dir
+        self.ports: list[int] = []
+        for _ in range(nodes):
+            self.ports.append(_free_port(self.ports))
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.ports[0]}"
+
+    def start(self, within_s: float = 30.0) -> None:
+        binary = str(server_binary())
+        for port in self.ports:
+            d = self.data_dir / str(port)
+            d.mkdir(parents=True, exist_ok=True)
+            argv = [
+                binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(d),
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--appendonly", "yes", "--save", "", "--protected-mode", "no",
+            ]  # fmt: skip
+            log = (d / "server.log").open("wb")
+            self.procs.append(subprocess.Popen(argv, stdout=log, stderr=log))
+            log.close()
+        deadline = time.monotonic() + within_s
+        clients = [self._wait_ping(p, deadline) for p in self.ports]
+        share = SLOTS // len(self.ports)
+        for i, c in enumerate(clients):
+            last = SLOTS - 1 if i == len(clients) - 1 else (i + 1) * share - 1
+            c.execute_command("CLUSTER", "ADDSLOTSRANGE", i * share, last)
+        for port in self.ports[1:]:
+            clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
+        while True:
+            states = [c.execute_command("CLUSTER", "INFO") for c in clients]
+            if all(b"cluster_state:ok" in s and b"cluster_known_nodes:3" in s for s in states):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster did not form: {states}")
+            time.sleep(0.05)
+        for c in clients:
+            c.close()
+
+    def _wait_ping(self, port: int, deadline: float) -> redis.Redis:
+        c = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
+        while True:
+            with contextlib.suppress(redis.ConnectionError):
+                if c.ping():
+                    return c
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster node on port {port} did not start")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
