@@ -151,3 +151,92 @@ async def test_scripts_flushed_from_every_node_are_loaded_again(client: Any, key
     for rid in rids:
         saga, _ = await get_saga_and_history(client, keys, rid)
         assert (saga.state, saga.step) == (SagaState.PENDING, "parser")
+
+
+async def test_the_operator_commands_work_on_a_cluster(
+    cluster: LocalCluster, client: Any, keys: Keys, tmp_path: Path
+) -> None:
+    """init, start, list, top, dlq, costs, show, cancel and retry read and write every
+    partition's keys on their own nodes."""
+    env = env_for(cluster, keys, tmp_path)
+
+    async def saga_cli(*args: str) -> Any:
+        done = await anyio.run_process(
+            [sys.executable, "-m", "saga.cli.main", *args], cwd=REPO, env=env, check=False
+        )
+        assert done.returncode == 0, (args, done.stderr.decode()[-2000:])
+        return msgspec.json.decode(done.stdout) if "--json" in args else done.stdout
+
+    await saga_cli("init", "--json")
+    for rid in ("ok-1", "ok-2", "perm-1", "slow-60-1"):
+        await saga_cli("start", rid, "u1")
+    worker = spawn_worker(env, tmp_path / "worker.log", STEPS)
+    try:
+
+        async def settled() -> bool:
+            assert worker.alive(), worker.tail()
+            got = {r: (await get_saga_and_history(client, keys, r))[0].state for r in
+                   ("ok-1", "ok-2", "perm-1", "slow-60-1")}  # fmt: skip
+            return got == {"ok-1": SagaState.COMPLETED, "ok-2": SagaState.COMPLETED,
+                           "perm-1": SagaState.FAILED, "slow-60-1": SagaState.RUNNING}  # fmt: skip
+
+        await wait_until(settled, within=60, what="sagas settled", on_timeout=worker.tail)
+
+        listed = await saga_cli("list", "--json")
+        assert {r["record_id"] for r in listed["sagas"]} == {"ok-1", "ok-2", "perm-1", "slow-60-1"}
+        top = await saga_cli("top", "--once", "--json", "--interval", "0")
+        assert top  # every step, summed over the partitions on three nodes
+        dead = await saga_cli("dlq", "list", "--json")
+        assert [d["record_id"] for d in dead["dead_letters"]] == ["perm-1"]
+        await saga_cli("costs", "--json")
+        await saga_cli("cancel", "slow-60-1", "--json")
+        await saga_cli("retry", "--step", "router", "--json")  # re-runs perm-1: fails again
+
+        async def cancelled_and_refailed() -> bool:
+            slow, _ = await get_saga_and_history(client, keys, "slow-60-1")
+            perm, events = await get_saga_and_history(client, keys, "perm-1")
+            dead_letters = [e for e in events if e.event == EventType.DEAD_LETTERED]
+            return slow.state == SagaState.CANCELLED and len(dead_letters) == 2
+
+        await wait_until(cancelled_and_refailed, within=30, what="cancel and re-run")
+    finally:
+        worker.kill()
+
+
+async def test_a_killed_workers_step_is_reclaimed_on_a_cluster(
+    cluster: LocalCluster, client: Any, keys: Keys, tmp_path: Path
+) -> None:
+    """Recovery (XAUTOCLAIM and the claim script, per partition on its node) takes over
+    the step of a SIGKILLed worker once its lease has expired."""
+    env = {**env_for(cluster, keys, tmp_path), "SAGA_ROUTER_LEASE": "1",
+           "SAGA_RECOVERY_INTERVAL": "0.5"}  # fmt: skip
+    await ensure_loaded(client)
+    await ensure_groups(client, keys, STEPS)
+    sm = StateMachine(client, keys)
+    rids = [f"hangonce-{i}" for i in range(4)]
+    for rid in rids:
+        await sm.start(rid, "u1", "router")
+    first = spawn_worker(env, tmp_path / "first.log", STEPS)
+    try:
+
+        async def all_running() -> bool:
+            assert first.alive(), first.tail()
+            got = [(await get_saga_and_history(client, keys, r))[0].state for r in rids]
+            return all(s == SagaState.RUNNING for s in got)
+
+        await wait_until(all_running, within=30, what="hung attempts", on_timeout=first.tail)
+    finally:
+        first.kill()
+    second = spawn_worker(env, tmp_path / "second.log", STEPS)
+    try:
+
+        async def all_completed() -> bool:
+            got = [(await get_saga_and_history(client, keys, r))[0].state for r in rids]
+            return all(s == SagaState.COMPLETED for s in got)
+
+        await wait_until(all_completed, within=60, what="reclaimed", on_timeout=second.tail)
+    finally:
+        second.kill()
+    for rid in rids:
+        _, events = await get_saga_and_history(client, keys, rid)
+        assert EventType.RECLAIMED in [e.event for e in events]
