@@ -196,7 +196,8 @@ async def test_the_operator_commands_work_on_a_cluster(
             slow, _ = await get_saga_and_history(client, keys, "slow-60-1")
             perm, events = await get_saga_and_history(client, keys, "perm-1")
             dead_letters = [e for e in events if e.event == EventType.DEAD_LETTERED]
-            return slow.state == SagaState.CANCELLED and len(dead_letters) == 2
+            refailed = perm.state == SagaState.FAILED and len(dead_letters) == 2
+            return slow.state == SagaState.CANCELLED and refailed
 
         await wait_until(cancelled_and_refailed, within=30, what="cancel and re-run")
     finally:
