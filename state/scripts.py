@@ -35,6 +35,7 @@ SCRIPT_NAMES = (
     "recover_idle",
     "quarantine_entry",
     "prune_retired",
+    "prune_consumers",
 )
 
 

@@ -8,8 +8,10 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
+from saga.state.codes import to_code
 from saga.state.keys import GROUP, Keys
-from saga.state.replies import text
+from saga.state.replies import num, text
+from saga.state.scripts import evalsha
 
 
 async def ensure_groups(client: Any, keys: Keys, steps: Iterable[str]) -> int:
@@ -75,17 +77,8 @@ async def prune_consumers(
     client: Any, stream: str, *, keep: str, idle_ms: int = 3_600_000, limit: int = 20
 ) -> int:
     """Delete consumers left by dead pods, only when their pending list is empty
-    (deleting a consumer with pending entries would drop them from the group)."""
-    try:
-        consumers = await client.xinfo_consumers(stream, GROUP)
-    except ResponseError:
-        return 0
-    removed = 0
-    for c in consumers:
-        name = text(c.get("name") or c.get(b"name"))
-        pending = int(c.get("pending") or c.get(b"pending") or 0)
-        idle = int(c.get("idle") or c.get(b"idle") or 0)
-        if name != keep and pending == 0 and idle >= idle_ms and removed < limit:
-            await client.xgroup_delconsumer(stream, GROUP, name)
-            removed += 1
-    return removed
+    (deleting a consumer with pending entries would drop them from the group):
+    checked and deleted in one script, so a consumer cannot read in between."""
+    reply = await evalsha(client, "prune_consumers", [stream], [GROUP, keep, idle_ms, limit])
+    to_code(reply[0])
+    return num(reply[1])

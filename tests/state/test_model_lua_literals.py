@@ -34,6 +34,8 @@ REPO = Path(__file__).resolve().parents[2]
 RAW = {p.relative_to(LUA).as_posix(): p.read_text() for p in sorted(LUA.rglob("*.lua"))}
 REFUSALS = [c for c in RC if c not in (RC.OK, RC.DUPLICATE)]
 KEYLESS = {"TIME"}
+SUBCOMMAND_FIRST = {"XGROUP", "XINFO"}
+"""Commands whose key comes after a subcommand (XGROUP DELCONSUMER <key> ...)."""
 
 
 def _is_keys_index(expr: str) -> bool:
@@ -222,7 +224,8 @@ def key_violations(name: str, raw: str) -> list[str]:
             continue
         if raw_cmd.strip("'") in KEYLESS:
             continue
-        key = args[1][0] if len(args) > 1 else ""
+        at = 2 if raw_cmd.strip("'") in SUBCOMMAND_FIRST else 1
+        key = args[at][0] if len(args) > at else ""
         if ".." in key or not _valid_key(key, enclosing(funcs, m.start()), key_locals):
             bad.append(f"{where(m.start())}: key {key!r} of {raw_cmd} is not from KEYS")
     for _ in range(len(funcs) + 1):  # propagate helper parameters to their call sites

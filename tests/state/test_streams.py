@@ -8,7 +8,12 @@ import pytest
 
 from saga.state.keys import GROUP, Keys
 from saga.state.replies import text
-from saga.state.streams import ensure_groups, groups_present, trim_behind_readers
+from saga.state.streams import (
+    ensure_groups,
+    groups_present,
+    prune_consumers,
+    trim_behind_readers,
+)
 from tests.state.helpers import STEPS, pending_ids, stream_rows
 
 pytestmark = pytest.mark.anyio
@@ -68,3 +73,30 @@ async def test_trim_of_a_fresh_or_missing_stream_does_nothing(redis: Any, keys: 
     await redis.xadd(keys.ready(0, "router"), {"rid": "r1"})
     assert await trim_behind_readers(redis, keys, "router", 0) == 0
     assert await redis.xlen(keys.ready(0, "router")) == 1
+
+
+async def _consumers(client: Any, stream: str) -> dict[str, int]:
+    return {text(c["name"]): int(c["pending"]) for c in await client.xinfo_consumers(stream, GROUP)}
+
+
+async def test_pruning_deletes_idle_empty_consumers_only_and_at_most_the_limit(
+    redis: Any, keys: Keys
+) -> None:
+    """Checked and deleted in one script: a consumer holding entries, the caller itself,
+    and one not idle long enough stay; at most ``limit`` go per call."""
+    stream = keys.ready(0, "router")
+    await ensure_groups(redis, keys, STEPS)
+    await redis.xadd(stream, {"rid": "r1"})
+    await redis.xreadgroup(GROUP, "busy", {stream: ">"}, count=1)
+    for name in ("me", "dead-1", "dead-2", "dead-3"):
+        await redis.xgroup_createconsumer(stream, GROUP, name)
+    assert await prune_consumers(redis, stream, keep="me", idle_ms=3_600_000) == 0  # all fresh
+    assert await prune_consumers(redis, stream, keep="me", idle_ms=0, limit=2) == 2
+    assert await prune_consumers(redis, stream, keep="me", idle_ms=0) == 1
+    assert await _consumers(redis, stream) == {"busy": 1, "me": 0}
+
+
+async def test_pruning_a_missing_stream_or_group_does_nothing(redis: Any, keys: Keys) -> None:
+    assert await prune_consumers(redis, keys.ready(0, "router"), keep="me", idle_ms=0) == 0
+    await redis.xadd(keys.ready(0, "router"), {"rid": "r1"})  # a stream, no group
+    assert await prune_consumers(redis, keys.ready(0, "router"), keep="me", idle_ms=0) == 0
