@@ -8,7 +8,7 @@ allocations, and from time to time a full one that rescans the whole heap,
 including the ~50,000 objects a worker's imports leave behind. Freezing the
 startup heap keeps the collector off it for good; a larger first threshold makes
 young collections ~70 times rarer. Together they cut a worker's CPU per step
-transition by 15–18% (paired runs draining no-op sagas; docs/benchmarks.md).
+transition by 15-18% (paired runs draining no-op sagas; docs/benchmarks.md).
 Cycles are still collected, later: at the default 50,000 objects that is a few
 MiB at most between collections.
 """
