@@ -185,7 +185,11 @@ async def test_the_operator_commands_work_on_a_cluster(
         listed = await saga_cli("list", "--json")
         assert {r["record_id"] for r in listed["sagas"]} == {"ok-1", "ok-2", "perm-1", "slow-60-1"}
         top = await saga_cli("top", "--once", "--json", "--interval", "0")
-        assert top  # every step, summed over the partitions on three nodes
+        by_step = {s["step"]: s for s in top["steps"]}  # summed over partitions on 3 nodes
+        assert set(by_step) == set(STEPS)
+        router = by_step["router"]
+        assert (router["committed"], router["dead"], router["pending"]) == (2, 1, 1)
+        assert by_step["grouper"]["committed"] == 2
         dead = await saga_cli("dlq", "list", "--json")
         assert [d["record_id"] for d in dead["dead_letters"]] == ["perm-1"]
         await saga_cli("costs", "--json")
