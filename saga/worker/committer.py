@@ -86,17 +86,19 @@ class Committer:
             self.health.redis_down(exc)
             log.warning("commit_deferred", error=type(exc).__name__, batch=len(batch))
 
+        # Nothing but a cancellation leaves a flight: an error (a script's, or a
+        # defect here) reaches every attempt of the batch, which then crashes loudly
+        # and is recovered, instead of waiting forever on a future nobody resolves.
         try:
             outcomes = await self.sm.finish_many(
                 [(c, r) for c, r, _ in batch], attempts=None, on_retry=deferred
             )
-        except Exception as exc:  # a script error: surface it to each attempt
+            self.health.redis_up()
+            self.batches += 1
+            for (_, _, fut), outcome in zip(batch, outcomes, strict=True):
+                if not fut.done():  # its attempt may have been cancelled by a drain
+                    fut.set_result(outcome)
+        except Exception as exc:
             for _, _, fut in batch:
                 if not fut.done():
                     fut.set_exception(exc)
-            return
-        self.health.redis_up()
-        self.batches += 1
-        for (_, _, fut), outcome in zip(batch, outcomes, strict=True):
-            if not fut.done():  # its attempt may have been cancelled by a drain
-                fut.set_result(outcome)

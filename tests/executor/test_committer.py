@@ -97,3 +97,32 @@ async def test_batches_fly_together_up_to_the_limit_and_close_waits_for_all(
     await asyncio.wait_for(runner, 10)  # returns only after the fourth landed too
     assert [f.result().code for f in futures] == [RC.OK] * 4
     assert peak == 3 and committer.batches == 4
+
+
+async def test_an_error_after_the_reply_reaches_every_attempt_of_the_batch(
+    redis: Any, keys: Keys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose outcomes cannot all be handed out (here: one outcome for two
+    commits, a defect) fails the attempts still waiting instead of leaving them
+    unresolved forever."""
+    await ensure_groups(redis, keys, STEPS)
+    sm = StateMachine(redis, keys)
+    claims = []
+    for rid in ("short-1", "short-2"):
+        await sm.start(rid, "u1", "router")
+        claims.append(await claim_next(sm, "router", "w-a"))
+    real = sm.finish_many
+
+    async def one_short(items: Any, **kw: Any) -> Any:
+        return (await real(items, **kw))[:1]
+
+    monkeypatch.setattr(sm, "finish_many", one_short)
+    committer = Committer(sm, HealthState(), max_batch=2)
+    req = CommitRequest(output=b"{}", next_step="parser", worker="w-a")
+    futures = [committer.submit(c, req) for c in claims]  # queued before the first send
+    runner = asyncio.get_running_loop().create_task(committer.run())
+    assert (await asyncio.wait_for(futures[0], 10)).code == RC.OK
+    with pytest.raises(ValueError):  # zip(strict=True): the outcome that is missing
+        await asyncio.wait_for(futures[1], 10)
+    committer.close()
+    await asyncio.wait_for(runner, 10)
