@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -31,6 +32,12 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     RedisTimeoutError,
     ConnectionError,
     TimeoutError,
+    # A cluster reconfiguring: a primary down (CLUSTERDOWN, MASTERDOWN), keys of one
+    # call split by a slot migration (TRYAGAIN), a slot map not yet complete. The
+    # command was refused, not run, and every transition is idempotent by its op id.
+    ClusterDownError,
+    TryAgainError,
+    SlotNotCoveredError,
 )
 """Errors after which the server may be back soon: re-send, do not give up."""
 

@@ -44,6 +44,7 @@ class LocalCluster:
         for _ in range(nodes):
             self.ports.append(_free_port(self.ports))
         self.procs: list[subprocess.Popen[bytes]] = []
+        self._argvs: list[list[str]] = []
 
     @property
     def url(self) -> str:
@@ -58,10 +59,11 @@ class LocalCluster:
                 binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(d),
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--appendonly", "yes", "--save", "", "--protected-mode", "no",
+                # A stopped node is marked failed (CLUSTERDOWN elsewhere) within ~1 s.
+                "--cluster-node-timeout", "1000",
             ]  # fmt: skip
-            log = (d / "server.log").open("wb")
-            self.procs.append(subprocess.Popen(argv, stdout=log, stderr=log))
-            log.close()
+            self._argvs.append(argv)
+            self.procs.append(self._spawn(argv, d))
         deadline = time.monotonic() + within_s
         clients = [self._wait_ping(p, deadline) for p in self.ports]
         share = SLOTS // len(self.ports)
@@ -78,6 +80,37 @@ class LocalCluster:
                 raise RuntimeError(f"cluster did not form: {states}")
             time.sleep(0.05)
         for c in clients:
+            c.close()
+
+    @staticmethod
+    def _spawn(argv: list[str], d: Path) -> subprocess.Popen[bytes]:
+        log = (d / "server.log").open("ab")
+        try:
+            return subprocess.Popen(argv, stdout=log, stderr=log)
+        finally:
+            log.close()
+
+    def stop_node(self, i: int) -> None:
+        """SIGTERM one primary (it writes its AOF): its slots are unserved until restart."""
+        self.procs[i].send_signal(signal.SIGTERM)
+        self.procs[i].wait(10)
+
+    def restart_node(self, i: int, within_s: float = 30.0) -> None:
+        """Start a stopped primary again from its data; returns once the cluster is ok."""
+        self.procs[i] = self._spawn(self._argvs[i], self.data_dir / str(self.ports[i]))
+        deadline = time.monotonic() + within_s
+        c = self._wait_ping(self.ports[i], deadline)
+        while b"cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the cluster did not recover")
+            time.sleep(0.05)
+        c.close()
+
+    def state(self, i: int) -> bytes:
+        c = redis.Redis(host="127.0.0.1", port=self.ports[i], socket_timeout=2)
+        try:
+            return bytes(c.execute_command("CLUSTER", "INFO"))
+        finally:
             c.close()
 
     def _wait_ping(self, port: int, deadline: float) -> redis.Redis:
