@@ -1,0 +1,106 @@
+"""The engine on a Redis Cluster: three primaries on this machine, four partitions
+spread over them, a real `saga worker` with SAGA_REDIS_CLUSTER=1.
+
+Every script touches keys of one partition's hash tag only, so each runs on the node
+that owns that tag; the worker reads each partition's streams with its own
+XREADGROUP, and sends commit batches through redis-py's cluster pipeline, which
+splits them by node (the single-node fast path needs one connection)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+import pytest
+
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine
+from saga.state.model import EventType, SagaState
+from saga.state.reads import get_saga_and_history
+from saga.state.scripts import ensure_loaded
+from saga.state.streams import ensure_groups
+from tests.cluster.local_cluster import LocalCluster
+from tests.cluster.support import STEPS, env_for
+from tests.executor.support import REPO, spawn_worker, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_partitions_live_on_different_nodes(client: Any, keys: Keys) -> None:
+    """The test below means something only if the partitions' tags span the nodes."""
+    owners = {client.get_node_from_key(keys.ready(p, "router")).port for p in range(4)}
+    assert len(owners) >= 2
+
+
+async def test_sagas_complete_on_a_cluster_with_a_retry_and_the_cli_shows_them(
+    cluster: LocalCluster, client: Any, keys: Keys, tmp_path: Path
+) -> None:
+    await ensure_loaded(client)
+    await ensure_groups(client, keys, STEPS)
+    sm = StateMachine(client, keys)
+    rids = [f"ok-{i:03d}" for i in range(40)] + ["once-a", "once-b"]
+    for rid in rids:
+        await sm.start(rid, "u1", "router")
+    assert len({keys.partition_of(r) for r in rids}) == 4
+
+    env = env_for(cluster, keys, tmp_path)
+    worker = spawn_worker(env, tmp_path / "worker.log", STEPS)
+    try:
+
+        async def all_completed() -> bool:
+            assert worker.alive(), worker.tail()
+            states = [(await get_saga_and_history(client, keys, r))[0].state for r in rids]
+            return all(s == SagaState.COMPLETED for s in states)
+
+        await wait_until(
+            all_completed, within=60, what="every saga completed", on_timeout=worker.tail
+        )
+    finally:
+        worker.kill()
+
+    for rid in rids:
+        _, events = await get_saga_and_history(client, keys, rid)
+        committed = [e.step for e in events if e.event == EventType.COMMITTED]
+        assert committed == list(STEPS), (rid, [e.event for e in events])
+        assert EventType.FENCED not in [e.event for e in events]
+    _, once = await get_saga_and_history(client, keys, "once-a")
+    assert EventType.RETRY_SCHEDULED in [e.event for e in once]
+
+    shown = await anyio.run_process(
+        [sys.executable, "-m", "saga.cli.main", "show", "once-b", "--json"],
+        cwd=REPO, env=env, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr.decode()
+    doc = msgspec.json.decode(shown.stdout)
+    assert doc["saga"]["state"] == "completed"
+
+
+async def test_scripts_flushed_from_every_node_are_loaded_again(client: Any, keys: Keys) -> None:
+    """After SCRIPT FLUSH on every primary (a failover to a fresh node looks alike), a
+    claim and a batch of commits through the cluster pipeline reload and run."""
+    from saga.state.keys import GROUP
+    from saga.state.machine import CommitRequest
+
+    await ensure_loaded(client)
+    await ensure_groups(client, keys, STEPS)
+    sm = StateMachine(client, keys)
+    rids = [f"flush-{i}" for i in range(8)]
+    for rid in rids:
+        await sm.start(rid, "u1", "router")
+    claims = []
+    for p in keys.all_partitions():  # each partition on its node, as the executor reads
+        reply = await client.xreadgroup(GROUP, "w-a", {keys.ready(p, "router"): ">"}, count=100)
+        pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
+        outs = await sm.claim("router", p, pairs, worker="w-a", lease_ms=30_000, max_attempts=3)
+        claims += [o.claim for o in outs if o.claim is not None]
+    assert len(claims) == len(rids)
+    await client.script_flush()
+    req = CommitRequest(output=b"{}", next_step="parser", worker="w-a")
+    outcomes = await sm.finish_many([(c, req) for c in claims])
+    assert {o.code for o in outcomes} == {0}
+    for rid in rids:
+        saga, _ = await get_saga_and_history(client, keys, rid)
+        assert (saga.state, saga.step) == (SagaState.PENDING, "parser")
