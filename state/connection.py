@@ -57,6 +57,12 @@ def connect(url: str, *, cluster: bool = False, **options: Any) -> aioredis.Redi
         client: Any = RedisCluster.from_url(
             url, retry=Retry(NoBackoff(), 0), decode_responses=False, **options
         )
+        # The cluster client takes no connection class: set it where its nodes are made.
+        safe = _close_race_safe(client.connection_kwargs["connection_class"])
+        client.connection_kwargs["connection_class"] = safe
+        client.nodes_manager.connection_kwargs["connection_class"] = safe
+        for node in client.nodes_manager.startup_nodes.values():
+            node.connection_class = safe
         return client  # type: ignore[no-any-return]
     plain: aioredis.Redis = aioredis.Redis.from_url(
         url,
@@ -66,8 +72,31 @@ def connect(url: str, *, cluster: bool = False, **options: Any) -> aioredis.Redi
         **options,
     )
     pool = plain.connection_pool
-    pool.connection_class = _hiredis_packing(pool.connection_class)
+    pool.connection_class = _hiredis_packing(_close_race_safe(pool.connection_class))
     return plain
+
+
+def _close_race_safe(base: type[AbstractConnection]) -> type[AbstractConnection]:
+    """``base`` raising ConnectionError, not AttributeError or TypeError, when another
+    task closed its socket in the middle of a write (redis-py issues #3546 and #4287,
+    unfixed in 8.1). A cluster client closes every connection on CLUSTERDOWN while
+    other tasks are writing; the raw error escaped every retry and crashed a worker
+    (tests/cluster, a primary stopped mid-run)."""
+
+    class CloseRaceSafe(base):  # type: ignore[valid-type,misc]
+        async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            try:
+                await super().send_packed_command(command, check_health)
+            except (AttributeError, TypeError) as exc:
+                # The race's mark: the writer or its transport already torn down
+                # ('NoneType' object has no attribute 'writelines' / is not callable).
+                # redis-py has disconnected the connection by now; anything else stays loud.
+                if "'NoneType'" not in str(exc):
+                    raise
+                raise RedisConnectionError(f"connection closed during a write ({exc})") from exc
+
+    CloseRaceSafe.__name__ = CloseRaceSafe.__qualname__ = f"CloseRaceSafe{base.__name__}"
+    return CloseRaceSafe
 
 
 def _hiredis_packing(base: type[AbstractConnection]) -> type[AbstractConnection]:
