@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from saga.state.codes import RC
+from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.model import SCHEMA_VERSION, SagaState
 
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
@@ -123,10 +124,16 @@ async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]
 
     Results are returned in order; an exception is returned in place of a failed
     call's result. NOSCRIPT entries are loaded and re-run (they did not execute).
+    A call refused for an outage (a cluster client's pipeline returns CLUSTERDOWN or
+    TRYAGAIN in place) is raised, so the caller's resend repeats the whole batch:
+    every script is idempotent, and the calls that did run answer as duplicates.
     """
     if not calls:
         return []
     results = await _pipeline(client, calls)
+    refused = next((r for r in results if isinstance(r, TRANSIENT_ERRORS)), None)
+    if refused is not None:
+        raise refused
     missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
     if missing:
         await ensure_loaded(client)
