@@ -96,15 +96,14 @@ class LocalCluster:
         self.procs[i].wait(10)
 
     def restart_node(self, i: int, within_s: float = 30.0) -> None:
-        """Start a stopped primary again from its data; returns once the cluster is ok."""
+        """Start a stopped primary again from its data; returns once every node says ok."""
         self.procs[i] = self._spawn(self._argvs[i], self.data_dir / str(self.ports[i]))
         deadline = time.monotonic() + within_s
-        c = self._wait_ping(self.ports[i], deadline)
-        while b"cluster_state:ok" not in c.execute_command("CLUSTER", "INFO"):
+        self._wait_ping(self.ports[i], deadline).close()
+        while not all(b"cluster_state:ok" in self.state(n) for n in range(len(self.ports))):
             if time.monotonic() > deadline:
                 raise RuntimeError("the cluster did not recover")
             time.sleep(0.05)
-        c.close()
 
     def state(self, i: int) -> bytes:
         c = redis.Redis(host="127.0.0.1", port=self.ports[i], socket_timeout=2)
@@ -112,6 +111,19 @@ class LocalCluster:
             return bytes(c.execute_command("CLUSTER", "INFO"))
         finally:
             c.close()
+
+    def clusterdown_replies(self) -> int:
+        """CLUSTERDOWN errors the running nodes have replied so far (INFO errorstats)."""
+        total = 0
+        for port, proc in zip(self.ports, self.procs, strict=True):
+            if proc.poll() is not None:
+                continue
+            c = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
+            try:
+                total += int(c.info("errorstats").get("errorstat_CLUSTERDOWN", {}).get("count", 0))
+            finally:
+                c.close()
+        return total
 
     def _wait_ping(self, port: int, deadline: float) -> redis.Redis:
         c = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)

@@ -91,7 +91,12 @@ async def test_a_primary_stopped_and_restarted_mid_run_loses_nothing(
             return b"cluster_state:fail" in await anyio.to_thread.run_sync(cluster.state, 0)
 
         await wait_until(cluster_down, within=15, what="CLUSTERDOWN on the other nodes")
-        await anyio.sleep(1.5)  # the worker meets the outage (what it does is checked below)
+
+        async def worker_met_clusterdown() -> bool:  # refused by the nodes still up
+            return await anyio.to_thread.run_sync(cluster.clusterdown_replies) > 0
+
+        await wait_until(worker_met_clusterdown, within=15, what="the worker to meet CLUSTERDOWN",
+                         on_timeout=worker.tail)  # fmt: skip
         await anyio.to_thread.run_sync(cluster.restart_node, 1)
 
         async def all_completed() -> bool:
@@ -106,6 +111,8 @@ async def test_a_primary_stopped_and_restarted_mid_run_loses_nothing(
         await wait_until(all_completed, within=90, what="every saga", every=0.5,
                          on_timeout=worker.tail)  # fmt: skip
         assert worker.alive()
+        # Commits refused with CLUSTERDOWN were re-sent, not handed to their attempts.
+        assert worker.logged("attempt_abandoned") == []
     finally:
         worker.kill()
     check = connect(cluster.url, cluster=True)
