@@ -11,13 +11,10 @@ import pytest
 
 from saga.state.connection import connect
 from saga.state.keys import Keys
-from saga.state.machine import StateMachine
 from saga.state.model import EventType, SagaState
 from saga.state.reads import get_saga_and_history
-from saga.state.scripts import ensure_loaded
-from saga.state.streams import ensure_groups
 from tests.cluster.local_cluster import LocalCluster
-from tests.cluster.support import STEPS, env_for
+from tests.cluster.support import STEPS, all_in, assert_one_commit_per_step, env_for, start_sagas
 from tests.executor.support import spawn_worker, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -28,21 +25,15 @@ async def test_a_killed_workers_step_is_reclaimed_on_a_cluster(
 ) -> None:
     """Recovery (XAUTOCLAIM and the claim script, per partition on its node) takes over
     the step of a SIGKILLed worker once its lease has expired."""
-    env = {**env_for(cluster, keys, tmp_path), "SAGA_ROUTER_LEASE": "1",
-           "SAGA_RECOVERY_INTERVAL": "0.5"}  # fmt: skip
-    await ensure_loaded(client)
-    await ensure_groups(client, keys, STEPS)
-    sm = StateMachine(client, keys)
+    env = {**env_for(cluster, keys, tmp_path), "SAGA_ROUTER_LEASE": "1"}
     rids = [f"hangonce-{i}" for i in range(4)]
-    for rid in rids:
-        await sm.start(rid, "u1", "router")
+    await start_sagas(client, keys, rids)
     first = spawn_worker(env, tmp_path / "first.log", STEPS)
     try:
 
         async def all_running() -> bool:
             assert first.alive(), first.tail()
-            got = [(await get_saga_and_history(client, keys, r))[0].state for r in rids]
-            return all(s == SagaState.RUNNING for s in got)
+            return await all_in(client, keys, rids, SagaState.RUNNING)
 
         await wait_until(all_running, within=30, what="hung attempts", on_timeout=first.tail)
     finally:
@@ -51,8 +42,7 @@ async def test_a_killed_workers_step_is_reclaimed_on_a_cluster(
     try:
 
         async def all_completed() -> bool:
-            got = [(await get_saga_and_history(client, keys, r))[0].state for r in rids]
-            return all(s == SagaState.COMPLETED for s in got)
+            return await all_in(client, keys, rids, SagaState.COMPLETED)
 
         await wait_until(all_completed, within=60, what="reclaimed", on_timeout=second.tail)
     finally:
@@ -71,13 +61,9 @@ async def test_a_primary_stopped_and_restarted_mid_run_loses_nothing(
     # A claim whose reply the outage swallowed stays pending until its lease expires:
     # short leases keep that wait (and the test) short.
     short = {f"SAGA_{s.upper()}_LEASE": "3" for s in STEPS}
-    env = {**env_for(cluster, keys, tmp_path), **short, "SAGA_RECOVERY_INTERVAL": "0.5"}
-    await ensure_loaded(client)
-    await ensure_groups(client, keys, STEPS)
-    sm = StateMachine(client, keys)
+    env = {**env_for(cluster, keys, tmp_path), **short}
     rids = [f"slow-0.05-{i:03d}" for i in range(120)]
-    for rid in rids:
-        await sm.start(rid, "u1", "router")
+    await start_sagas(client, keys, rids)
     worker = spawn_worker(env, tmp_path / "worker.log", STEPS)
     try:
 
@@ -103,10 +89,9 @@ async def test_a_primary_stopped_and_restarted_mid_run_loses_nothing(
             assert worker.alive(), worker.tail()
             fresh = connect(cluster.url, cluster=True)
             try:
-                got = [(await get_saga_and_history(fresh, keys, r))[0].state for r in rids]
+                return await all_in(fresh, keys, rids, SagaState.COMPLETED)
             finally:
                 await fresh.aclose()
-            return all(s == SagaState.COMPLETED for s in got)
 
         await wait_until(all_completed, within=90, what="every saga", every=0.5,
                          on_timeout=worker.tail)  # fmt: skip
@@ -117,9 +102,6 @@ async def test_a_primary_stopped_and_restarted_mid_run_loses_nothing(
         worker.kill()
     check = connect(cluster.url, cluster=True)
     try:
-        for rid in rids:
-            _, events = await get_saga_and_history(check, keys, rid)
-            committed = [e.step for e in events if e.event == EventType.COMMITTED]
-            assert committed == list(STEPS), (rid, [e.event for e in events])
+        await assert_one_commit_per_step(check, keys, rids)
     finally:
         await check.aclose()

@@ -3,7 +3,6 @@ a saga client with the test pipeline, and a server of the test's own (to kill)."
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +14,7 @@ from saga.client import SagaClient
 from saga.settings import Settings
 from saga.state.keys import Keys
 from tests.executor import pipelines
-from tests.executor.support import REPO, Worker, spawn_worker, worker_env
-
-TEST_PIPELINE = "tests.executor.pipelines:pipeline"
+from tests.executor.support import Worker, spawn_worker, worker_base_env, worker_env
 
 SpawnWorker = Callable[..., Worker]
 
@@ -36,27 +33,7 @@ _FAILED = pytest.StashKey[bool]()
 @pytest.fixture
 def base_env(redis_url: str, keys: Keys, tmp_path: Path) -> dict[str, str]:
     """The environment of a worker: this test's server and prefix, fast loops, JSON logs."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("SAGA_") and k not in ("REDIS_URL", "PYTHONPATH")
-    }
-    env.update(
-        REDIS_URL=redis_url,
-        SAGA_KEY_PREFIX=keys.prefix,
-        SAGA_PARTITIONS=str(keys.partitions),
-        SAGA_DATA_DIR=str(tmp_path / "saga-data"),
-        SAGA_PIPELINE=TEST_PIPELINE,
-        SAGA_LOG_FORMAT="json",
-        SAGA_LOG_LEVEL="info",
-        SAGA_BLOCK_MS="100",
-        SAGA_PROMOTE_INTERVAL="0.1",
-        SAGA_RECOVERY_INTERVAL="0.5",
-        PYTHONPATH=str(REPO),
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
+    return worker_base_env(redis_url, keys, tmp_path / "saga-data")
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from saga.state.reads import get_saga_and_history
 from saga.state.replies import text
 
 REPO = Path(__file__).resolve().parents[2]
+TEST_PIPELINE = "tests.executor.pipelines:pipeline"
 SOAK = os.environ.get("SAGA_SOAK", "").lower() in ("1", "true", "yes")
 
 
@@ -137,6 +138,32 @@ class Worker:
     def tail(self, lines: int = 40) -> str:
         text_ = self.log.read_text(errors="replace").splitlines()[-lines:]
         return f"--- worker {self.pid} ({' '.join(self.steps)}) ---\n" + "\n".join(text_)
+
+
+def worker_base_env(redis_url: str, keys: Keys, data_dir: Path) -> dict[str, str]:
+    """A worker's environment: this server and key prefix, the test pipeline, fast
+    loops, JSON logs; nothing of the caller's SAGA_* settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SAGA_") and k not in ("REDIS_URL", "PYTHONPATH")
+    }
+    env.update(
+        REDIS_URL=redis_url,
+        SAGA_KEY_PREFIX=keys.prefix,
+        SAGA_PARTITIONS=str(keys.partitions),
+        SAGA_DATA_DIR=str(data_dir),
+        SAGA_PIPELINE=TEST_PIPELINE,
+        SAGA_LOG_FORMAT="json",
+        SAGA_LOG_LEVEL="info",
+        SAGA_BLOCK_MS="100",
+        SAGA_PROMOTE_INTERVAL="0.1",
+        SAGA_RECOVERY_INTERVAL="0.5",
+        PYTHONPATH=str(REPO),
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
 
 
 def worker_env(base: dict[str, str], **overrides: str) -> dict[str, str]:
