@@ -57,10 +57,10 @@ def connect(url: str, *, cluster: bool = False, **options: Any) -> aioredis.Redi
         client: Any = RedisCluster.from_url(
             url, retry=Retry(NoBackoff(), 0), decode_responses=False, **options
         )
-        # The cluster client takes no connection class: set it where its nodes are made.
-        safe = _close_race_safe(client.connection_kwargs["connection_class"])
-        client.connection_kwargs["connection_class"] = safe
-        client.nodes_manager.connection_kwargs["connection_class"] = safe
+        # The cluster client takes no connection class: set it in the arguments its
+        # node manager makes nodes with (one dict), and on the nodes already made.
+        kwargs = client.nodes_manager.connection_kwargs
+        safe = kwargs["connection_class"] = _close_race_safe(kwargs["connection_class"])
         for node in client.nodes_manager.startup_nodes.values():
             node.connection_class = safe
         return client  # type: ignore[no-any-return]
