@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from saga.adapters.server_allocator import for_binary
 from saga.state.errors import SagaError
 
 _PR_SET_PDEATHSIG = 1
@@ -78,7 +79,11 @@ class EmbeddedServer:
     port: int = 0
     tied: bool = True
     appendfsync: str = "everysec"
+    malloc: str = "auto"
+    """SAGA_EMBEDDED_MALLOC: auto, jemalloc, tuned or libc (``server_allocator``)."""
     pid: int | None = None
+    allocator: str = ""
+    """What the running server's allocator is, once started."""
 
     @property
     def socket_path(self) -> Path:
@@ -100,8 +105,11 @@ class EmbeddedServer:
         os.chmod(self.data_dir, 0o700)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        binary = server_binary()
+        chosen = for_binary(binary, self.malloc, os.environ)
+        self.allocator = chosen.name
         args = [
-            str(server_binary()),
+            str(binary),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--unixsocket", str(self.socket_path),
@@ -123,6 +131,7 @@ class EmbeddedServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, **chosen.env},
             preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509 (set before threads start)
             start_new_session=not self.tied,
         )

@@ -29,7 +29,7 @@ def keys_of(settings: Settings) -> Keys:
 
 
 def embedded_server(settings: Settings) -> EmbeddedServer:
-    return EmbeddedServer(data_dir=settings.data_dir, tied=False)
+    return EmbeddedServer(data_dir=settings.data_dir, tied=False, malloc=settings.embedded_malloc)
 
 
 def ensure_embedded(settings: Settings) -> EmbeddedServer:

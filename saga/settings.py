@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
 from saga.state.limits import StateLimits
 from saga.steps.config import ExtractorKind, StepConfig
 
@@ -53,6 +54,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False
     """``SAGA_REDIS_CLUSTER``: talk to Redis Cluster (one slot per partition)."""
     data_dir: Path = Path(".saga-data")
+    embedded_malloc: str = "auto"
+    """``SAGA_EMBEDDED_MALLOC``: the embedded server's allocator (auto, jemalloc, tuned, libc)."""
     partitions: int = 1
     """``SAGA_PARTITIONS``: hash-tag partitions of the record space."""
     key_prefix: str = "saga"
@@ -151,6 +154,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     log_format = get("SAGA_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
     if log_format not in ("json", "console"):
         raise SettingsError(f"SAGA_LOG_FORMAT={log_format!r} must be json or console")
+    malloc = get("SAGA_EMBEDDED_MALLOC", "auto").lower()
+    if malloc not in MALLOC_CHOICES:
+        raise SettingsError(
+            f"SAGA_EMBEDDED_MALLOC={malloc!r} must be one of {', '.join(MALLOC_CHOICES)}"
+        )
     parser = get("SAGA_PARSER", "rules")
     if parser not in ("rules", "llm"):
         raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
@@ -160,6 +168,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             redis_ca_file=get("SAGA_REDIS_CA_FILE") or None,
             cluster=flag("SAGA_REDIS_CLUSTER"),
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
+            embedded_malloc=malloc,
             partitions=int(num("SAGA_PARTITIONS", 1, int)),
             key_prefix=get("SAGA_KEY_PREFIX", "saga"),
             document_source=get("SAGA_DOCUMENT_SOURCE"),

@@ -47,7 +47,7 @@ def _server(settings: Settings, private: bool) -> Any:
         from saga.adapters.embedded_redis import EmbeddedServer
 
         tmp = Path(tempfile.mkdtemp(prefix="saga-bench-server-"))
-        server = EmbeddedServer(data_dir=tmp, tied=True)
+        server = EmbeddedServer(data_dir=tmp, tied=True, malloc=settings.embedded_malloc)
         server.start()
         try:
             yield server.url

@@ -153,6 +153,9 @@ class ServerInfo(msgspec.Struct, frozen=True, kw_only=True):
     transport: str
     appendonly: str
     maxmemory_policy: str
+    allocator: str = "?"
+    """The server's malloc: INFO mem_allocator, or what /proc shows of a local process
+    (preloaded jemalloc, tuned glibc malloc: saga.adapters.server_allocator)."""
 
 
 async def server_info(client: Any, url: str) -> ServerInfo:
@@ -163,6 +166,14 @@ async def server_info(client: Any, url: str) -> ServerInfo:
         mm = next(iter(policy.values()), b"")
     except Exception:  # CONFIG may be renamed or refused on managed servers
         mm = b"?"
+    memory = await client.info("memory")
+    allocator = str(_field(memory, "mem_allocator") or "?")
+    local = url.startswith("unix") or "//127.0.0.1" in url or "//localhost" in url
+    pid = int(_field(info, "process_id") or 0)
+    if local and pid:
+        from saga.adapters.server_allocator import describe_process
+
+        allocator = describe_process(pid, allocator)
     name = str(_field(info, "server_name") or "redis")
     version = str(_field(info, "valkey_version") or _field(info, "redis_version") or "?")
     return ServerInfo(
@@ -173,6 +184,7 @@ async def server_info(client: Any, url: str) -> ServerInfo:
         transport="unix socket" if url.startswith("unix") else "tcp",
         appendonly="yes" if int(_field(persistence, "aof_enabled") or 0) else "no",
         maxmemory_policy=mm.decode() if isinstance(mm, bytes) else str(mm),
+        allocator=allocator,
     )
 
 

@@ -14,7 +14,8 @@ def render(report: Report) -> str:
         report.command,
         f"machine: {m.nproc} cores, {m.cpu_model}, {m.ram_bytes / 2**30:.1f} GiB RAM, "
         f"Python {m.python}, load average {load}",
-        f"server: {s.name} {s.version} over {s.transport}, appendonly {s.appendonly}; "
+        f"server: {s.name} {s.version} over {s.transport}, appendonly {s.appendonly}, "
+        f"malloc {s.allocator}; "
         f"code {report.code.commit or '?'}"
         + (f" + uncommitted {', '.join(report.code.dirty)}" if report.code.dirty else ""),
         f"{p.sagas} sagas, {p.workers} worker process(es), concurrency {p.concurrency} per step, "
