@@ -21,9 +21,10 @@ from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.state import operator, reads, streams
 from saga.state.keys import Keys
-from saga.state.machine import StartResult, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import HistoryEvent, Saga
 from saga.state.operator import RetryResult
+from saga.state.requests import StartResult
 
 __all__ = ["SagaClient"]
 

@@ -20,8 +20,9 @@ from saga.state.codes import RC, raise_for, to_code
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys
 from saga.state.limits import StateLimits
-from saga.state.model import Claim, FailAction, SagaState
+from saga.state.model import Claim, SagaState
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
+from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
 from saga.state.scripts import evalsha, evalsha_many
 
 T = TypeVar("T")
@@ -34,50 +35,6 @@ _op_counter = itertools.count()
 def new_op() -> str:
     """A unique operation id: a random per-process prefix and a counter (no syscall)."""
     return f"{_OP_PREFIX}{next(_op_counter):x}"
-
-
-class StartResult(msgspec.Struct, frozen=True):
-    created: bool
-    state: SagaState
-    step: str
-    epoch: int
-    created_ms: int
-
-
-class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
-    output: bytes
-    next_step: str = ""
-    worker: str = ""
-    pages: bytes | None = None
-    delete_pages: bool = False
-    checkpoint: bytes | None = None
-    cost: float = 0.0
-    """Cost not covered by ``cost_keys`` (USD)."""
-    tokens: int = 0
-    cost_keys: tuple[str, ...] = ()
-    """Cached LLM answers the attempt used; the script attributes each one's cost once."""
-    op: str = ""
-
-
-class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
-    action: FailAction
-    error_class: str
-    error_message: str
-    delay_ms: int = 0
-    worker: str = ""
-    cost: float = 0.0
-    tokens: int = 0
-    cost_keys: tuple[str, ...] = ()
-    op: str = ""
-
-
-class Outcome(msgspec.Struct, frozen=True):
-    """The code of a commit/fail and what it led to."""
-
-    code: RC
-    state: str = ""
-    detail: str = ""
-    """Next step (commit), due ms or dead-letter id (fail)."""
 
 
 class StateMachine:

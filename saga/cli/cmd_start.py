@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print_started(args: argparse.Namespace, res: object) -> None:
-    from saga.state.machine import StartResult
+    from saga.state.requests import StartResult
 
     assert isinstance(res, StartResult)
     if args.json:

@@ -17,8 +17,9 @@ from saga.settings import Settings
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import LeaseLostError
-from saga.state.machine import CommitRequest, FailRequest, Outcome, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction
+from saga.state.requests import CommitRequest, FailRequest, Outcome
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
 from saga.telemetry import tracing
 from saga.telemetry.redact import safe_error

@@ -22,8 +22,9 @@ from typing import Any
 
 import structlog
 
-from saga.state.machine import CommitRequest, FailRequest, Outcome, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import Claim
+from saga.state.requests import CommitRequest, FailRequest, Outcome
 
 log = structlog.get_logger("saga.worker")
 

@@ -10,9 +10,10 @@ import pytest
 from saga.adapters.billing import Secret, StaticKey
 from saga.adapters.llm import CostMeter, LiteLLMClient, LLMConfig
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction
 from saga.state.reads import get_saga_and_history
+from saga.state.requests import CommitRequest, FailRequest
 from saga.state.streams import ensure_groups
 from tests.state.helpers import claim_next, wait_lease_expired
 

@@ -11,9 +11,10 @@ from typing import Any
 
 from saga.state import recovery
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction
 from saga.state.replies import text
+from saga.state.requests import CommitRequest, FailRequest
 from saga.state.streams import ensure_groups
 from tests.state.helpers import NEXT, STEPS, claim_next, wait_lease_expired
 

@@ -14,8 +14,8 @@ import pytest
 from saga.cli.attempts import Attempt, pair
 from saga.cli.timeline import axis, bar
 from saga.state.keys import Keys
-from saga.state.machine import FailRequest
 from saga.state.model import EventType, FailAction, HistoryEvent, Saga, SagaState
+from saga.state.requests import FailRequest
 from tests.cli.inspect_support import (
     cli,
     cli_json,

@@ -76,7 +76,7 @@ async def test_scripts_flushed_from_every_node_are_loaded_again(client: Any, key
     """After SCRIPT FLUSH on every primary (a failover to a fresh node looks alike), a
     claim and a batch of commits through the cluster pipeline reload and run."""
     from saga.state.keys import GROUP
-    from saga.state.machine import CommitRequest
+    from saga.state.requests import CommitRequest
 
     rids = [f"flush-{i}" for i in range(8)]
     sm = await start_sagas(client, keys, rids)

@@ -12,9 +12,10 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from saga.state import machine
 from saga.state.codes import RC
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import EventType
 from saga.state.reads import get_saga_and_history
+from saga.state.requests import CommitRequest
 from saga.state.streams import ensure_groups
 from saga.worker.committer import Committer
 from saga.worker.health import HealthState

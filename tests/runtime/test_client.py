@@ -10,8 +10,8 @@ from saga.client import SagaClient
 from saga.runtime import document_pipeline
 from saga.settings import load_settings
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest
 from saga.state.model import FailAction
+from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import claim_next
 
 pytestmark = pytest.mark.anyio

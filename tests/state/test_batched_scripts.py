@@ -9,7 +9,8 @@ from redis.exceptions import ClusterDownError, ResponseError
 
 from saga.state import scripts
 from saga.state.codes import RC
-from saga.state.machine import CommitRequest, StateMachine
+from saga.state.machine import StateMachine
+from saga.state.requests import CommitRequest
 from saga.state.scripts import evalsha_many
 from tests.state.helpers import claim_next
 

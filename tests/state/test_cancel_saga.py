@@ -8,8 +8,9 @@ from saga.state import operator
 from saga.state.codes import RC
 from saga.state.errors import SagaNotFoundError, StepConflictError
 from saga.state.keys import GROUP, Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction, SagaState
+from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import evalsha
 from tests.state.helpers import (
     claim_next,

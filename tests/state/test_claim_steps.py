@@ -73,7 +73,7 @@ async def test_claim_returns_pages_and_extra_fields_when_asked(
     sm: StateMachine, keys: Keys
 ) -> None:
     """load_pages returns the pages blob and extra_fields return named saga fields."""
-    from saga.state.machine import CommitRequest
+    from saga.state.requests import CommitRequest
 
     await sm.start("r1", "u1", "router")
     c = await claim_next(sm, "router", "w-a")

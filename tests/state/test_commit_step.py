@@ -8,9 +8,10 @@ import pytest
 from saga.state import operator
 from saga.state.codes import RC
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine, _day
+from saga.state.machine import StateMachine, _day
 from saga.state.model import Claim, FailAction, SagaState
 from saga.state.recovery import recover_idle
+from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import (
     claim_next,
     history,

@@ -7,8 +7,9 @@ import pytest
 
 from saga.state.errors import LeaseLostError, SagaNotFoundError
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.recovery import recover_idle
+from saga.state.requests import CommitRequest
 from tests.state.helpers import (
     claim_next,
     pending,

@@ -7,9 +7,10 @@ import pytest
 
 from saga.state.codes import RC
 from saga.state.keys import Keys
-from saga.state.machine import FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction, SagaState
 from saga.state.recovery import recover_idle
+from saga.state.requests import FailRequest
 from tests.state.helpers import (
     claim_next,
     history,

@@ -16,9 +16,10 @@ import pytest
 
 from saga.state import operator
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction
 from saga.state.recovery import recover_idle
+from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import claim_next, read_ready, snapshot, wait_lease_expired
 
 pytestmark = pytest.mark.anyio

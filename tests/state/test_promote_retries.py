@@ -8,8 +8,9 @@ from redis.exceptions import ResponseError
 from saga.state import operator
 from saga.state.codes import RC
 from saga.state.keys import Keys
-from saga.state.machine import FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction, SagaState
+from saga.state.requests import FailRequest
 from tests.state.helpers import (
     claim_next,
     events,

@@ -9,8 +9,9 @@ import pytest
 from saga.state import operator
 from saga.state.keys import Keys
 from saga.state.limits import StateLimits
-from saga.state.machine import CommitRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import SagaState
+from saga.state.requests import CommitRequest
 from saga.state.retention import prune_retired
 from tests.state.helpers import claim_next, server_ms, wait_until
 

@@ -9,10 +9,11 @@ import pytest
 from saga.state import operator
 from saga.state.errors import SagaNotFoundError
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import EventType, FailAction, SagaState
 from saga.state.reads import get_saga, get_saga_and_history
 from saga.state.recovery import recover_idle
+from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import claim_next
 
 pytestmark = pytest.mark.anyio

@@ -18,10 +18,11 @@ import pytest
 from saga.state import operator
 from saga.state.connection import connect
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction
 from saga.state.reads import get_saga_and_history
 from saga.state.recovery import recover_idle
+from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import ensure_loaded
 from saga.state.streams import ensure_groups
 from tests.state.helpers import STEPS, read_ready

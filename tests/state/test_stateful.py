@@ -44,10 +44,11 @@ from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
 from saga.state.keys import Keys
-from saga.state.machine import CommitRequest, FailRequest, StateMachine
+from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction, SagaState
 from saga.state.recovery import recover_idle
 from saga.state.replies import text
+from saga.state.requests import CommitRequest, FailRequest
 from saga.state.streams import ensure_groups
 from tests.state.helpers import keys_under, read_ready, snapshot
 from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged

@@ -1,0 +1,53 @@
+"""What the executor hands the state machine and gets back: the typed arguments
+and results of the start, commit and fail transitions."""
+
+from __future__ import annotations
+
+import msgspec
+
+from saga.state.codes import RC
+from saga.state.model import FailAction, SagaState
+
+
+class StartResult(msgspec.Struct, frozen=True):
+    created: bool
+    state: SagaState
+    step: str
+    epoch: int
+    created_ms: int
+
+
+class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
+    output: bytes
+    next_step: str = ""
+    worker: str = ""
+    pages: bytes | None = None
+    delete_pages: bool = False
+    checkpoint: bytes | None = None
+    cost: float = 0.0
+    """Cost not covered by ``cost_keys`` (USD)."""
+    tokens: int = 0
+    cost_keys: tuple[str, ...] = ()
+    """Cached LLM answers the attempt used; the script attributes each one's cost once."""
+    op: str = ""
+
+
+class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
+    action: FailAction
+    error_class: str
+    error_message: str
+    delay_ms: int = 0
+    worker: str = ""
+    cost: float = 0.0
+    tokens: int = 0
+    cost_keys: tuple[str, ...] = ()
+    op: str = ""
+
+
+class Outcome(msgspec.Struct, frozen=True):
+    """The code of a commit/fail and what it led to."""
+
+    code: RC
+    state: str = ""
+    detail: str = ""
+    """Next step (commit), due ms or dead-letter id (fail)."""
