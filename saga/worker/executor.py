@@ -5,7 +5,6 @@ promotes due retries, keeps the streams trimmed, and drains on SIGTERM."""
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +27,7 @@ from saga.worker.entries import Malformed, parse_entry
 from saga.worker.health import HealthState
 from saga.worker.observer import Observer
 from saga.worker.ports import Ports
+from saga.worker.refusals import log_refused
 from saga.worker.slots import Slots
 from saga.worker.upkeep import Upkeep
 from saga.worker.watchdog import Watchdog
@@ -70,7 +70,7 @@ class Executor:
 
     # -- lifecycle ------------------------------------------------------------
     async def run(self) -> None:
-        """Run until ``stop()`` (or SIGTERM/SIGINT via ``run_with_signals``), then drain."""
+        """Run until ``stop()`` (SIGTERM/SIGINT: ``service.run_with_signals``), then drain."""
         await self._prepare()
         async with anyio.create_task_group() as outer:
             outer.start_soon(self.committer.run)
@@ -98,18 +98,6 @@ class Executor:
             log.info("worker_draining", worker=self.worker, inflight=len(self._inflight))
             self.health.draining = True
             self.stopping.set()
-
-    async def run_with_signals(self) -> None:
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                    async for _ in signals:
-                        self.stop()
-
-            tg.start_soon(watch)
-            await self.run()
-            tg.cancel_scope.cancel()
 
     async def _drain(self) -> None:
         """Let in-flight attempts finish within the grace period; the rest are then
@@ -237,7 +225,7 @@ class Executor:
                     used += 1
                     self._start(spec, partition, out.claim)
                 elif out.code not in (RC.OK, RC.DUPLICATE):
-                    self._log_refused(spec, out.code, out.entry_id, out.record_id, out.detail)
+                    log_refused(spec.name, out.code, out.entry_id, out.record_id, out.detail)
         self.observer.claimed(spec.name, used)
         return used
 
@@ -267,17 +255,6 @@ class Executor:
             self.slots[spec.name].release(1)
             if not self._inflight:
                 self._all_idle.set()
-
-    def _log_refused(self, spec: StepSpec, code: RC, entry: str, record: str, detail: str) -> None:
-        event = {
-            RC.NOT_FOUND: "entry_quarantined",
-            RC.STALE_ENTRY: "stale_entry_dropped",
-            RC.LEASE_HELD: "lease_held_elsewhere",
-            RC.DEAD_LETTERED: "dead_lettered",
-            RC.SCHEMA_NEWER: "saga_from_newer_release",
-        }.get(code, "claim_refused")
-        level = log.debug if code in (RC.STALE_ENTRY, RC.LEASE_HELD) else log.warning
-        level(event, step=spec.name, entry=entry, record_id=record, detail=detail)
 
     # -- waiting and recovering ---------------------------------------------------
     async def _wait_capacity(self, slots: Slots, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -69,9 +70,23 @@ async def serve(
                 bound = await tg.start(serve_health, health, port, render)
                 log.info("health_listening", port=bound)
                 tg.start_soon(telemetry.refresh_loop, client, keys)
-            await executor.run_with_signals()
+            await run_with_signals(executor)
             tg.cancel_scope.cancel()
     finally:
         telemetry.shutdown()
         await ports.aclose()
         await client.aclose()
+
+
+async def run_with_signals(executor: Executor) -> None:
+    """Run ``executor`` until SIGTERM or SIGINT asks it to drain (Kubernetes' stop)."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    executor.stop()
+
+        tg.start_soon(watch)
+        await executor.run()
+        tg.cancel_scope.cancel()

@@ -18,11 +18,9 @@ it; after every rule the invariants (stateful_invariants) are checked against Re
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
-from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 import pytest
@@ -30,7 +28,6 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
-    RuleBasedStateMachine,
     initialize,
     invariant,
     multiple,
@@ -41,16 +38,13 @@ from hypothesis.stateful import (
 
 from saga.state import operator
 from saga.state.codes import RC
-from saga.state.connection import connect
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
-from saga.state.keys import Keys
-from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction, SagaState
 from saga.state.recovery import recover_idle
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
-from saga.state.streams import ensure_groups
-from tests.state.helpers import keys_under, read_ready, snapshot
+from tests.state.helpers import read_ready, snapshot
+from tests.state.stateful_harness import RedisMachine
 from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged
 from tests.state.stateful_model import (
     LATER_MS,
@@ -64,12 +58,9 @@ from tests.state.stateful_model import (
     C,
     P,
     R,
-    Rec,
     W,
     X,
 )
-
-T = TypeVar("T")
 
 SOAK = os.environ.get("SAGA_SOAK") == "1"
 SETTINGS = settings(
@@ -80,32 +71,8 @@ SETTINGS = settings(
 )
 
 
-class SagaMachine(RuleBasedStateMachine):
+class SagaMachine(RedisMachine):
     claims = Bundle("claims")
-
-    def __init__(self, url: str) -> None:
-        super().__init__()
-        self.loop = asyncio.new_event_loop()
-        self.client = connect(url)
-        self.keys = Keys(prefix=f"h{uuid.uuid4().hex[:10]}")
-        self.sm = StateMachine(self.client, self.keys)
-        self.model = {rid: Rec() for rid in RECORDS}
-        self.run(ensure_groups(self.client, self.keys, STEPS))
-
-    def run(self, aw: Awaitable[T]) -> T:
-        return self.loop.run_until_complete(aw)
-
-    def teardown(self) -> None:
-        try:
-            stale = self.run(keys_under(self.client, self.keys.prefix))
-            if stale:
-                self.run(self.client.delete(*stale))
-            self.run(self.client.aclose())
-        finally:
-            self.loop.close()
-
-    def _entry_of(self, rid: str) -> str:
-        return text(self.run(self.client.hget(self.keys.saga(rid), "entry")))
 
     # -- rules ----------------------------------------------------------------
     @rule(rid=st.sampled_from(RECORDS))

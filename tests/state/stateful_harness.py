@@ -1,0 +1,47 @@
+"""The stateful test's harness: one Redis keyspace, one event loop and the model per
+run, cleaned up after it (the rules are in ``test_stateful``)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from hypothesis.stateful import RuleBasedStateMachine
+
+from saga.state.connection import connect
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine
+from saga.state.replies import text
+from saga.state.streams import ensure_groups
+from tests.state.helpers import keys_under
+from tests.state.stateful_model import RECORDS, STEPS, Rec
+
+T = TypeVar("T")
+
+
+class RedisMachine(RuleBasedStateMachine):
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.client = connect(url)
+        self.keys = Keys(prefix=f"h{uuid.uuid4().hex[:10]}")
+        self.sm = StateMachine(self.client, self.keys)
+        self.model = {rid: Rec() for rid in RECORDS}
+        self.run(ensure_groups(self.client, self.keys, STEPS))
+
+    def run(self, aw: Awaitable[T]) -> T:
+        return self.loop.run_until_complete(aw)
+
+    def teardown(self) -> None:
+        try:
+            stale = self.run(keys_under(self.client, self.keys.prefix))
+            if stale:
+                self.run(self.client.delete(*stale))
+            self.run(self.client.aclose())
+        finally:
+            self.loop.close()
+
+    def _entry_of(self, rid: str) -> str:
+        return text(self.run(self.client.hget(self.keys.saga(rid), "entry")))
