@@ -20,6 +20,9 @@ class BenchConfig(msgspec.Struct, frozen=True, kw_only=True):
     rate_seconds: float = 10.0
     """The paced phase submits rate x this many sagas (at most --sagas)."""
     tracing: bool = False
+    trace_ratio: float = 1.0
+    """With tracing on: the share of sagas traced (1: every one, ``always_on``; below 1:
+    ``traceidratio``, the whole saga in or out, as its trace id decides)."""
     log_level: str = "info"
     only: tuple[str, ...] = SYSTEMS
     cli_runs: int = 10

@@ -76,7 +76,7 @@ class _Run:
         self.progress = progress
         self.base = f"bench-{secrets.token_hex(4)}"
         self.log_dir = Path(tempfile.mkdtemp(prefix="saga-bench-"))
-        self.tenv = tracing_sink.tracing_env(cfg.tracing, endpoint)
+        self.tenv = tracing_sink.tracing_env(cfg.tracing, endpoint, cfg.trace_ratio)
         self.env = extras.worker_base_env(url, cfg.log_level, {})
         self.results: dict[str, SystemResult] = {}
         self.retention: Retention | None = None
@@ -202,6 +202,7 @@ def _params(cfg: BenchConfig, settings: Settings) -> Params:
         rate=cfg.rate,
         rate_seconds=cfg.rate_seconds,
         tracing=cfg.tracing,
+        trace_ratio=cfg.trace_ratio,
         log_level=cfg.log_level,
         only=list(cfg.only),
         read_batch=settings.read_batch,

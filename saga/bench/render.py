@@ -20,7 +20,8 @@ def render(report: Report) -> str:
         + (f" + uncommitted {', '.join(report.code.dirty)}" if report.code.dirty else ""),
         f"{p.sagas} sagas, {p.workers} worker process(es), concurrency {p.concurrency} per step, "
         f"read batch {p.read_batch}, log level {p.log_level}, tracing "
-        f"{'on' if p.tracing else 'off'}",
+        f"{'on' if p.tracing else 'off'}"
+        + (f" (ratio {p.trace_ratio:g})" if p.tracing and p.trace_ratio < 1 else ""),
         "",
     ]
     headers, body = rows(report)

@@ -18,6 +18,7 @@ class Params(msgspec.Struct, frozen=True, kw_only=True):
     """Sagas/s of the latency phase; None = half of each system's measured maximum."""
     rate_seconds: float
     tracing: bool
+    trace_ratio: float = 1.0
     log_level: str
     only: list[str]
     read_batch: int

@@ -43,7 +43,7 @@ def otlp_sink() -> Iterator[tuple[str, type[_Sink]]]:
         server.server_close()
 
 
-def tracing_env(on: bool, endpoint: str) -> dict[str, str]:
+def tracing_env(on: bool, endpoint: str, ratio: float = 1.0) -> dict[str, str]:
     """OTEL_* for the saga workers. Off: the SDK disabled and no endpoint."""
     if not on:
         return {"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "none"}
@@ -52,7 +52,9 @@ def tracing_env(on: bool, endpoint: str) -> dict[str, str]:
         "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_TRACES_SAMPLER": "always_on",
+        # traceidratio (not parent-based): the start span is the bench's, always sampled.
+        "OTEL_TRACES_SAMPLER": "always_on" if ratio >= 1 else "traceidratio",
+        "OTEL_TRACES_SAMPLER_ARG": f"{ratio:g}",
         "OTEL_SERVICE_NAME": "saga-bench-worker",
         "OTEL_BSP_SCHEDULE_DELAY": "200",
     }

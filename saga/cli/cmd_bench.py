@@ -23,6 +23,16 @@ def _positive(kind: type) -> object:
     return parse
 
 
+def _ratio(value: str) -> float:
+    try:
+        v = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be > 0 and <= 1")
+    return v
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "bench",
@@ -65,6 +75,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="the paced phase submits R x S sagas, at most N (default 10)",
     )
     p.add_argument("--tracing", choices=("on", "off"), default="off", help="OTel tracing (off)")
+    p.add_argument(
+        "--trace-ratio",
+        type=_ratio,
+        default=1.0,
+        metavar="R",
+        help="with --tracing on: share of sagas traced, 0 < R <= 1 (default 1: all)",
+    )
     p.add_argument(
         "--log-level",
         default="info",
@@ -130,6 +147,7 @@ def main(args: argparse.Namespace) -> int:
         rate=args.rate,
         rate_seconds=args.rate_seconds,
         tracing=args.tracing == "on",
+        trace_ratio=args.trace_ratio,
         log_level=args.log_level,
         only=only,
         cli_runs=max(0, args.cli_runs),
@@ -182,6 +200,8 @@ def canonical(args: argparse.Namespace, only: tuple[str, ...]) -> str:
     if args.rate is not None:
         argv += ["--rate", f"{args.rate:g}"]
     argv += ["--rate-seconds", f"{args.rate_seconds:g}", "--tracing", args.tracing]
+    if args.trace_ratio != 1.0:
+        argv += ["--trace-ratio", f"{args.trace_ratio:g}"]
     argv += ["--log-level", args.log_level]
     if len(only) < 3:
         for name in only:

@@ -121,6 +121,9 @@ def test_human_output_and_usage_errors(redis_server: Any) -> None:
     assert bad.returncode == 2
     bad = bench(redis_server.url, "--rate", "-1", "--sagas", "5")
     assert bad.returncode == 2 and "--rate" in bad.stderr
+    for ratio in ("0", "1.5", "half"):
+        bad = bench(redis_server.url, "--trace-ratio", ratio, "--sagas", "5")
+        assert bad.returncode == 2 and "--trace-ratio" in bad.stderr, bad.stderr
 
 
 def test_features_prints_a_cost_for_every_feature_as_json(redis_url: str) -> None:

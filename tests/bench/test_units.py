@@ -92,6 +92,7 @@ def test_ratios_and_targets() -> None:
 def test_canonical_command_spells_out_every_option() -> None:
     args = argparse.Namespace(
         sagas=1000, workers=2, concurrency=64, rate=None, rate_seconds=10.0, tracing="off",
+        trace_ratio=1.0,
         log_level="info", cli_runs=10, no_recovery=False, no_retention_check=False,
         private_server=True, keep_logs=False, json=True,
     )  # fmt: skip
@@ -100,11 +101,19 @@ def test_canonical_command_spells_out_every_option() -> None:
         "--tracing off --log-level info --private-server --json"
     )
     assert "--only seed" in canonical(args, ("seed",))
+    args.tracing, args.trace_ratio = "on", 0.1
+    assert "--tracing on --trace-ratio 0.1 --log-level" in canonical(args, ("saga",))
 
 
 def test_tracing_env_and_recovery_bounds() -> None:
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in tracing_sink.tracing_env(False, "http://x")
     assert tracing_sink.tracing_env(True, "http://x")["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://x"
+    assert tracing_sink.tracing_env(True, "http://x")["OTEL_TRACES_SAMPLER"] == "always_on"
+    sampled = tracing_sink.tracing_env(True, "http://x", 0.25)
+    assert (sampled["OTEL_TRACES_SAMPLER"], sampled["OTEL_TRACES_SAMPLER_ARG"]) == (
+        "traceidratio",
+        "0.25",
+    )
     bounds = {d.step: d for d in extras.recovery_defaults(Settings())}
     # lease + 1 s margin + one recovery interval at worst; 2/3 lease + 1 s at best
     assert bounds["router"].latest_s == pytest.approx(60 + 1 + 10)

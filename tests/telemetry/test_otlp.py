@@ -89,3 +89,23 @@ def test_otel_service_name_overrides_the_default_name(
         shutdown()
     ((_, _, body),) = Collector.received
     assert b"records-api" in body and b"saga-test" not in body
+
+
+def test_otel_traces_sampler_decides_which_sagas_are_traced(
+    collector: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OTEL_TRACES_SAMPLER/_ARG reach the provider: at a ratio of 0 nothing is exported,
+    so operators can trace a share of sagas (saga bench --trace-ratio measures it)."""
+    pytest.importorskip(EXPORTER, reason="the otlp extra is not installed")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "0")
+    shutdown = tracing.configure_tracing(collector, "saga-test")
+    try:
+        for i in range(20):
+            with tracing.saga_span(f"rec-{i}", "user-1", "saga:{0}:ready:router") as span:
+                flags = int(tracing.traceparent_of(span)[-2:], 16)
+                assert flags & 1 == 0  # the W3C "sampled" bit is off
+    finally:
+        shutdown()
+    assert Collector.received == []
