@@ -64,12 +64,22 @@ class DocumentFetcher:
         self.max_bytes = max_bytes
         self.max_redirects = max_redirects
         self.allowed_roots = tuple(Path(root).resolve() for root in allowed_roots)
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
-            follow_redirects=True,
-            max_redirects=max_redirects,
-            headers=dict(headers or {}),
-        )
+        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._headers = dict(headers or {})
+        # Made at the first http(s) fetch: a client loads the CA bundle (~20 ms) and
+        # pulls in httpcore (~40 ms), which every worker paid at start-up, though only
+        # the router fetches, and only over http in production.
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout,
+                follow_redirects=True,
+                max_redirects=self.max_redirects,
+                headers=self._headers,
+            )
+        return self._client
 
     async def __aenter__(self) -> DocumentFetcher:
         return self
@@ -80,8 +90,9 @@ class DocumentFetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the HTTP client and its pooled connections."""
-        await self._client.aclose()
+        """Close the HTTP client and its pooled connections (if one was made)."""
+        if self._client is not None:
+            await self._client.aclose()
 
     async def fetch(self, ref: str) -> Document:
         """The document at ``ref``: a path, a file:// URL or an http(s):// URL."""
@@ -136,7 +147,7 @@ class DocumentFetcher:
     async def _fetch_http(self, url: str) -> Document:
         shown = redact(url)
         try:
-            async with self._client.stream("GET", url) as response:
+            async with self._http().stream("GET", url) as response:
                 check_status(response.status_code, shown)
                 content = await self._read_body(response)
                 name = document_name(response.headers.get("content-disposition", ""), response.url)

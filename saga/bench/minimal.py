@@ -24,7 +24,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,8 +151,12 @@ class StepLoop:
             await self._send(calls)
 
 
-async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
+async def serve(
+    url: str, prefix: str, concurrency: int, block_ms: int, ready: Callable[[], None]
+) -> None:
     client = connect(url)
+    await client.ping()  # connected before the go, as the saga worker is
+    ready()
     keys = MinimalKeys(prefix)
     consumer = f"{socket.gethostname()}-{os.getpid()}"
     stop = asyncio.Event()

@@ -46,6 +46,8 @@ class Phase(msgspec.Struct, kw_only=True):
     usages: list[Any]
     commands: dict[str, int]
     server_cpu_s: float
+    startup_s: float = 0.0
+    """Spawn to every worker's "ready" (imports and wiring), before the clock starts."""
 
 
 async def cleanup(client: Any, pattern: str) -> int:
@@ -102,7 +104,9 @@ async def backlog(
     rids: Sequence[str],
 ) -> Phase:
     with _workers(system, cfg, url, env, log_dir, f"{system.name}-backlog") as ws:
+        spawned = time.monotonic()
         await ws.start()
+        startup = time.monotonic() - spawned
         stats0 = await commandstats(client)
         cpu0 = await server_cpu_s(client)
         own: Counter[str] = Counter({"info": 1})
@@ -134,6 +138,7 @@ async def backlog(
         usages=usages,
         commands={k: v for k, v in commands.items() if v > 0},
         server_cpu_s=cpu1 - cpu0,
+        startup_s=startup,
     )
 
 

@@ -185,4 +185,5 @@ def _cost_rows(c: _Columns) -> list[list[str]]:
             "worker peak RSS MiB",
             [_num(s[n].workers.peak_rss_bytes / 2**20, 1) for n in names],
         ),
+        line("worker start-up s", [_num(s[n].workers.startup_s, 2) for n in names]),
     ]

@@ -84,6 +84,9 @@ class Workers(msgspec.Struct, frozen=True, kw_only=True):
     peak_rss_bytes: int
     """The largest peak resident memory of one worker process."""
     peak_rss_total_bytes: int
+    startup_s: float = 0.0
+    """From spawning the worker processes until every one was wired and ready (imports,
+    client, scripts, groups): not part of the throughput, which starts at the go."""
 
 
 class SystemResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -28,7 +28,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,9 +136,13 @@ async def step_task(
         await client.delete(lock)
 
 
-async def serve(url: str, prefix: str, concurrency: int, block_ms: int) -> None:
+async def serve(
+    url: str, prefix: str, concurrency: int, block_ms: int, ready: Callable[[], None]
+) -> None:
     # Every task holds a connection while it blocks in XREADGROUP.
     client = connect(url, max_connections=concurrency * len(STEPS) + 16)
+    await client.ping()  # connected before the go, as the saga worker is
+    ready()
     keys = SeedKeys(prefix)
     consumer = f"{socket.gethostname()}-{os.getpid()}"
     stop = asyncio.Event()

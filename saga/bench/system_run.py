@@ -115,6 +115,7 @@ def _workers(phase: Phase, transitions: int) -> Workers:
         cores_busy=round(cpu / phase.wall_s, 2) if phase.wall_s else 0.0,
         peak_rss_bytes=max(peaks),
         peak_rss_total_bytes=sum(peaks),
+        startup_s=round(phase.startup_s, 3),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -48,8 +48,10 @@ class Executor:
         worker: str,
         observer: Observer | None = None,
         health: HealthState | None = None,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         self.client, self.keys, self.settings = client, keys, settings
+        self.on_ready = on_ready
         self.specs = [pipeline.get(s) for s in steps]
         self._prev = {s.name: pipeline.prev_of(s.name) for s in self.specs}
         self.worker = worker
@@ -72,6 +74,8 @@ class Executor:
     async def run(self) -> None:
         """Run until ``stop()`` (SIGTERM/SIGINT: ``service.run_with_signals``), then drain."""
         await self._prepare()
+        if self.on_ready is not None:
+            self.on_ready()
         async with anyio.create_task_group() as outer:
             outer.start_soon(self.committer.run)
             outer.start_soon(self.watchdog.run)  # runs through the drain: heartbeats go on

@@ -32,8 +32,9 @@ async def serve(
 ) -> None:
     """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return.
 
-    ``on_ready`` runs once the process is wired and warmed up, before any work
-    (the CLI settles the garbage collector there)."""
+    ``on_ready`` runs once the process is wired and warmed up and its scripts and
+    consumer groups are in place, right before the first read (the CLI settles the
+    garbage collector there; ``saga bench`` holds its workers there until it says go)."""
     from saga.ports import DefaultPorts
     from saga.runtime import document_pipeline, keys_of, open_client
     from saga.telemetry.worker import WorkerTelemetry
@@ -58,10 +59,9 @@ async def serve(
         worker=worker_name(),
         observer=observer or telemetry.metrics.observer,
         health=health,
+        on_ready=on_ready,
     )
     await ports.warm_up()
-    if on_ready is not None:
-        on_ready()
     port = settings.health_port if health_port is None else health_port
     try:
         async with anyio.create_task_group() as tg:

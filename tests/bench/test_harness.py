@@ -51,3 +51,38 @@ def test_peak_rss_is_this_process() -> None:
     from saga.bench.harness import peak_rss
 
     assert 1 << 20 < peak_rss() < 1 << 34
+
+
+async def test_a_saga_worker_says_ready_only_once_wired_and_reads_after_go(
+    redis: Any, redis_url: str, tmp_path: Any
+) -> None:
+    """The barrier sits at the worker's on_ready: by "ready" it has made its consumer
+    groups itself (nobody else did here), so its start-up is not timed as throughput;
+    and it reads nothing before the go."""
+    import secrets
+
+    import anyio
+
+    from saga.bench.extras import worker_base_env
+    from saga.bench.procs import WorkerSet
+    from saga.bench.systems import SagaSystem
+    from saga.state.keys import GROUP
+
+    system = SagaSystem(f"bench-h{secrets.token_hex(3)}", 1, worker_base_env(redis_url, "info", {}))
+    argv = system.worker_argv(redis_url, 4, str(tmp_path / "w.stats.json"))
+    workers = WorkerSet([argv], system.worker_env(), tmp_path, "saga")
+    stream = system.keys.ready(0, "router")
+    try:
+        await workers.start(limit_s=60)
+        groups = await redis.xinfo_groups(stream)
+        assert [g["name"] for g in groups] == [GROUP.encode()]
+        assert groups[0]["consumers"] == 0  # no XREADGROUP before the go
+        workers.go()
+        with anyio.fail_after(10):
+            while not (await redis.xinfo_groups(stream))[0]["consumers"]:
+                await anyio.sleep(0.02)
+    finally:
+        await workers.stop()
+        keys = [k async for k in redis.scan_iter(match=f"{system.prefix}*")]
+        if keys:
+            await redis.delete(*keys)

@@ -103,6 +103,27 @@ async def test_unsupported_scheme_is_invalid_input(fetcher: DocumentFetcher) -> 
 
 
 @pytest.mark.anyio
+async def test_the_http_client_is_made_at_the_first_http_fetch_only(
+    tmp_path: Path, http_server: LocalServer
+) -> None:
+    """Workers that never fetch over http (every step but the router) do not pay for an
+    HTTP client at start-up; one fetcher reuses one client; closing an unused one is fine."""
+    local = tmp_path / "r.txt"
+    local.write_bytes(b"Ferritin 80 ng/mL")
+    async with DocumentFetcher(max_bytes=LIMIT) as unused:
+        await unused.fetch(str(local))
+        assert unused._client is None
+    url = http_server.add("/doc", Route(body=b"ok", headers={"Content-Type": "text/plain"}))
+    async with DocumentFetcher(max_bytes=LIMIT) as fetcher:
+        await fetcher.fetch(url)
+        first = fetcher._client
+        assert first is not None
+        await fetcher.fetch(url)
+        assert fetcher._client is first
+    assert first.is_closed
+
+
+@pytest.mark.anyio
 async def test_http_ok_uses_content_type_and_disposition(
     fetcher: DocumentFetcher, http_server: LocalServer
 ) -> None:
