@@ -161,9 +161,13 @@ class Executor:
                 n = slots.reserve(self.settings.read_batch)
                 if n == 0:
                     break
+                # An idle read wakes up for the next recovery pass: SAGA_RECOVERY_INTERVAL
+                # holds even when it is shorter than SAGA_BLOCK_MS.
+                until_recovery_ms = int((recover_at - time.monotonic()) * 1000)
+                block = max(1, min(self.settings.block_ms, until_recovery_ms))
                 try:
                     reply = await self.client.xreadgroup(
-                        GROUP, self.worker, group, count=n, block=self.settings.block_ms
+                        GROUP, self.worker, group, count=n, block=block
                     )
                     delay = 0.1
                 except TRANSIENT_ERRORS as exc:

@@ -61,12 +61,11 @@ async def test_a_saga_worker_says_ready_only_once_wired_and_reads_after_go(
     and it reads nothing before the go."""
     import secrets
 
-    import anyio
-
     from saga.bench.extras import worker_base_env
     from saga.bench.procs import WorkerSet
     from saga.bench.systems import SagaSystem
     from saga.state.keys import GROUP
+    from tests.executor.support import wait_until
 
     system = SagaSystem(f"bench-h{secrets.token_hex(3)}", 1, worker_base_env(redis_url, "info", {}))
     argv = system.worker_argv(redis_url, 4, str(tmp_path / "w.stats.json"))
@@ -78,9 +77,11 @@ async def test_a_saga_worker_says_ready_only_once_wired_and_reads_after_go(
         assert [g["name"] for g in groups] == [GROUP.encode()]
         assert groups[0]["consumers"] == 0  # no XREADGROUP before the go
         workers.go()
-        with anyio.fail_after(10):
-            while not (await redis.xinfo_groups(stream))[0]["consumers"]:
-                await anyio.sleep(0.02)
+
+        async def reading() -> bool:
+            return bool((await redis.xinfo_groups(stream))[0]["consumers"])
+
+        await wait_until(reading, within=10, what="the worker's first read after the go")
     finally:
         await workers.stop()
         keys = [k async for k in redis.scan_iter(match=f"{system.prefix}*")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import msgspec
 import pytest
 
 from saga.client import SagaClient
@@ -65,3 +66,35 @@ async def test_idle_entry_of_a_dead_consumer_is_reclaimed_by_a_live_reader(
     assert_one_commit_per_step(saga, events, pipelines.STEPS)
     reclaimed = [e for e in events if e.event == EventType.RECLAIMED]
     assert [(e.step, e.worker, e.attempt) for e in reclaimed] == [("router", "live-pod", 2)]
+
+
+async def test_an_idle_reader_wakes_up_for_recovery_sooner_than_its_block_time(
+    redis: Any, keys: Keys
+) -> None:
+    """Recovery runs every SAGA_RECOVERY_INTERVAL even when a blocking read waits
+    longer (SAGA_BLOCK_MS): before, an idle worker recovered only every block time."""
+    slow_reads = msgspec.structs.replace(FAST, block_ms=30_000, recovery_interval_s=0.2)
+    pipe = short_lease_pipeline()
+    sagas = SagaClient(redis, keys, pipe, slow_reads)
+    await sagas.start("r-dead-2", "u1")
+    reply = await redis.xreadgroup(GROUP, "dead-pod", {keys.ready(0, "router"): ">"}, count=1)
+    entry_id = reply[0][1][0][0].decode()
+    await StateMachine(redis, keys).claim(
+        "router", 0, [(entry_id, "r-dead-2")], worker="dead-pod", lease_ms=300, max_attempts=5
+    )
+    executor = Executor(
+        client=redis,
+        keys=keys,
+        settings=slow_reads,
+        pipeline=pipe,
+        steps=pipelines.STEPS,
+        ports=NullPorts(),
+        worker="live-pod",
+    )
+    async with running(executor):
+
+        async def completed() -> bool:
+            return await states(redis, keys, ["r-dead-2"]) == ["completed"]
+
+        # Idle long enough after ~1.3 s (lease + 1 s); a 30 s block would hold it to 30 s.
+        await wait_until(completed, within=10, what="recovery while the reader blocks")
