@@ -33,30 +33,33 @@ def short_lease_pipeline(lease_s: float = 0.3) -> Any:
     return pipelines.pipeline().with_overrides(lambda s: replace(s, lease_s=lease_s))
 
 
-async def test_idle_entry_of_a_dead_consumer_is_reclaimed_by_a_live_reader(
-    redis: Any, keys: Keys
-) -> None:
-    """A dead consumer's entry is reclaimed while the reader blocks holding every free slot."""
+async def left_by_a_dead_consumer(redis: Any, keys: Keys, settings: Settings, rid: str) -> Executor:
+    """Start ``rid``; a consumer reads and claims its entry, then dies without a trace.
+    Returns a live executor (not yet running) that should take it over."""
     pipe = short_lease_pipeline()
-    sagas = SagaClient(redis, keys, pipe, FAST)
-    await sagas.start("r-dead-1", "u1")
-    # A consumer that reads and claims the entry, then dies without a trace.
+    await SagaClient(redis, keys, pipe, settings).start(rid, "u1")
     reply = await redis.xreadgroup(GROUP, "dead-pod", {keys.ready(0, "router"): ">"}, count=1)
     entry_id = reply[0][1][0][0].decode()
     [out] = await StateMachine(redis, keys).claim(
-        "router", 0, [(entry_id, "r-dead-1")], worker="dead-pod", lease_ms=300, max_attempts=5
+        "router", 0, [(entry_id, rid)], worker="dead-pod", lease_ms=300, max_attempts=5
     )
     assert out.claim is not None
-    executor = Executor(
+    return Executor(
         client=redis,
         keys=keys,
-        settings=FAST,
+        settings=settings,
         pipeline=pipe,
         steps=pipelines.STEPS,
         ports=NullPorts(),
         worker="live-pod",
     )
-    async with running(executor):
+
+
+async def test_idle_entry_of_a_dead_consumer_is_reclaimed_by_a_live_reader(
+    redis: Any, keys: Keys
+) -> None:
+    """A dead consumer's entry is reclaimed while the reader blocks holding every free slot."""
+    async with running(await left_by_a_dead_consumer(redis, keys, FAST, "r-dead-1")):
 
         async def completed() -> bool:
             return await states(redis, keys, ["r-dead-1"]) == ["completed"]
@@ -74,24 +77,7 @@ async def test_an_idle_reader_wakes_up_for_recovery_sooner_than_its_block_time(
     """Recovery runs every SAGA_RECOVERY_INTERVAL even when a blocking read waits
     longer (SAGA_BLOCK_MS): before, an idle worker recovered only every block time."""
     slow_reads = msgspec.structs.replace(FAST, block_ms=30_000, recovery_interval_s=0.2)
-    pipe = short_lease_pipeline()
-    sagas = SagaClient(redis, keys, pipe, slow_reads)
-    await sagas.start("r-dead-2", "u1")
-    reply = await redis.xreadgroup(GROUP, "dead-pod", {keys.ready(0, "router"): ">"}, count=1)
-    entry_id = reply[0][1][0][0].decode()
-    await StateMachine(redis, keys).claim(
-        "router", 0, [(entry_id, "r-dead-2")], worker="dead-pod", lease_ms=300, max_attempts=5
-    )
-    executor = Executor(
-        client=redis,
-        keys=keys,
-        settings=slow_reads,
-        pipeline=pipe,
-        steps=pipelines.STEPS,
-        ports=NullPorts(),
-        worker="live-pod",
-    )
-    async with running(executor):
+    async with running(await left_by_a_dead_consumer(redis, keys, slow_reads, "r-dead-2")):
 
         async def completed() -> bool:
             return await states(redis, keys, ["r-dead-2"]) == ["completed"]
