@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from saga.adapters.server_allocator import for_binary
+from saga.adapters.server_allocator import built_with, describe_process, for_binary
 from saga.state.errors import SagaError
 
 _PR_SET_PDEATHSIG = 1
@@ -165,6 +165,14 @@ class EmbeddedServer:
         with contextlib.suppress(FileNotFoundError):
             self.pid_file.unlink()
         self.pid = None
+
+    def allocator_in_use(self) -> str:
+        """The running server's malloc, from /proc (also for a server started by an
+        earlier command), or "" when it is not running."""
+        pid = self.pid or read_pid(self.pid_file)
+        if pid is None or not pid_alive(pid):
+            return ""
+        return describe_process(pid, built_with(str(server_binary())))
 
     def running(self) -> bool:
         pid = self.pid or read_pid(self.pid_file)

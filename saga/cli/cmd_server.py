@@ -31,9 +31,12 @@ def main(args: argparse.Namespace) -> int:
         return Exit.OK
     running = server.running()
     info = {"running": running, "url": server.url, "data_dir": str(settings.data_dir)}
+    if running:
+        info["malloc"] = server.allocator_in_use()
     if args.json:
         print_json(info)
     else:
         state = "running" if running else "stopped"
-        print(f"embedded server {state} at {server.url} (data in {settings.data_dir})")
+        malloc = f", malloc {info['malloc']}" if running else ""
+        print(f"embedded server {state} at {server.url} (data in {settings.data_dir}{malloc})")
     return Exit.OK if running or args.action == "status" else Exit.FAILED

@@ -135,6 +135,7 @@ def test_the_embedded_server_runs_with_what_auto_chose(started: Start) -> None:
     else:
         assert OURS in _environ(server.pid)
     assert describe_process(server.pid, built) == server.allocator
+    assert server.allocator_in_use() == server.allocator  # what `saga server status` shows
 
 
 @linux_only

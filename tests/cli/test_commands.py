@@ -139,6 +139,7 @@ def test_embedded_server_is_reused_across_processes(tmp_path: Path) -> None:
         assert json.loads(shown.stdout)["saga"]["user_id"] == "u-1"
         status = json.loads(_embedded(tmp_path, "server", "status", "--json").stdout)
         assert status["running"] is True and status["url"].startswith("unix://")
+        assert status["malloc"]  # e.g. "jemalloc (preloaded)", "libc (tuned)"
         assert (tmp_path / "data" / "appendonlydir").is_dir()
     finally:
         assert _embedded(tmp_path, "server", "stop").returncode == 0
