@@ -82,8 +82,6 @@ class EmbeddedServer:
     malloc: str = "auto"
     """SAGA_EMBEDDED_MALLOC: auto, jemalloc, tuned or libc (``server_allocator``)."""
     pid: int | None = None
-    allocator: str = ""
-    """What the running server's allocator is, once started."""
 
     @property
     def socket_path(self) -> Path:
@@ -106,8 +104,7 @@ class EmbeddedServer:
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         binary = server_binary()
-        chosen = for_binary(binary, self.malloc, os.environ)
-        self.allocator = chosen.name
+        malloc_env = for_binary(binary, self.malloc, os.environ)
         args = [
             str(binary),
             "--port", str(self.port),
@@ -131,7 +128,7 @@ class EmbeddedServer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, **chosen.env},
+            env={**os.environ, **malloc_env},
             preexec_fn=_die_with_parent if self.tied else None,  # noqa: PLW1509 (set before threads start)
             start_new_session=not self.tied,
         )

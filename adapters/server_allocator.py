@@ -27,8 +27,6 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-import msgspec
-
 from saga.state.errors import SagaError
 
 CHOICES = ("auto", "jemalloc", "tuned", "libc")
@@ -62,13 +60,6 @@ class AllocatorError(SagaError):
     """The requested allocator is unknown or not available on this machine."""
 
 
-class Allocator(msgspec.Struct, frozen=True):
-    """What the server process runs with: a description and the environment it needs."""
-
-    name: str
-    env: dict[str, str] = {}
-
-
 def find_jemalloc(dirs: tuple[str, ...] = _LIB_DIRS) -> Path | None:
     for d in dirs:
         candidate = Path(d) / JEMALLOC_FILE
@@ -93,20 +84,21 @@ def choose(
     environ: Mapping[str, str],
     jemalloc: Path | None,
     system: str | None = None,
-) -> Allocator:
-    """The allocator for a server built with ``built``, as ``choice`` asks.
+) -> dict[str, str]:
+    """The environment the server needs for the allocator ``choice`` asks, when it was
+    built with ``built`` (empty: run it as it is; ``describe_process`` says what runs).
 
     A caller's own ``LD_PRELOAD`` or ``GLIBC_TUNABLES`` is kept as it is: whoever set
     it meant it."""
     if choice not in CHOICES:
         raise AllocatorError(f"SAGA_EMBEDDED_MALLOC={choice!r} is not one of {', '.join(CHOICES)}")
     if choice == "libc" or not built.startswith("libc"):
-        return Allocator(built)
+        return {}
     if environ.get("LD_PRELOAD") or environ.get("GLIBC_TUNABLES"):
-        return Allocator(f"{built} (LD_PRELOAD/GLIBC_TUNABLES as set by the caller)")
+        return {}
     linux = (system or platform.system()) == "Linux"
     if choice in ("auto", "jemalloc") and linux and jemalloc is not None:
-        return Allocator("jemalloc (preloaded)", {"LD_PRELOAD": str(jemalloc)})
+        return {"LD_PRELOAD": str(jemalloc)}
     if choice == "jemalloc":
         raise AllocatorError(
             f"SAGA_EMBEDDED_MALLOC=jemalloc, but no {JEMALLOC_FILE} was found in "
@@ -114,11 +106,11 @@ def choose(
             + ("" if linux else "; preloading is only done on Linux")
         )
     if linux:
-        return Allocator("libc (tuned)", {"GLIBC_TUNABLES": GLIBC_TUNED})
-    return Allocator(built)
+        return {"GLIBC_TUNABLES": GLIBC_TUNED}
+    return {}
 
 
-def for_binary(binary: Path, choice: str, environ: Mapping[str, str]) -> Allocator:
+def for_binary(binary: Path, choice: str, environ: Mapping[str, str]) -> dict[str, str]:
     return choose(choice, built_with(str(binary)), environ, find_jemalloc())
 
 
