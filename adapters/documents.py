@@ -66,9 +66,8 @@ class DocumentFetcher:
         self.allowed_roots = tuple(Path(root).resolve() for root in allowed_roots)
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self._headers = dict(headers or {})
-        # Made at the first http(s) fetch: a client loads the CA bundle (~20 ms) and
-        # pulls in httpcore (~40 ms), which every worker paid at start-up, though only
-        # the router fetches, and only over http in production.
+        # Made at the first http(s) fetch: making one (CA bundle, httpcore) took ~50 ms
+        # of every worker's start-up, though only the router fetches documents.
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
