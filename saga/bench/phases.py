@@ -36,7 +36,7 @@ from saga.bench.measure import (
 )
 from saga.bench.procs import WorkerSet
 from saga.bench.report import Latency
-from saga.bench.systems import System
+from saga.bench.systems import STEPS, System
 
 
 class Phase(msgspec.Struct, kw_only=True):
@@ -156,6 +156,7 @@ async def paced(
     records = [(f"l{i:07d}", f"u{i % USERS:03d}") for i in range(count)]
     with _workers(system, cfg, url, env, log_dir, f"{system.name}-paced") as ws:
         await ws.start()
+        t_go = time.monotonic()
         ws.go()
         await anyio.sleep(0.5)  # connected, groups checked, blocked in XREADGROUP
         t0 = time.monotonic()
@@ -168,7 +169,8 @@ async def paced(
             await anyio.sleep(0.002)
         submit_s = time.monotonic() - t0
         await _wait_done(client, system, already_done + count, ws, cfg.stall_s, Counter())
-        await ws.stop()
+        wall = time.monotonic() - t_go
+        cpu = sum(u.cpu_s for u in await ws.stop())
     timings = await system.timings(client, [r for r, _ in records])
     if len(timings) != count:
         raise BenchError(f"{system.name}: {len(timings)} of {count} paced sagas have timings")
@@ -178,4 +180,6 @@ async def paced(
         sagas=count,
         e2e_ms=pcts(t.e2e_ms for t in timings),
         handoff_ms=pcts(h for t in timings for h in t.handoffs_ms()),
+        worker_cpu_us_per_transition=round(cpu * 1e6 / (count * len(STEPS)), 1),
+        worker_cores_busy=round(cpu / wall, 2) if wall > 0 else 0.0,
     )

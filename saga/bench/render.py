@@ -95,6 +95,14 @@ def _hand(r: SystemResult) -> str:
     return f"{r.latency.handoff_ms.p50:.1f} / {r.latency.handoff_ms.p99:.1f}"
 
 
+def _paced_cpu(r: SystemResult) -> str:
+    return _num(r.latency.worker_cpu_us_per_transition, 1) if r.latency is not None else "-"
+
+
+def _paced_busy(r: SystemResult) -> str:
+    return _num(r.latency.worker_cores_busy, 2) if r.latency is not None else "-"
+
+
 class _Columns:
     """The table's columns: one per system, then saga's ratio to each reference run."""
 
@@ -146,6 +154,8 @@ def _speed_rows(c: _Columns) -> list[list[str]]:
         ),
         line("e2e ms p50/p95/p99", [_lat(s[n], "e2e_ms") for n in names], *ratio("e2e_p50")),
         line("hand-off ms p50/p99", [_hand(s[n]) for n in names], *ratio("handoff_p50")),
+        line("  paced worker CPU us/transition", [_paced_cpu(s[n]) for n in names]),
+        line("  paced worker cores busy", [_paced_busy(s[n]) for n in names]),
     ]
 
 

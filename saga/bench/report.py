@@ -47,6 +47,13 @@ class Latency(msgspec.Struct, frozen=True, kw_only=True):
     sagas: int
     e2e_ms: Pcts
     handoff_ms: Pcts
+    worker_cpu_us_per_transition: float = 0.0
+    """The workers' CPU over the phase (go to the last commit) per transition: at a
+    paced rate reads and claims come in small batches, so a transition costs more
+    than in the backlog phase."""
+    worker_cores_busy: float = 0.0
+    """The same CPU over the phase's wall time: how busy the workers were while the
+    latency was measured ("half of the maximum" rate is not half of a core)."""
 
 
 class RedisCost(msgspec.Struct, frozen=True, kw_only=True):
