@@ -170,7 +170,9 @@ async def paced(
         submit_s = time.monotonic() - t0
         await _wait_done(client, system, already_done + count, ws, cfg.stall_s, Counter())
         wall = time.monotonic() - t_go
-        cpu = sum(u.cpu_s for u in await ws.stop())
+        usages = await ws.stop()
+        cpu = sum(u.cpu_s for u in usages)
+        trips = sum(u.round_trips for u in usages)
     timings = await system.timings(client, [r for r, _ in records])
     if len(timings) != count:
         raise BenchError(f"{system.name}: {len(timings)} of {count} paced sagas have timings")
@@ -181,5 +183,6 @@ async def paced(
         e2e_ms=pcts(t.e2e_ms for t in timings),
         handoff_ms=pcts(h for t in timings for h in t.handoffs_ms()),
         worker_cpu_us_per_transition=round(cpu * 1e6 / (count * len(STEPS)), 1),
+        round_trips_per_transition=round(trips / (count * len(STEPS)), 3),
         worker_cores_busy=round(cpu / wall, 2) if wall > 0 else 0.0,
     )

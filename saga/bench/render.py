@@ -103,6 +103,10 @@ def _paced_busy(r: SystemResult) -> str:
     return _num(r.latency.worker_cores_busy, 2) if r.latency is not None else "-"
 
 
+def _paced_trips(r: SystemResult) -> str:
+    return _num(r.latency.round_trips_per_transition, 2) if r.latency is not None else "-"
+
+
 class _Columns:
     """The table's columns: one per system, then saga's ratio to each reference run."""
 
@@ -156,6 +160,7 @@ def _speed_rows(c: _Columns) -> list[list[str]]:
         line("hand-off ms p50/p99", [_hand(s[n]) for n in names], *ratio("handoff_p50")),
         line("  paced worker CPU us/transition", [_paced_cpu(s[n]) for n in names]),
         line("  paced worker cores busy", [_paced_busy(s[n]) for n in names]),
+        line("  paced round trips/transition", [_paced_trips(s[n]) for n in names]),
     ]
 
 

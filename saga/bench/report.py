@@ -51,6 +51,9 @@ class Latency(msgspec.Struct, frozen=True, kw_only=True):
     """The workers' CPU over the phase (go to the last commit) per transition: at a
     paced rate reads and claims come in small batches, so a transition costs more
     than in the backlog phase."""
+    round_trips_per_transition: float = 0.0
+    """The workers' round trips over the phase per transition: batches are smaller
+    at a paced rate than in the backlog, so there are more of them."""
     worker_cores_busy: float = 0.0
     """The same CPU over the phase's wall time: how busy the workers were while the
     latency was measured ("half of the maximum" rate is not half of a core)."""

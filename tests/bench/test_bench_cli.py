@@ -64,6 +64,7 @@ def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
         # The paced workers' own CPU, so "half of the maximum" can be read as load.
         assert result.latency.worker_cpu_us_per_transition > 0
         assert 0 < result.latency.worker_cores_busy <= report.machine.nproc
+        assert result.latency.round_trips_per_transition > 0
         assert result.redis.round_trips_per_transition > 0
         assert result.redis.commands_per_transition > 0
         assert result.workers.processes == 1 and result.workers.peak_rss_bytes > 0
