@@ -8,6 +8,8 @@ import msgspec
 
 SYSTEMS = ("saga", "seed", "minimal")
 USERS = 100
+MAX_PAGES_IN_FLIGHT = 1 << 30
+"""Bytes of pages the backlog phase may hold at once (sagas x --page-bytes)."""
 """Distinct user ids across the bench's sagas (the per-user index is a sorted set each)."""
 
 
@@ -24,6 +26,9 @@ class BenchConfig(msgspec.Struct, frozen=True, kw_only=True):
     """With tracing on: the share of sagas traced (1: every one, ``always_on``; below 1:
     ``traceidratio``, the whole saga in or out, as its trace id decides)."""
     log_level: str = "info"
+    page_bytes: int = 0
+    """Page text the saga router stores per saga, which the parser loads and deletes
+    (the document pipeline's shape); 0: the steps store no pages."""
     only: tuple[str, ...] = SYSTEMS
     cli_runs: int = 10
     recovery: bool = True

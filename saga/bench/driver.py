@@ -85,7 +85,9 @@ class _Run:
 
     def system(self, name: str) -> System:
         if name == "saga":
-            return SagaSystem(f"{self.base}.saga", self.settings.partitions, self.tenv)
+            return SagaSystem(
+                f"{self.base}.saga", self.settings.partitions, self.tenv, self.cfg.page_bytes
+            )
         if name == "seed":
             return SeedSystem(f"{self.base}.seed")
         return MinimalSystem(f"{self.base}.min")
@@ -204,6 +206,7 @@ def _params(cfg: BenchConfig, settings: Settings) -> Params:
         tracing=cfg.tracing,
         trace_ratio=cfg.trace_ratio,
         log_level=cfg.log_level,
+        page_bytes=cfg.page_bytes,
         only=list(cfg.only),
         read_batch=settings.read_batch,
         partitions=settings.partitions,

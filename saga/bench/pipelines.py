@@ -2,11 +2,15 @@
 
 ``noop``: router → parser → grouper, each step returning a tiny output at once,
 so every figure measures the engine (claim, commit, history, logging), not a step.
+With ``SAGA_BENCH_PAGE_BYTES`` > 0 (``saga bench --page-bytes``) it has the document
+pipeline's shape as well: the router stores that much page text, and the parser
+loads it and deletes it when it commits.
 ``stuck``: the same names, but the router never finishes (recovery measurement).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import anyio
@@ -15,6 +19,9 @@ import msgspec
 from saga.pipeline import Pipeline, StepSpec
 
 STEP_NAMES = ("router", "parser", "grouper")
+PAGE_BYTES_ENV = "SAGA_BENCH_PAGE_BYTES"
+PAGE_CHARS = 2000
+"""Text per page: a dense page of a lab report."""
 
 
 class Done(msgspec.Struct, frozen=True):
@@ -31,15 +38,59 @@ def _noop(name: str) -> Any:
     return step
 
 
+def page_texts(total: int) -> list[str]:
+    """``total`` characters of ASCII page text, in pages of at most PAGE_CHARS."""
+    line = "Hemoglobin 13.8 g/dL (13.0-17.0); Leukocytes 6.1 10^9/L (4.0-10.0)\n"
+    text = (line * (total // len(line) + 1))[:total]
+    return [text[i : i + PAGE_CHARS] for i in range(0, total, PAGE_CHARS)]
+
+
+def _storing(pages: list[str]) -> Any:
+    out = Done("router")
+
+    async def step(ctx: Any, inp: Any) -> Done:
+        ctx.store_pages(pages)
+        return out
+
+    step.__name__ = "noop_router_storing_pages"
+    return step
+
+
+async def _reading(ctx: Any, inp: Any) -> Done:
+    if not ctx.pages:  # loaded by the claim: missing pages are an engine defect here
+        raise RuntimeError(f"the parser of {ctx.record_id} got no pages")
+    return Done("parser")
+
+
 async def _hang(ctx: Any, inp: Any) -> Done:
     await anyio.sleep(3600)
     return Done("router")
 
 
 def noop() -> Pipeline:
-    return Pipeline(
+    base = Pipeline(
         tuple(StepSpec(name=n, fn=_noop(n), input_type=dict, output_type=Done) for n in STEP_NAMES)
     )
+    page_bytes = int(os.environ.get(PAGE_BYTES_ENV) or 0)
+    if page_bytes <= 0:
+        return base
+    pages = page_texts(page_bytes)
+
+    def paged(s: StepSpec) -> StepSpec:
+        if s.name == "router":
+            return StepSpec(name=s.name, fn=_storing(pages), input_type=dict, output_type=Done)
+        if s.name == "parser":
+            return StepSpec(
+                name=s.name,
+                fn=_reading,
+                input_type=dict,
+                output_type=Done,
+                loads_pages=True,
+                deletes_pages=True,
+            )
+        return s
+
+    return base.with_overrides(paged)
 
 
 def stuck() -> Pipeline:

@@ -21,7 +21,8 @@ def render(report: Report) -> str:
         f"{p.sagas} sagas, {p.workers} worker process(es), concurrency {p.concurrency} per step, "
         f"read batch {p.read_batch}, log level {p.log_level}, tracing "
         f"{'on' if p.tracing else 'off'}"
-        + (f" (ratio {p.trace_ratio:g})" if p.tracing and p.trace_ratio < 1 else ""),
+        + (f" (ratio {p.trace_ratio:g})" if p.tracing and p.trace_ratio < 1 else "")
+        + (f", saga pages {p.page_bytes:,} B per saga" if p.page_bytes else ""),
         "",
     ]
     headers, body = rows(report)

@@ -20,6 +20,8 @@ class Params(msgspec.Struct, frozen=True, kw_only=True):
     tracing: bool
     trace_ratio: float = 1.0
     log_level: str
+    page_bytes: int = 0
+    """Page text the saga router stored per saga (the parser loads and deletes it)."""
     only: list[str]
     read_batch: int
     partitions: int

@@ -12,6 +12,7 @@ import anyio
 
 from saga.bench import minimal, seed_protocol
 from saga.bench.measure import Timing
+from saga.bench.pipelines import PAGE_BYTES_ENV
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.model import EventType, SagaState
@@ -85,10 +86,13 @@ class SagaSystem:
 
     name = "saga"
 
-    def __init__(self, prefix: str, partitions: int, env: dict[str, str]) -> None:
+    def __init__(
+        self, prefix: str, partitions: int, env: dict[str, str], page_bytes: int = 0
+    ) -> None:
         self.prefix = prefix
         self.keys = Keys(prefix=prefix, partitions=partitions)
-        self._env = env
+        self._env = {**env, PAGE_BYTES_ENV: str(page_bytes)} if page_bytes else env
+        self.page_bytes = page_bytes
 
     def worker_argv(self, url: str, concurrency: int, stats: str) -> list[str]:
         return [
@@ -148,7 +152,10 @@ class SagaSystem:
         return True
 
     def record_keys(self, rid: str) -> dict[str, str]:
-        return {"saga hash": self.keys.saga(rid), "history stream": self.keys.history(rid)}
+        keys = {"saga hash": self.keys.saga(rid), "history stream": self.keys.history(rid)}
+        if self.page_bytes:  # deleted by the parser's commit: 0 B once the saga is done
+            keys["pages"] = self.keys.pages(rid)
+        return keys
 
 
 def saga_timing(events: Sequence[Any]) -> Timing | None:

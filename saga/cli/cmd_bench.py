@@ -89,6 +89,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="SAGA_LOG_LEVEL of the saga workers (default info)",
     )
     p.add_argument(
+        "--page-bytes",
+        type=int,
+        default=0,
+        metavar="B",
+        help="page text the saga router stores per saga; the parser loads and deletes "
+        "it, as in the document pipeline (default 0: no pages)",
+    )
+    p.add_argument(
         "--only",
         action="append",
         choices=("saga", "seed", "minimal"),
@@ -139,6 +147,7 @@ def main(args: argparse.Namespace) -> int:
         return _features(args)
     if args.rate is not None and args.rate < 0:
         raise CliError("--rate must be >= 0 (0 skips the paced phase).", Exit.USAGE)
+    _check_pages(args.page_bytes, args.sagas)
     only = tuple(s for s in SYSTEMS if s in (args.only or SYSTEMS))
     cfg = BenchConfig(
         sagas=args.sagas,
@@ -149,6 +158,7 @@ def main(args: argparse.Namespace) -> int:
         tracing=args.tracing == "on",
         trace_ratio=args.trace_ratio,
         log_level=args.log_level,
+        page_bytes=args.page_bytes,
         only=only,
         cli_runs=max(0, args.cli_runs),
         recovery=not args.no_recovery,
@@ -173,6 +183,21 @@ def main(args: argparse.Namespace) -> int:
 
         print(render(report))
     return Exit.OK
+
+
+def _check_pages(page_bytes: int, sagas: int) -> None:
+    from saga.bench.config import MAX_PAGES_IN_FLIGHT
+
+    if page_bytes < 0:
+        raise CliError(f"--page-bytes must be >= 0, not {page_bytes}.", Exit.USAGE)
+    # Every router may commit before any parser runs: all pages are in Redis at once.
+    if page_bytes * sagas > MAX_PAGES_IN_FLIGHT:
+        raise CliError(
+            f"--page-bytes {page_bytes} x --sagas {sagas} could hold "
+            f"{page_bytes * sagas / 2**20:,.0f} MiB of pages in Redis at once; "
+            f"keep the product under {MAX_PAGES_IN_FLIGHT // 2**20:,} MiB.",
+            Exit.USAGE,
+        )
 
 
 def _features(args: argparse.Namespace) -> int:
@@ -203,6 +228,8 @@ def canonical(args: argparse.Namespace, only: tuple[str, ...]) -> str:
     if args.trace_ratio != 1.0:
         argv += ["--trace-ratio", f"{args.trace_ratio:g}"]
     argv += ["--log-level", args.log_level]
+    if args.page_bytes:
+        argv += ["--page-bytes", str(args.page_bytes)]
     if len(only) < 3:
         for name in only:
             argv += ["--only", name]

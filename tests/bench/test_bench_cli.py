@@ -130,6 +130,32 @@ def test_human_output_and_usage_errors(redis_server: Any) -> None:
         assert bad.returncode == 2 and "--trace-ratio" in bad.stderr, bad.stderr
 
 
+def test_pages_take_the_document_pipelines_path(redis_server: Any) -> None:
+    """With --page-bytes the router stores pages, the parser loads them (a parser
+    without them fails, and the run would not finish) and deletes them."""
+    done = bench(
+        redis_server.url,
+        "--sagas", "30", "--only", "saga", "--page-bytes", "5000", "--rate", "0",
+        "--cli-runs", "0", "--no-recovery", "--no-retention-check", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = msgspec.json.decode(done.stdout, type=Report)
+    assert report.params.page_bytes == 5000
+    saga = report.systems["saga"]
+    per_transition = saga.redis.commands
+    for command in ("set", "get", "del"):  # one of each per saga: a third per transition
+        assert per_transition.get(command, 0) >= 1 / 3 - 0.01, (command, per_transition)
+    assert saga.memory.sample_keys["pages"] == 0  # deleted by the parser's commit
+    assert "--page-bytes 5000" in report.command
+
+
+def test_page_bytes_out_of_bounds_is_a_usage_error(redis_server: Any) -> None:
+    bad = bench(redis_server.url, "--page-bytes", "-1", "--sagas", "5")
+    assert bad.returncode == 2 and "--page-bytes must be >= 0" in bad.stderr
+    bad = bench(redis_server.url, "--page-bytes", "100000", "--sagas", "100000")
+    assert bad.returncode == 2 and "MiB of pages in Redis at once" in bad.stderr, bad.stderr
+
+
 def test_features_prints_a_cost_for_every_feature_as_json(redis_url: str) -> None:
     out = bench(redis_url, "--features", "200", "--json")
     assert out.returncode == 0, out.stderr

@@ -8,6 +8,7 @@ import pytest
 
 from saga.bench import extras, report, tracing_sink
 from saga.bench.measure import Pcts, Timing, pcts, stamps, timing_from_stamps
+from saga.bench.pipelines import PAGE_CHARS, page_texts
 from saga.bench.systems import saga_timing
 from saga.bench.targets import ratios, targets
 from saga.cli.cmd_bench import canonical
@@ -93,7 +94,7 @@ def test_canonical_command_spells_out_every_option() -> None:
     args = argparse.Namespace(
         sagas=1000, workers=2, concurrency=64, rate=None, rate_seconds=10.0, tracing="off",
         trace_ratio=1.0,
-        log_level="info", cli_runs=10, no_recovery=False, no_retention_check=False,
+        log_level="info", page_bytes=0, cli_runs=10, no_recovery=False, no_retention_check=False,
         private_server=True, keep_logs=False, json=True,
     )  # fmt: skip
     assert canonical(args, ("saga", "seed", "minimal")) == (
@@ -103,6 +104,16 @@ def test_canonical_command_spells_out_every_option() -> None:
     assert "--only seed" in canonical(args, ("seed",))
     args.tracing, args.trace_ratio = "on", 0.1
     assert "--tracing on --trace-ratio 0.1 --log-level" in canonical(args, ("saga",))
+    args.page_bytes = 4096
+    assert "--log-level info --page-bytes 4096 --only saga" in canonical(args, ("saga",))
+
+
+def test_page_texts_add_up_to_the_size_asked_in_pages_of_bounded_size() -> None:
+    for total in (1, PAGE_CHARS - 1, PAGE_CHARS, 5 * PAGE_CHARS + 7):
+        pages = page_texts(total)
+        assert sum(len(p) for p in pages) == total
+        assert all(0 < len(p) <= PAGE_CHARS for p in pages)
+        assert len(pages) == -(-total // PAGE_CHARS)
 
 
 def test_tracing_env_and_recovery_bounds() -> None:
