@@ -99,6 +99,9 @@ def configure_tracing(
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": service_name}))
     provider = TracerProvider(resource=resource)
+    from saga.telemetry import span_encoding
+
+    span_encoding.install()  # the same request, a fraction of the SDK encoder's CPU
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     use_provider(provider)
     if announce:

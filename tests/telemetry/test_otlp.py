@@ -59,6 +59,18 @@ def test_spans_are_exported_over_otlp_http_when_an_endpoint_is_set(
     ((path, ctype, body),) = Collector.received
     assert path == "/v1/traces" and ctype == "application/x-protobuf"
     assert b"saga rec-otlp" in body and b"saga-test" in body
+    # saga's own encoder wrote it (span_encoding): a collector parses it as OTLP.
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    (resource_spans,) = ExportTraceServiceRequest.FromString(body).resource_spans
+    service = {kv.key: kv.value.string_value for kv in resource_spans.resource.attributes}
+    assert service["service.name"] == "saga-test"
+    ((span,),) = [list(s.spans) for s in resource_spans.scope_spans]
+    attrs = {kv.key: kv.value.string_value for kv in span.attributes}
+    assert span.name == "saga rec-otlp" and attrs["saga.record_id"] == "rec-otlp"
+    assert len(span.trace_id) == 16 and span.end_time_unix_nano >= span.start_time_unix_nano
 
 
 def test_without_the_extra_tracing_stays_off_and_says_how_to_install(

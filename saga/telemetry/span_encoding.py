@@ -1,0 +1,238 @@
+"""OTLP trace requests written as protobuf bytes directly, for the span exporter.
+
+The SDK's encoder builds a protobuf object per span, per attribute and per value,
+then serializes them: ~70-100 µs of a worker's CPU per span (saga bench, tracing
+on), about as much as the whole transition costs without tracing. A span of ours
+is a name, ids, times, a dozen scalar attributes and a status; writing its bytes
+costs a fraction of that. What the parsed request holds is the same as the SDK's
+(tests compare the two). A span with events, links or attribute values other than
+str, bool, int, float, bytes or flat sequences of those takes the SDK's encoder,
+span by span; resources and scopes take it too, once each (cached).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.common._internal import (
+    _encode_instrumentation_scope,
+    _encode_resource,
+)
+from opentelemetry.exporter.otlp.proto.common._internal import trace_encoder as sdk
+from opentelemetry.sdk.trace import ReadableSpan
+
+_FIXED64 = struct.Struct("<Q").pack
+_DOUBLE = struct.Struct("<d").pack
+_FIXED32 = struct.Struct("<I").pack
+_HAS_IS_REMOTE = 0x100  # SpanFlags: the parent's remoteness is known ...
+_IS_REMOTE = 0x200  # ... and it is remote
+_KINDS = {kind: int(value) for kind, value in sdk._SPAN_KIND_MAP.items()}
+
+
+class Encoded:
+    """What the exporter asks of a request: its bytes."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def SerializePartialToString(self) -> bytes:
+        return self.data
+
+    def SerializeToString(self) -> bytes:
+        return self.data
+
+
+def install() -> bool:
+    """Have the OTLP/HTTP span exporter encode with ``encode_spans``: it calls the
+    SDK's module-level function by name, which is replaced here. False (and the SDK's
+    encoder kept) if the exporter no longer has that function."""
+    from opentelemetry.exporter.otlp.proto.http import trace_exporter
+
+    if not callable(getattr(trace_exporter, "encode_spans", None)):
+        return False
+    trace_exporter.encode_spans = encode_spans  # type: ignore[attr-defined,assignment]
+    return True
+
+
+def encode_spans(spans: Sequence[ReadableSpan]) -> Encoded:
+    """An ExportTraceServiceRequest: spans grouped by resource, then by scope (by the
+    objects: one provider has one of each; the SDK also merges equal copies)."""
+    groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
+    for span in spans:
+        scopes = groups.setdefault(id(span.resource), (span.resource, {}))[1]
+        scope = span.instrumentation_scope
+        scopes.setdefault(id(scope), (scope, []))[1].append(_span(span))
+    out = bytearray()
+    for resource, scopes in groups.values():
+        body = bytearray(_resource_bytes(resource))
+        for scope, encoded in scopes.values():
+            scope_body = bytearray(_scope_bytes(scope))
+            for span_bytes in encoded:
+                scope_body += _len(0x12, span_bytes)  # ScopeSpans.spans = 2
+            if scope is not None and scope.schema_url:
+                scope_body += _len(0x1A, scope.schema_url.encode())
+            body += _len(0x12, bytes(scope_body))  # ResourceSpans.scope_spans = 2
+        if resource.schema_url:
+            body += _len(0x1A, resource.schema_url.encode())
+        out += _len(0x0A, bytes(body))  # ExportTraceServiceRequest.resource_spans = 1
+    return Encoded(bytes(out))
+
+
+# -- one span ---------------------------------------------------------------------
+
+
+def _span(span: ReadableSpan) -> bytes:
+    if span.events or span.links:
+        return bytes(sdk._encode_span(span).SerializePartialToString())
+    try:
+        attributes = b"".join(_key_value(k, v) for k, v in (span.attributes or {}).items())
+    except _Unsupported:
+        return bytes(sdk._encode_span(span).SerializePartialToString())
+    ctx = span.get_span_context()
+    if ctx is None:
+        return bytes(sdk._encode_span(span).SerializePartialToString())
+    parent = span.parent
+    out = bytearray(b"\x0a\x10")  # trace_id = 1, 16 bytes
+    out += ctx.trace_id.to_bytes(16, "big")
+    out += b"\x12\x08"  # span_id = 2, 8 bytes
+    out += ctx.span_id.to_bytes(8, "big")
+    if ctx.trace_state:
+        state = ",".join(f"{k}={v}" for k, v in ctx.trace_state.items())
+        out += _len(0x1A, state.encode())
+    if parent is not None:
+        out += b"\x22\x08"  # parent_span_id = 4
+        out += parent.span_id.to_bytes(8, "big")
+    out += _len(0x2A, span.name.encode())  # name = 5
+    kind = _KINDS[span.kind]
+    if kind:
+        out += b"\x30" + _varint(kind)  # kind = 6
+    if span.start_time:
+        out += b"\x39" + _FIXED64(span.start_time)  # start_time_unix_nano = 7
+    if span.end_time:
+        out += b"\x41" + _FIXED64(span.end_time)  # end_time_unix_nano = 8
+    out += attributes  # attributes = 9, each its own field
+    for field, count in ((0x50, span.dropped_attributes), (0x60, span.dropped_events)):
+        if count:
+            out += bytes((field,)) + _varint(count)
+    if span.dropped_links:
+        out += b"\x70" + _varint(span.dropped_links)  # dropped_links_count = 14
+    out += _status(span)
+    flags = _HAS_IS_REMOTE | (_IS_REMOTE if parent is not None and parent.is_remote else 0)
+    out += b"\x85\x01" + _FIXED32(flags)  # flags = 16, fixed32
+    return bytes(out)
+
+
+def _status(span: ReadableSpan) -> bytes:
+    status = span.status
+    body = bytearray()
+    if status.description:
+        body += _len(0x12, status.description.encode())  # Status.message = 2
+    code = status.status_code.value
+    if code:
+        body += b"\x18" + _varint(code)  # Status.code = 3
+    return _len(0x7A, bytes(body))  # Span.status = 15 (present even when empty, as the SDK's)
+
+
+# -- attributes -------------------------------------------------------------------
+
+
+class _Unsupported(Exception):
+    """A value this encoder leaves to the SDK's."""
+
+
+_PAIRS: dict[tuple[str, type, Any], bytes] = {}
+"""Encoded attributes by key, type and value: most of a span's repeat in every span
+(the system, the step, the group, the worker, attempt 1). Only str, int and bool
+values (with their type in the key: 1 == True), never floats (-0.0 == 0.0 encode
+apart). Emptied when full, so one-off values (record ids) cannot hold it."""
+_PAIRS_MAX = 4096
+_CACHED = frozenset({str, int, bool})
+
+
+def _key_value(key: str, value: Any) -> bytes:
+    kind = type(value)
+    if kind not in _CACHED:
+        return _pair(key, value)
+    hit = _PAIRS.get((key, kind, value))
+    if hit is None:
+        hit = _pair(key, value)
+        if len(_PAIRS) >= _PAIRS_MAX:
+            _PAIRS.clear()
+        _PAIRS[(key, kind, value)] = hit
+    return hit
+
+
+def _pair(key: str, value: Any) -> bytes:
+    return _len(0x4A, _len(0x0A, key.encode()) + _len(0x12, _any(value)))  # Span.attributes = 9
+
+
+def _any(value: Any) -> bytes:
+    """An AnyValue's body."""
+    if isinstance(value, bool):
+        return b"\x10\x01" if value else b"\x10\x00"  # bool_value = 2
+    if isinstance(value, str):
+        return _len(0x0A, value.encode())  # string_value = 1
+    if isinstance(value, int):
+        if not -(1 << 63) <= value < 1 << 63:
+            raise _Unsupported("int beyond int64")  # the SDK's logs it and drops it
+        return b"\x18" + _varint(value & 0xFFFFFFFFFFFFFFFF)  # int_value = 3 (two's complement)
+    if isinstance(value, float):
+        return b"\x21" + _DOUBLE(value)  # double_value = 4
+    if isinstance(value, bytes):
+        return _len(0x3A, value)  # bytes_value = 7
+    if isinstance(value, Sequence):
+        items = b"".join(_len(0x0A, _scalar(v)) for v in value)  # ArrayValue.values = 1
+        return _len(0x2A, items)  # array_value = 5
+    raise _Unsupported(type(value).__name__)
+
+
+def _scalar(value: Any) -> bytes:
+    if isinstance(value, (bytes, str)) or not isinstance(value, Sequence):
+        return _any(value)
+    raise _Unsupported("nested sequence")
+
+
+# -- resources and scopes, through the SDK once each ------------------------------
+
+_RESOURCES: dict[int, tuple[Any, bytes]] = {}
+_SCOPES: dict[int, tuple[Any, bytes]] = {}
+
+
+def _resource_bytes(resource: Any) -> bytes:
+    """ResourceSpans.resource = 1 (the object is kept with its bytes, so its id is not reused)."""
+    hit = _RESOURCES.get(id(resource))
+    if hit is None or hit[0] is not resource:
+        body = bytes(_encode_resource(resource).SerializePartialToString())
+        hit = _RESOURCES[id(resource)] = (resource, _len(0x0A, body))
+    return hit[1]
+
+
+def _scope_bytes(scope: Any) -> bytes:
+    """ScopeSpans.scope = 1."""
+    hit = _SCOPES.get(id(scope))
+    if hit is None or hit[0] is not scope:
+        body = bytes(_encode_instrumentation_scope(scope).SerializePartialToString())
+        hit = _SCOPES[id(scope)] = (scope, _len(0x0A, body))
+    return hit[1]
+
+
+# -- wire format ------------------------------------------------------------------
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _len(tag: int, body: bytes) -> bytes:
+    """A length-delimited field whose tag fits one byte (field numbers below 16)."""
+    n = len(body)
+    return (bytes((tag, n)) if n < 0x80 else bytes((tag,)) + _varint(n)) + body
