@@ -13,7 +13,7 @@ span by span; resources and scopes take it too, once each (cached).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common._internal import (
@@ -68,9 +68,9 @@ def encode_spans(spans: Sequence[ReadableSpan]) -> Encoded:
         scopes.setdefault(id(scope), (scope, []))[1].append(_span(span))
     out = bytearray()
     for resource, scopes in groups.values():
-        body = bytearray(_resource_bytes(resource))
+        body = bytearray(_once(resource, _encode_resource))
         for scope, encoded in scopes.values():
-            scope_body = bytearray(_scope_bytes(scope))
+            scope_body = bytearray(_once(scope, _encode_instrumentation_scope))
             for span_bytes in encoded:
                 scope_body += _len(0x12, span_bytes)  # ScopeSpans.spans = 2
             if scope is not None and scope.schema_url:
@@ -198,25 +198,16 @@ def _scalar(value: Any) -> bytes:
 
 # -- resources and scopes, through the SDK once each ------------------------------
 
-_RESOURCES: dict[int, tuple[Any, bytes]] = {}
-_SCOPES: dict[int, tuple[Any, bytes]] = {}
+_ENCODED: dict[int, tuple[Any, bytes]] = {}
 
 
-def _resource_bytes(resource: Any) -> bytes:
-    """ResourceSpans.resource = 1 (the object is kept with its bytes, so its id is not reused)."""
-    hit = _RESOURCES.get(id(resource))
-    if hit is None or hit[0] is not resource:
-        body = bytes(_encode_resource(resource).SerializePartialToString())
-        hit = _RESOURCES[id(resource)] = (resource, _len(0x0A, body))
-    return hit[1]
-
-
-def _scope_bytes(scope: Any) -> bytes:
-    """ScopeSpans.scope = 1."""
-    hit = _SCOPES.get(id(scope))
-    if hit is None or hit[0] is not scope:
-        body = bytes(_encode_instrumentation_scope(scope).SerializePartialToString())
-        hit = _SCOPES[id(scope)] = (scope, _len(0x0A, body))
+def _once(obj: Any, encode: Callable[[Any], Any]) -> bytes:
+    """Field 1 of ResourceSpans (a resource) or ScopeSpans (a scope), through the SDK's
+    encoder once per object; the object is kept with its bytes, so its id is not reused."""
+    hit = _ENCODED.get(id(obj))
+    if hit is None or hit[0] is not obj:
+        body = bytes(encode(obj).SerializePartialToString())
+        hit = _ENCODED[id(obj)] = (obj, _len(0x0A, body))
     return hit[1]
 
 
