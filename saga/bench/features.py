@@ -1,10 +1,8 @@
 """What each feature of a transition costs, measured one at a time (``saga bench --features``).
 
-Worker side: each feature alone, in this process, as the executor uses it, in µs
-of CPU per call (one call per step transition unless said). Server side: a
-private embedded server (AOF on, as in ``saga bench``), server CPU (INFO cpu,
-so the AOF and Lua included) per call of a script doing only that feature,
-less the same empty script.
+Worker side (here): each feature alone, in this process, as the executor uses it,
+in µs of CPU per call (one call per step transition unless said). Server side:
+``saga.bench.server_features``.
 
 The figures explain the engine's worker CPU and server CPU per transition in
 ``saga bench``; they are not additive to the last microsecond (the event loop
@@ -15,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -134,18 +130,23 @@ async def _anyio_task(n: int) -> float:
     return await _per_call_async(batch, max(1, n // 64)) / 64
 
 
+def _claim(i: int) -> Any:
+    from saga.state.model import Claim
+
+    return Claim(record_id=f"r{i:07d}", user_id=f"u{i % 100:03d}", step="router",
+                 entry_id=f"{i}-0", attempt=1, epoch=1, token="1:1", lease_until_ms=0,
+                 input=b"{}", document="", created_ms=0,
+                 trace="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")  # fmt: skip
+
+
 def _tracing(n: int) -> float:
     """A ``process <step>`` span per attempt (no exporter: the SDK's own cost)."""
     from opentelemetry.sdk.trace import TracerProvider
 
     from saga.state.keys import Keys
-    from saga.state.model import Claim
     from saga.telemetry import tracing
 
-    claim = Claim(record_id="r1", user_id="u1", step="router", entry_id="1-0", attempt=1,
-                  epoch=1, token="1:1", lease_until_ms=0, input=b"{}", document="",
-                  trace="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-                  created_ms=0)  # fmt: skip
+    claim = _claim(1)
     keys = Keys()
     tracing.use_provider(TracerProvider())
 
@@ -157,6 +158,43 @@ def _tracing(n: int) -> float:
         return _per_call(span, n)
     finally:
         tracing.disable_tracing()
+
+
+def _otlp_encoding(n: int) -> list[Row]:
+    """Encoding finished attempt spans into an OTLP request, per span, in batches of
+    512 (the batch processor's size): saga's encoder and the SDK's. Nothing without
+    the otlp extra."""
+    try:
+        from opentelemetry.exporter.otlp.proto.common._internal import trace_encoder
+    except ImportError:
+        return []
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from saga.state.keys import Keys
+    from saga.telemetry import span_encoding, tracing
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracing.use_provider(provider)
+    try:
+        for i in range(512):
+            with tracing.attempt_span(_claim(i), Keys(), "w-1"):
+                tracing.annotate("committed")
+    finally:
+        tracing.disable_tracing()
+    spans = list(memory.get_finished_spans())
+    batches = max(1, n // len(spans))
+    ours = _per_call(lambda: span_encoding.encode_spans(spans).data, batches) / len(spans)
+    sdk = _per_call(
+        lambda: trace_encoder.encode_spans(spans).SerializePartialToString(), batches
+    ) / len(spans)
+    return [
+        ("worker", "tracing on: OTLP encoding per span (saga's)", ours),
+        ("worker", "tracing on: OTLP encoding per span (SDK's)", sdk),
+    ]
 
 
 def _commit_packing(n: int) -> float:
@@ -184,68 +222,14 @@ async def worker_rows(n: int) -> list[Row]:
         ("worker", "task per attempt: asyncio task + future", await _asyncio_task(n)),
         ("worker", "task per attempt: anyio task group + Event", await _anyio_task(n)),
         ("worker", "tracing on: span per attempt (no exporter)", _tracing(n)),
+        *_otlp_encoding(n),
         ("worker", "packing one commit EVALSHA (hiredis)", _commit_packing(n)),
     ]
 
 
-# -- server -------------------------------------------------------------------------
-
-_HISTORY = (
-    "redis.call('XADD', KEYS[1], 'MAXLEN', '~', 1000, '*', 'e', 'committed', 's', 'router',"
-    " 'a', 1, 'ep', 1, 'w', 'worker-1', 't', 1, 'd', 3, 'n', 'parser', 'op', ARGV[1])"
-)
-_SCRIPTS = {
-    "history event (XADD to the record's stream)": _HISTORY,
-    "state index move (ZREM + ZADD)": (
-        "redis.call('ZREM', KEYS[2], ARGV[1]) redis.call('ZADD', KEYS[3], 1, ARGV[1])"
-    ),
-    "counter (HINCRBY)": "redis.call('HINCRBY', KEYS[4], 'committed:router', 1)",
-}
-
-
-async def _server_cpu(client: Any, body: str, n: int, key_of: Callable[[int], list[str]]) -> float:
-    sha = await client.script_load(body + " return 1")
-    before = await client.info("cpu")
-    for i in range(0, n, 200):
-        pipe = client.pipeline(transaction=False)
-        for j in range(i, min(i + 200, n)):
-            keys = key_of(j)
-            pipe.evalsha(sha, len(keys), *keys, f"op{j}")
-        await pipe.execute()
-    after = await client.info("cpu")
-    used = sum(float(after[k]) - float(before[k]) for k in ("used_cpu_user", "used_cpu_sys"))
-    return used / n * 1e6
-
-
-async def server_rows(n: int) -> list[Row]:
-    from saga.adapters.embedded_redis import EmbeddedServer
-    from saga.state.connection import connect
-    from saga.state.keys import Keys
-    from saga.state.model import SagaState
-
-    with tempfile.TemporaryDirectory(prefix="saga-features-") as tmp:
-        server = EmbeddedServer(data_dir=Path(tmp), tied=True)
-        server.start()
-        client = connect(server.url)
-        try:
-            k = Keys(prefix="features")
-            a, b = k.state_index(0, SagaState.COMPLETED), k.state_index(0, SagaState.FAILED)
-
-            def keys(j: int) -> list[str]:
-                return [k.history(f"r{j}"), a, b, k.stats(0)]
-
-            base = await _server_cpu(client, "", n, keys)
-            rows: list[Row] = [("server", "an EVALSHA doing nothing (4 keys)", base)]
-            for name, body in _SCRIPTS.items():
-                await client.flushall()
-                rows.append(("server", name, await _server_cpu(client, body, n, keys) - base))
-            return rows
-        finally:
-            await client.aclose()
-            server.stop()
-
-
 async def measure(n: int = 20_000) -> list[Row]:
+    from saga.bench.server_features import server_rows
+
     return [*await worker_rows(n), *await server_rows(n)]
 
 

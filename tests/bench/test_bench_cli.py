@@ -163,6 +163,8 @@ def test_features_prints_a_cost_for_every_feature_as_json(redis_url: str) -> Non
     assert doc["calls"] == 200
     names = {(r["side"], r["feature"]) for r in doc["features"]}
     for side, word in (("worker", "log line"), ("worker", "metrics"), ("worker", "tracing"),
+                       ("worker", "OTLP encoding per span (saga's)"),
+                       ("worker", "OTLP encoding per span (SDK's)"),
                        ("server", "history event"), ("server", "state index")):  # fmt: skip
         assert any(s == side and word in n for s, n in names), (side, word)
     assert all(isinstance(r["us_per_call"], float) for r in doc["features"])
