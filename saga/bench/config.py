@@ -8,9 +8,9 @@ import msgspec
 
 SYSTEMS = ("saga", "seed", "minimal")
 USERS = 100
+"""Distinct user ids across the bench's sagas (the per-user index is a sorted set each)."""
 MAX_PAGES_IN_FLIGHT = 1 << 30
 """Bytes of pages the backlog phase may hold at once (sagas x --page-bytes)."""
-"""Distinct user ids across the bench's sagas (the per-user index is a sorted set each)."""
 
 
 class BenchConfig(msgspec.Struct, frozen=True, kw_only=True):
