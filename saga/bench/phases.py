@@ -50,6 +50,26 @@ class Phase(msgspec.Struct, kw_only=True):
     """Spawn to every worker's "ready" (imports and wiring), before the clock starts."""
 
 
+class Load(msgspec.Struct, frozen=True):
+    """What worker processes spent over a phase, per transition and per second."""
+
+    cpu_s: float
+    cpu_us_per_transition: float
+    round_trips_per_transition: float
+    cores_busy: float
+
+
+def load_of(usages: Sequence[Any], transitions: int, wall_s: float) -> Load:
+    cpu = sum(u.cpu_s for u in usages)
+    trips = sum(u.round_trips for u in usages)
+    return Load(
+        cpu_s=round(cpu, 3),
+        cpu_us_per_transition=round(cpu * 1e6 / transitions, 1),
+        round_trips_per_transition=round(trips / transitions, 3),
+        cores_busy=round(cpu / wall_s, 2) if wall_s > 0 else 0.0,
+    )
+
+
 async def cleanup(client: Any, pattern: str) -> int:
     removed = 0
     async for batch in _scan(client, pattern):
@@ -170,9 +190,7 @@ async def paced(
         submit_s = time.monotonic() - t0
         await _wait_done(client, system, already_done + count, ws, cfg.stall_s, Counter())
         wall = time.monotonic() - t_go
-        usages = await ws.stop()
-        cpu = sum(u.cpu_s for u in usages)
-        trips = sum(u.round_trips for u in usages)
+        load = load_of(await ws.stop(), count * len(STEPS), wall)
     timings = await system.timings(client, [r for r, _ in records])
     if len(timings) != count:
         raise BenchError(f"{system.name}: {len(timings)} of {count} paced sagas have timings")
@@ -182,7 +200,7 @@ async def paced(
         sagas=count,
         e2e_ms=pcts(t.e2e_ms for t in timings),
         handoff_ms=pcts(h for t in timings for h in t.handoffs_ms()),
-        worker_cpu_us_per_transition=round(cpu * 1e6 / (count * len(STEPS)), 1),
-        round_trips_per_transition=round(trips / (count * len(STEPS)), 3),
-        worker_cores_busy=round(cpu / wall, 2) if wall > 0 else 0.0,
+        worker_cpu_us_per_transition=load.cpu_us_per_transition,
+        round_trips_per_transition=load.round_trips_per_transition,
+        worker_cores_busy=load.cores_busy,
     )

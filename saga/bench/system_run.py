@@ -10,7 +10,7 @@ from typing import Any
 
 from saga.bench.config import USERS, BenchConfig, BenchError, Progress
 from saga.bench.measure import forks, pcts, settle_memory, used_memory
-from saga.bench.phases import Phase, backlog, cleanup, paced
+from saga.bench.phases import Phase, backlog, cleanup, load_of, paced
 from saga.bench.report import Memory, RedisCost, SystemResult, Throughput, Workers
 from saga.bench.systems import STEPS, System, memory_of
 
@@ -106,13 +106,13 @@ def _redis_cost(phase: Phase, transitions: int) -> RedisCost:
 
 
 def _workers(phase: Phase, transitions: int) -> Workers:
-    cpu = sum(u.cpu_s for u in phase.usages)
+    load = load_of(phase.usages, transitions, phase.wall_s)
     peaks = [u.peak_rss_bytes for u in phase.usages] or [0]
     return Workers(
         processes=len(phase.usages),
-        cpu_s=round(cpu, 3),
-        cpu_us_per_transition=round(cpu * 1e6 / transitions, 1),
-        cores_busy=round(cpu / phase.wall_s, 2) if phase.wall_s else 0.0,
+        cpu_s=load.cpu_s,
+        cpu_us_per_transition=load.cpu_us_per_transition,
+        cores_busy=load.cores_busy,
         peak_rss_bytes=max(peaks),
         peak_rss_total_bytes=sum(peaks),
         startup_s=round(phase.startup_s, 3),

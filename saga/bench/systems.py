@@ -91,7 +91,7 @@ class SagaSystem:
     ) -> None:
         self.prefix = prefix
         self.keys = Keys(prefix=prefix, partitions=partitions)
-        self._env = {**env, PAGE_BYTES_ENV: str(page_bytes)} if page_bytes else env
+        self._env = env
         self.page_bytes = page_bytes
 
     def worker_argv(self, url: str, concurrency: int, stats: str) -> list[str]:
@@ -105,6 +105,7 @@ class SagaSystem:
             "SAGA_PIPELINE": "saga.bench.pipelines:noop",
             "SAGA_KEY_PREFIX": self.prefix,
             "SAGA_PARTITIONS": str(self.keys.partitions),
+            **({PAGE_BYTES_ENV: str(self.page_bytes)} if self.page_bytes else {}),
             **self._env,
         }
 
