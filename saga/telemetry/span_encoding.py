@@ -86,15 +86,13 @@ def encode_spans(spans: Sequence[ReadableSpan]) -> Encoded:
 
 
 def _span(span: ReadableSpan) -> bytes:
-    if span.events or span.links:
-        return bytes(sdk._encode_span(span).SerializePartialToString())
+    ctx = span.get_span_context()
+    if ctx is None or span.events or span.links:
+        return _by_the_sdk(span)
     try:
         attributes = b"".join(_key_value(k, v) for k, v in (span.attributes or {}).items())
     except _Unsupported:
-        return bytes(sdk._encode_span(span).SerializePartialToString())
-    ctx = span.get_span_context()
-    if ctx is None:
-        return bytes(sdk._encode_span(span).SerializePartialToString())
+        return _by_the_sdk(span)
     parent = span.parent
     out = bytearray(b"\x0a\x10")  # trace_id = 1, 16 bytes
     out += ctx.trace_id.to_bytes(16, "big")
@@ -124,6 +122,10 @@ def _span(span: ReadableSpan) -> bytes:
     flags = _HAS_IS_REMOTE | (_IS_REMOTE if parent is not None and parent.is_remote else 0)
     out += b"\x85\x01" + _FIXED32(flags)  # flags = 16, fixed32
     return bytes(out)
+
+
+def _by_the_sdk(span: ReadableSpan) -> bytes:
+    return bytes(sdk._encode_span(span).SerializePartialToString())
 
 
 def _status(span: ReadableSpan) -> bytes:

@@ -135,3 +135,13 @@ def test_install_makes_the_exporter_use_it() -> None:
         assert trace_exporter.encode_spans is span_encoding.encode_spans
     finally:
         trace_exporter.encode_spans = before  # type: ignore[assignment]
+
+
+def test_install_keeps_the_sdks_encoder_when_the_exporter_has_no_such_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry.exporter.otlp.proto.http import trace_exporter
+
+    monkeypatch.delattr(trace_exporter, "encode_spans")
+    assert span_encoding.install() is False
+    assert not hasattr(trace_exporter, "encode_spans")
