@@ -43,23 +43,76 @@ class RouterOutput(msgspec.Struct, frozen=True, kw_only=True):
     page_count: int
 
 
+class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+    """Where in the document a value was read: the evidence a reviewer checks.
+
+    ``page`` is 1-based; ``line`` the source line's text as extracted (trimmed);
+    ``start``/``end`` the character span of the value inside ``line``, so that
+    ``line[start:end]`` is the value as written (``"13,2"``, ``"<0.3"``).
+    """
+
+    page: int
+    line: str
+    start: int = 0
+    end: int = 0
+
+
 class Biomarker(msgspec.Struct, frozen=True, kw_only=True):
     """One lab result as the document states it.
 
     ``value_text`` is the result as written (``"6.1"``, ``"<0.5"``, ``"Negative"``);
-    ``value`` is set only when the result is a plain number. ``reference_text`` is
-    the range as written; ``reference_low``/``reference_high`` its numeric bounds
-    (one may be None for ``< 5.7`` or ``> 40``).
+    ``value`` is the number it states (for ``"<0.5"``, 0.5 with ``comparator`` ``"<"``),
+    None for a qualitative result. ``reference_text`` is the range as written;
+    ``reference_low``/``reference_high`` its numeric bounds (one may be None for
+    ``< 5.7`` or ``> 40``). ``canonical_name`` and ``loinc`` come from the synonym
+    table when it knows the analyte. ``provenance`` is where it was read;
+    ``warnings`` what a check found doubtful without rejecting it.
     """
 
     name: Name
     value: float | None = None
     value_text: str = ""
+    comparator: str = ""
+    """``"<"``, ``"<="``, ``">"`` or ``">="`` for a censored result, else ``""``."""
     unit: str = ""
     reference_low: float | None = None
     reference_high: float | None = None
     reference_text: str = ""
     flag: Flag = Flag.UNKNOWN
+    canonical_name: str = ""
+    loinc: str = ""
+    provenance: Provenance | None = None
+    warnings: list[str] = []
+
+
+class Rejected(msgspec.Struct, frozen=True, kw_only=True):
+    """A candidate result that failed a check: kept, with the reason, never silently dropped."""
+
+    name: str
+    value_text: str = ""
+    unit: str = ""
+    reason: str
+    provenance: Provenance | None = None
+
+
+class Coverage(msgspec.Struct, frozen=True, kw_only=True):
+    """How much of the document the extraction explains.
+
+    ``candidate_lines`` counts lines that look like results (a number with a unit
+    or a reference range); ``explained_lines`` those an accepted or rejected result
+    accounts for. ``unexplained`` samples the rest (bounded), with their pages.
+    """
+
+    candidate_lines: int = 0
+    explained_lines: int = 0
+    unexplained: list[Provenance] = []
+
+    @property
+    def ratio(self) -> float:
+        """1.0 when there was nothing to explain."""
+        if self.candidate_lines == 0:
+            return 1.0
+        return self.explained_lines / self.candidate_lines
 
 
 class Diagnosis(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +144,8 @@ class Extraction(msgspec.Struct, frozen=True, kw_only=True):
     diagnoses: list[Diagnosis] = []
     procedures: list[Procedure] = []
     genetics: list[GeneticFinding] = []
+    rejected: list[Rejected] = []
+    coverage: Coverage = Coverage()
 
 
 class ParserOutput(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,9 +156,12 @@ class ParserOutput(msgspec.Struct, frozen=True, kw_only=True):
     procedure_count: int
     genetic_count: int
     extraction: Extraction
+    review: str = ""
+    """Why a person should look at this result before trusting it (``""``: no reason).
+    The runtime records it on the saga: it ends "completed, needs review"."""
 
     @classmethod
-    def of(cls, extraction: Extraction) -> ParserOutput:
+    def of(cls, extraction: Extraction, review: str = "") -> ParserOutput:
         """Build the output with counts taken from ``extraction``."""
         return cls(
             biomarker_count=len(extraction.biomarkers),
@@ -111,6 +169,7 @@ class ParserOutput(msgspec.Struct, frozen=True, kw_only=True):
             procedure_count=len(extraction.procedures),
             genetic_count=len(extraction.genetics),
             extraction=extraction,
+            review=review,
         )
 
 
