@@ -41,6 +41,9 @@ class RouterOutput(msgspec.Struct, frozen=True, kw_only=True):
     document_name: str
     media_type: str
     page_count: int
+    textless_pages: list[int] = []
+    """1-based pages that gave no text (a scan inside a text PDF): the parser
+    cannot read them and says so in its review reason."""
 
 
 class Provenance(msgspec.Struct, frozen=True, kw_only=True):
