@@ -8,6 +8,7 @@ It runs the same scripts as the CLI and the executors::
         events = await sagas.history("mr-2024-0001")
         await sagas.retry("mr-2024-0001", step="parser")
         await sagas.cancel("mr-2024-0001")
+        await sagas.accept_review("mr-2024-0001")   # a person checked the flagged results
 """
 
 from __future__ import annotations
@@ -123,8 +124,19 @@ class SagaClient:
             step = self.pipeline.prev_of(step)
             spec = self.pipeline.get(step)
         return await operator.retry(
-            self.sm, record_id, step, self.pipeline.prev_of(step), force=force, actor=actor
+            self.sm,
+            record_id,
+            step,
+            self.pipeline.prev_of(step),
+            force=force,
+            actor=actor,
+            steps=self.pipeline.names,
         )
+
+    async def accept_review(self, record_id: str, *, actor: str = "api") -> int:
+        """A person checked the results a step flagged and accepts them: the flags are
+        cleared (the saga leaves ``saga list --review``) and who did it is in history."""
+        return await operator.accept_review(self.sm, record_id, self.pipeline.names, actor=actor)
 
     async def cancel(self, record_id: str, *, actor: str = "api") -> str:
         return await operator.cancel(self.sm, record_id, actor=actor)

@@ -113,6 +113,10 @@ class Keys:
     def created_index(self, partition: int) -> str:
         return f"{self._p(partition)}:idx:created"
 
+    def review_index(self, partition: int) -> str:
+        """Sagas a step flagged for a person's review (record -> ms flagged)."""
+        return f"{self._p(partition)}:idx:review"
+
     def retired(self, partition: int) -> str:
         """Completed sagas by expiry time (member ``<user>|<record>``), for index pruning."""
         return f"{self._p(partition)}:retired"

@@ -157,13 +157,14 @@ class StateMachine:
             k.costs(p, _day()),
             k.retired(p),
             *self._state_indexes(p),
+            k.review_index(p),
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
         args += [req.output, req.op or new_op(), self.limits.history_maxlen]
         args += [req.pages or b"", self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
         args += [repr(req.cost), req.checkpoint or b"", self.limits.retention_s]
-        args += [req.worker, req.tokens, len(req.cost_keys[:64])]
+        args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review]
         return "commit_step", keys, args
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:

@@ -38,6 +38,8 @@ class EventType(StrEnum):
     RETRIED = "retried"
     CANCELLED = "cancelled"
     FENCED = "fenced"
+    REVIEWED = "reviewed"
+    """A person accepted the results a step had flagged for review."""
 
 
 class FailAction(StrEnum):
@@ -74,10 +76,17 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     outputs: dict[str, str] = {}
     """Step name to the raw JSON output it committed."""
     costs: dict[str, float] = {}
+    review: dict[str, str] = {}
+    """Step name to why its output needs a person's look; empty when nothing was flagged.
+    A completed saga with a review is "completed, needs review"."""
 
     @property
     def total_cost(self) -> float:
         return sum(self.costs.values())
+
+    @property
+    def needs_review(self) -> bool:
+        return bool(self.review)
 
 
 class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
@@ -101,6 +110,8 @@ class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
     """reclaimed: the attempt whose lease expired, its worker and when it was claimed."""
     previous_worker: str = ""
     previous_claimed_ms: int = 0
+    review: str = ""
+    """committed: why the step's output was flagged for review."""
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,8 +1,8 @@
-"""Operator transitions: re-run a saga from a step, cancel it."""
+"""Operator transitions: re-run a saga from a step, cancel it, accept its review."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -37,6 +37,7 @@ async def _at_current_step(
     script: str,
     keys_before: list[str],
     args: Callable[[str], list[object]],
+    keys_after: Sequence[str] = (),
 ) -> list[Any]:
     """Run an operator script whose KEYS name the saga's current step's ready, delayed
     and dead streams: read the step, run, and again if the step moved in between."""
@@ -45,6 +46,7 @@ async def _at_current_step(
         cur = await current_step(sm, record_id)
         keys = [*keys_before, k.ready(p, cur), k.delayed(p, cur), k.dead(p, cur)]
         keys += k.state_indexes(p)
+        keys += keys_after
         argv = args(cur)
         reply: list[Any] = await sm._resend(lambda: evalsha(sm.client, script, keys, argv))  # noqa: B023
         if not (to_code(reply[0]) == RC.WRONG_STATE and text(reply[1]) == "step_moved"):
@@ -61,19 +63,27 @@ async def retry(
     force: bool = False,
     actor: str = "operator",
     op: str | None = None,
+    steps: Sequence[str] = (),
 ) -> RetryResult:
-    """Re-run from ``from_step`` in a new epoch; ``prev_step`` is the step whose output it reads."""
+    """Re-run from ``from_step`` in a new epoch; ``prev_step`` is the step whose output it reads.
+
+    ``steps`` is the pipeline's step order: the review flags of ``from_step`` and the
+    steps after it are cleared (they run again), those of earlier steps stay. Without
+    it no flag changes."""
     validate_id(record_id)
     validate_step(from_step)
     op = op or new_op()
     k, p = sm.keys, sm.keys.partition_of(record_id)
     before = [k.saga(record_id), k.history(record_id), k.ready(p, from_step)]
+    rerun, kept = _split_at(steps, from_step)
 
     def args(cur: str) -> list[object]:
         flag = "1" if force else "0"
-        return [from_step, prev_step, cur, flag, GROUP, op, sm.limits.history_maxlen, actor]
+        head = [from_step, prev_step, cur, flag, GROUP, op, sm.limits.history_maxlen, actor]
+        return [*head, len(rerun), *rerun, *kept]
 
-    reply = await _at_current_step(sm, record_id, "retry_saga", before, args)
+    after = [k.review_index(p)]
+    reply = await _at_current_step(sm, record_id, "retry_saga", before, args, after)
     code = to_code(reply[0])
     if code == RC.WRONG_STATE:
         raise StepConflictError(
@@ -84,6 +94,38 @@ async def retry(
         raise_for(code, record_id, f"worker {text(reply[1])}")
     raise_for(code, record_id)
     return RetryResult(num(reply[1]), text(reply[2]), code == RC.DUPLICATE, from_step)
+
+
+def _split_at(steps: Sequence[str], from_step: str) -> tuple[list[str], list[str]]:
+    """(the steps from ``from_step`` on, the steps before it); ([], []) without a pipeline."""
+    names = list(steps)[:32]
+    if from_step not in names:
+        return [], []
+    at = names.index(from_step)
+    return names[at:], names[:at]
+
+
+async def accept_review(
+    sm: StateMachine,
+    record_id: str,
+    steps: Sequence[str],
+    *,
+    actor: str = "operator",
+    op: str | None = None,
+) -> int:
+    """A person accepts the saga's flagged results: every flag of ``steps`` is cleared and
+    the acceptance recorded in history. Returns how many flags were cleared."""
+    validate_id(record_id)
+    op = op or new_op()
+    p = sm.keys.partition_of(record_id)
+    keys = [sm.keys.saga(record_id), sm.keys.history(record_id), sm.keys.review_index(p)]
+    args = [op, sm.limits.history_maxlen, actor, *[validate_step(s) for s in steps][:32]]
+    reply = await sm._resend(lambda: evalsha(sm.client, "accept_review", keys, args))
+    code = to_code(reply[0])
+    if code == RC.WRONG_STATE:
+        raise StepConflictError(f"record {record_id!r} is not flagged for review")
+    raise_for(code, record_id)
+    return num(reply[1])
 
 
 async def cancel(

@@ -13,7 +13,7 @@ from saga.state.replies import num, text
 
 def parse_saga(raw: dict[bytes, bytes]) -> Saga:
     f = {text(k): v for k, v in raw.items()}
-    attempts, outputs, costs = {}, {}, {}
+    attempts, outputs, costs, review = {}, {}, {}, {}
     for name, value in f.items():
         kind, _, step = name.partition(":")
         if kind == "att" and step:
@@ -24,6 +24,8 @@ def parse_saga(raw: dict[bytes, bytes]) -> Saga:
             outputs[step] = text(value)
         elif kind == "cost" and step:
             costs[step] = float(value)
+        elif kind == "rv" and step:
+            review[step] = text(value)
     return Saga(
         v=num(f.get("v")),
         record_id=text(f.get("rid")),
@@ -46,6 +48,7 @@ def parse_saga(raw: dict[bytes, bytes]) -> Saga:
         attempts=attempts,
         outputs=outputs,
         costs=costs,
+        review=review,
     )
 
 
@@ -69,6 +72,7 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         previous_attempt=num(f.get("pa")),
         previous_worker=f.get("pw", ""),
         previous_claimed_ms=num(f.get("pt")),
+        review=f.get("rv", ""),
     )
 
 

@@ -29,6 +29,8 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int = 0
     cost_keys: tuple[str, ...] = ()
     """Cached LLM answers the attempt used; the script attributes each one's cost once."""
+    review: str = ""
+    """Why the output needs a person's look (``""``: none); flags the saga for review."""
     op: str = ""
 
 

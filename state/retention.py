@@ -28,6 +28,7 @@ async def prune_retired(
         if not rows:
             break
         keys = [k.retired(partition), k.created_index(partition), *k.state_indexes(partition)]
+        keys.append(k.review_index(partition))
         args: list[str] = []
         for raw in rows:
             member = text(raw)

@@ -37,6 +37,7 @@ SCRIPT_NAMES = (
     "quarantine_entry",
     "prune_retired",
     "prune_consumers",
+    "accept_review",
 )
 
 

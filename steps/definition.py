@@ -20,7 +20,9 @@ class StepDef(Generic[In, Out]):
 
     The runtime decodes the input with ``input_type``, calls ``fn(ctx, input)``
     and encodes the result (an ``output_type``) as the checkpoint that becomes
-    the next step's input.
+    the next step's input. An output with a non-empty ``review: str`` field flags
+    the saga for review: the step succeeded, but a person should look before its
+    result is trusted (the saga ends "completed, needs review").
     """
 
     name: str

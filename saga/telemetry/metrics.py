@@ -39,6 +39,7 @@ _COUNTERS = {
     "dead_lettered": "Failed attempts that dead-lettered the saga.",
     "fenced": "Attempts that lost their lease to another worker (their result was dropped).",
     "quarantined": "Malformed stream entries moved aside.",
+    "flagged_for_review": "Committed outputs that flagged their saga for a person's review.",
 }
 
 _GAUGES = {
@@ -150,6 +151,9 @@ class MetricsObserver(Observer):
 
     def fenced(self, step: str) -> None:
         self._add("fenced", step)
+
+    def flagged(self, step: str) -> None:
+        self._add("flagged_for_review", step)
 
     def quarantined(self, step: str) -> None:
         self._add("quarantined", step)

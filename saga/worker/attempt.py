@@ -110,8 +110,8 @@ class AttemptRunner:
             async with asyncio.timeout(None) as watched.timeout:
                 self.watchdog.watch(watched)
                 try:
-                    output = await self._execute(spec, ctx, watched)
-                    req = self._commit_request(spec, ctx, output)
+                    output, review = await self._execute(spec, ctx, watched)
+                    req = self._commit_request(spec, ctx, output, review)
                 except Exception as exc:  # the step failed: decide what happens next
                     req = self._fail_request(spec, claim, exc)
                 finally:
@@ -131,7 +131,10 @@ class AttemptRunner:
         self._report(spec, claim, req, outcome, time.monotonic() - started, paid, tokens)
         return outcome
 
-    async def _execute(self, spec: StepSpec, ctx: AttemptContext, watched: Watched) -> bytes:
+    async def _execute(
+        self, spec: StepSpec, ctx: AttemptContext, watched: Watched
+    ) -> tuple[bytes, str]:
+        """The encoded output and its review reason (see ``review_reason``)."""
         try:
             inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
@@ -153,7 +156,7 @@ class AttemptRunner:
         limit = self.settings.step_config.max_output_bytes
         if len(output) > limit:
             raise PayloadTooLargeError(f"output of step {spec.name!r} (bytes)", len(output), limit)
-        return output
+        return output, review_reason(result)
 
     async def _heartbeats(self, spec: StepSpec, watched: Watched, heartbeat: Any) -> None:
         """Renew the lease now and every third of it; a stale token stops the step at once."""
@@ -167,9 +170,12 @@ class AttemptRunner:
                 log.warning("heartbeat_failed", error=type(exc).__name__)
             await asyncio.sleep(spec.lease_s / 3)
 
-    def _commit_request(self, spec: StepSpec, ctx: AttemptContext, output: bytes) -> CommitRequest:
+    def _commit_request(
+        self, spec: StepSpec, ctx: AttemptContext, output: bytes, review: str
+    ) -> CommitRequest:
         return CommitRequest(
             output=output,
+            review=review,
             next_step=self._next_of(spec.name),
             pages=ctx.staged_pages,
             delete_pages=spec.deletes_pages,
@@ -212,6 +218,9 @@ class AttemptRunner:
                 duplicate=outcome.code == RC.DUPLICATE,
             )
             self.observer.committed(spec.name, duration)
+            if req.review and outcome.code == RC.OK:
+                log.warning("flagged_for_review", reason=req.review)
+                self.observer.flagged(spec.name)
             tracing.annotate("duplicate" if outcome.code == RC.DUPLICATE else "committed")
             return
         event = {
@@ -229,6 +238,19 @@ class AttemptRunner:
         log.info(event, delay_ms=req.delay_ms)
         self.observer.failed(spec.name, req.action.value, duration)
         tracing.annotate(req.action.value, req.error_class)
+
+
+REVIEW_MAX_CHARS = 500
+
+
+def review_reason(output: Any) -> str:
+    """A step output's ``review`` field, when it has one: why a person should look at it
+    before trusting it (see ``saga.steps.definition``). Bounded: it is stored per saga."""
+    reason = getattr(output, "review", "")
+    if not isinstance(reason, str):
+        return ""
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= REVIEW_MAX_CHARS else reason[: REVIEW_MAX_CHARS - 1] + "…"
 
 
 def _timed_out(spec: StepSpec) -> StepTimeoutError:

@@ -12,7 +12,8 @@
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[8]  retired sagas (zset: "<user>|<record>" -> expiry ms), swept by prune_retired
 -- KEYS[9..14] state indexes, in SagaState order
--- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[15] sagas flagged for review (zset: record -> ms flagged)
+-- KEYS[16..15+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id of the input
@@ -29,12 +30,14 @@
 -- ARGV[14] retention of a completed saga (s)
 -- ARGV[15] worker name
 -- ARGV[16] LLM tokens used by the attempt
--- ARGV[17] n: number of cached-answer keys at KEYS[15..], at most 64
+-- ARGV[17] n: number of cached-answer keys at KEYS[16..], at most 64
+-- ARGV[18] review reason ("" = none): the output needs a person's look before it is
+--          trusted; stored as rv:<step>, the record joins KEYS[15]
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
--- Emits:   history 'committed' (fields c and k only when non-zero); ready entry {rid, ep, v}
+-- Emits:   history 'committed' (fields c, k and rv only when set); ready entry {rid, ep, v}
 --          for the next step
 --@include now
 --@include history
@@ -61,7 +64,7 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(15, tonumber(ARGV[17]) or 0, token)
+local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(16, tonumber(ARGV[17]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
 local state, next_entry = STATE.COMPLETED, ''
@@ -81,6 +84,13 @@ if ARGV[13] ~= '' then
   f[#f + 1] = 'ckpt:' .. step
   f[#f + 1] = ARGV[13]
 end
+local review = ARGV[18] or ''
+if review ~= '' then
+  f[#f + 1] = 'rv:' .. step
+  f[#f + 1] = review
+  redis.call('ZADD', KEYS[15], now, record)
+  redis.call('HINCRBY', KEYS[6], 'review:' .. step, 1)
+end
 redis.call('HSET', saga, unpack(f))
 if ARGV[9] ~= '' then redis.call('SET', KEYS[5], ARGV[9], 'EX', ARGV[10]) end
 if ARGV[11] == '1' then redis.call('DEL', KEYS[5]) end
@@ -99,6 +109,10 @@ end
 if ARGV[16] ~= '0' and ARGV[16] ~= '' then
   ev[#ev + 1] = 'k'
   ev[#ev + 1] = ARGV[16]
+end
+if review ~= '' then
+  ev[#ev + 1] = 'rv'
+  ev[#ev + 1] = review
 end
 history_append(hist, maxlen, ev)
 if state == STATE.COMPLETED then

@@ -10,6 +10,7 @@
 -- KEYS[5]  delayed retries of the current step
 -- KEYS[6]  dead-letter stream of the current step
 -- KEYS[7..12] state indexes, in SagaState order
+-- KEYS[13] sagas flagged for review
 -- ARGV[1]  step to re-run from
 -- ARGV[2]  the step before it, whose output is its input ("_input" for the first step)
 -- ARGV[3]  the current step as the caller read it (guards KEYS[4..6])
@@ -18,6 +19,9 @@
 -- ARGV[6]  operation id
 -- ARGV[7]  history MAXLEN
 -- ARGV[8]  who asked (free text, e.g. "cli root@host")
+-- ARGV[9]  n: how many of the following steps re-run (their review flags are cleared)
+-- ARGV[10..9+n] the steps that re-run; ARGV[10+n..] the steps before them (their flags
+--          stay; the record leaves KEYS[13] when none is left). At most 32 in all.
 -- Returns: {RC.OK, epoch, entry}
 --          {RC.DUPLICATE, epoch, entry}       same op id: nothing written
 --          {RC.NOT_FOUND}
@@ -28,6 +32,7 @@
 --@include history
 --@include state_index
 --@include op
+--@include review
 
 local saga, hist = KEYS[1], KEYS[2]
 local from, prev, expected, force = ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1'
@@ -60,6 +65,7 @@ redis.call('HSET', saga, 'state', STATE.PENDING, 'step', from, 'prev', prev, 'ep
 redis.call('PERSIST', saga)
 redis.call('PERSIST', hist)
 index_state(7, record, s[1], STATE.PENDING, now)
+clear_reviews(saga, KEYS[13], record, 9)
 local why = 'from ' .. s[1] .. ' at ' .. s[2] .. ' by ' .. ARGV[8]
 if force then why = why .. ' (forced)' end
 history_append(hist, maxlen, {'e', 'retried', 's', from, 'ep', epoch, 't', now, 'x', why,

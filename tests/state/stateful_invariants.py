@@ -54,6 +54,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> No
         pipe.xrange(k.dead(0, step))
     for state in SagaState:
         pipe.zrange(k.state_index(0, state), 0, -1)
+    pipe.zrange(k.review_index(0), 0, -1)
     replies = iter(await pipe.execute())
     sagas, hists = {}, {}
     for rid in RECORDS:
@@ -69,6 +70,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> No
         dead = {text(i): {text(a): text(b) for a, b in f.items()} for i, f in next(replies)}
         streams[step] = (ready, pel, last, delayed, dead)
     index = {state: {text(m) for m in next(replies)} for state in SagaState}
+    flagged = {text(m) for m in next(replies)}
 
     for rid in RECORDS:
         check_record(rid, model[rid], sagas[rid], hists[rid])
@@ -78,6 +80,10 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> No
         # By key: pending and running share one index ("active").
         keys_holding = {k.state_index(0, s) for s in SagaState if rid in index[s]}
         assert keys_holding == ({k.state_index(0, SagaState(current))} if current else set())
+        # Review: the hash's rv:<step> fields are the model's, indexed while any is left.
+        rv = {f[3:]: v for f, v in sagas[rid].items() if f.startswith("rv:")}
+        assert rv == model[rid].review, (rid, rv, model[rid].review)
+        assert (rid in flagged) == bool(rv)
 
 
 def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]) -> None:

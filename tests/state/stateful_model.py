@@ -38,6 +38,7 @@ TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     "retried": (ANY, P),
     "cancelled": (frozenset({P, R, W, F}), X),
     "fenced": (ANY, SAME),
+    "reviewed": (ANY, SAME),
 }
 """The allowed history paths, as data: every event, where it may come from, where it goes."""
 
@@ -58,6 +59,8 @@ class Rec:
     attempts: dict[str, tuple[int, int]] = field(default_factory=dict)
     done: dict[str, str] = field(default_factory=dict)
     outputs: set[str] = field(default_factory=lambda: {"_input"})
+    review: dict[str, str] = field(default_factory=dict)
+    """Step -> review reason its last commit flagged (rv:<step> in the hash)."""
 
     def attempts_at(self, step: str) -> int:
         epoch, n = self.attempts.get(step, (0, 0))
@@ -85,6 +88,8 @@ class Rec:
 
     def apply_retry(self, from_step: str, entry: str) -> None:
         m = self
+        for step in STEPS[STEPS.index(from_step) :]:  # they run again: their flags go
+            m.review.pop(step, None)
         m.epoch += 1
         m.state, m.step, m.entry, m.token = P, from_step, entry, ""
         m.lease_live = m.due_past = False
@@ -96,9 +101,11 @@ class Rec:
             return RC.OK
         return RC.LEASE_LOST
 
-    def apply_commit(self, step: str, token: str, next_entry: str) -> None:
+    def apply_commit(self, step: str, token: str, next_entry: str, review: str = "") -> None:
         """A commit succeeded; ``next_entry`` is the saga's new entry when a step follows."""
         m = self
+        if review:
+            m.review[step] = review
         m.done[step], m.token, m.lease_live = token, "", False
         m.outputs.add(step)
         if NEXT[step]:

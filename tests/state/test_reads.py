@@ -42,7 +42,11 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     )
     assert out.claim is not None
     await sm.commit(c, CommitRequest(output=b"{}", next_step="parser"))  # zombie: fenced
-    await sm.commit(out.claim, CommitRequest(output=b'{"p":1}', next_step="parser", cost=0.5))
+    await sm.commit(
+        out.claim,
+        CommitRequest(output=b'{"p":1}', next_step="parser", cost=0.5, review="2 values rejected"),
+    )
+    await operator.accept_review(sm, "r1", ["router", "parser"], actor="ops")
     c = await claim_next(sm, "parser", "w-a")
     await sm.fail(c, _fail(FailAction.RETRY))
     await sm.promote("parser", 0, ["r1"])
@@ -68,6 +72,7 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         EventType.RECLAIMED,
         EventType.FENCED,
         EventType.COMMITTED,
+        EventType.REVIEWED,
         EventType.RETRY_SCHEDULED,
         EventType.PROMOTED,
         EventType.DEAD_LETTERED,
@@ -78,6 +83,8 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     reclaim = events[3]
     assert (reclaim.attempt, reclaim.previous_attempt, reclaim.previous_worker) == (2, 1, "w-a")
     assert 0 < reclaim.previous_claimed_ms <= reclaim.at_ms
+    assert (events[5].review, events[6].detail) == ("2 values rejected", "ops")
+    assert saga.review == {}
     committed = events[5]
     assert (committed.step, committed.attempt, committed.next_step, committed.cost) == (
         "router",

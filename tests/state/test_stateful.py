@@ -2,7 +2,8 @@
 
 Three records, two steps (router -> parser), two workers. Rules: start, read+claim
 (XREADGROUP, or XAUTOCLAIM with min_idle 0 after a lease expired), heartbeat, commit
-and fail with any claim ever issued (zombies included), promote, manual retry, cancel.
+and fail with any claim ever issued (zombies included), promote, manual retry, cancel,
+accept review (commits flag their saga for review at random).
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -166,14 +167,15 @@ class SagaMachine(RedisMachine):
             assert not live, exc
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
 
-    @rule(held=claims, resend=st.booleans())
-    def commit(self, held: tuple[str, Claim], resend: bool) -> None:
+    @rule(held=claims, resend=st.booleans(), review=st.sampled_from(["", "", "doubtful"]))
+    def commit(self, held: tuple[str, Claim], resend: bool, review: str) -> None:
         worker, c = held
         m = self.model[c.record_id]
         req = CommitRequest(
             output=b'{"by":"' + worker.encode() + b'"}',
             worker=worker,
             next_step=NEXT[c.step],
+            review=review,
             op=uuid.uuid4().hex,
         )
         expected = m.predict_commit(c.step, c.token)
@@ -184,7 +186,7 @@ class SagaMachine(RedisMachine):
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
             next_entry = self._entry_of(c.record_id) if NEXT[c.step] else ""
-            m.apply_commit(c.step, c.token, next_entry)
+            m.apply_commit(c.step, c.token, next_entry, review)
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
 
@@ -245,7 +247,9 @@ class SagaMachine(RedisMachine):
     def retry(self, rid: str, from_step: str, force: bool, resend: bool) -> None:
         m = self.model[rid]
         op = uuid.uuid4().hex
-        call = operator.retry(self.sm, rid, from_step, PREV[from_step], force=force, op=op)
+        call = operator.retry(
+            self.sm, rid, from_step, PREV[from_step], force=force, op=op, steps=STEPS
+        )
         if m.state is None:
             with pytest.raises(SagaNotFoundError):
                 self.run(call)
@@ -260,7 +264,9 @@ class SagaMachine(RedisMachine):
         m.apply_retry(from_step, res.entry_id)
         assert res.epoch == m.epoch
         if resend:
-            again = operator.retry(self.sm, rid, from_step, PREV[from_step], force=force, op=op)
+            again = operator.retry(
+                self.sm, rid, from_step, PREV[from_step], force=force, op=op, steps=STEPS
+            )
             before = self.run(snapshot(self.client, self.keys.prefix))
             assert self.run(again) == msgspec.structs.replace(res, duplicate=True)
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
@@ -278,6 +284,28 @@ class SagaMachine(RedisMachine):
         else:
             assert self.run(call) == m.state
             m.state, m.token, m.entry, m.lease_live = X, "", "", False
+
+    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
+    def accept_review(self, rid: str, resend: bool) -> None:
+        m = self.model[rid]
+        op = uuid.uuid4().hex
+        call = operator.accept_review(self.sm, rid, STEPS, op=op)
+        if m.state is None:
+            with pytest.raises(SagaNotFoundError):
+                self.run(call)
+            return
+        before = self.run(snapshot(self.client, self.keys.prefix))
+        if not m.review:
+            with pytest.raises(StepConflictError):
+                self.run(call)
+            assert self.run(snapshot(self.client, self.keys.prefix)) == before
+            return
+        assert self.run(call) == len(m.review)
+        event("accept_review: OK")
+        m.review.clear()
+        if resend:
+            again = operator.accept_review(self.sm, rid, STEPS, op=op)
+            self.run(unchanged(self.client, self.keys, again))
 
     # -- invariants -----------------------------------------------------------
     @invariant()
