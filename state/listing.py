@@ -25,6 +25,8 @@ class SagaRow(msgspec.Struct, frozen=True):
     cost: float
     error_class: str
     error_message: str
+    review: str = ""
+    """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
 
 
 class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -33,6 +35,8 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     user: str | None = None
     since_ms: int = 0
     """Created at or after this time (epoch ms); 0 for any."""
+    review: bool = False
+    """Only sagas flagged for review (read from the review index)."""
     limit: int = 50
 
 
@@ -50,6 +54,7 @@ async def list_sagas(client: Any, keys: Keys, q: ListQuery) -> list[SagaRow]:
     """
     steps = await registered_steps(client, keys)
     fields = [*_FIELDS, *(f"att:{s}" for s in steps), *(f"cost:{s}" for s in steps)]
+    fields += [f"rv:{s}" for s in steps]
     indexes = [_index(keys, p, q) for p in keys.all_partitions()]
     merge = _IndexMerge(client, indexes, q.since_ms, min(max(q.limit, 50), 1000))
     rows: list[SagaRow] = []
@@ -79,18 +84,21 @@ async def list_sagas(client: Any, keys: Keys, q: ListQuery) -> list[SagaRow]:
 def _index(keys: Keys, p: int, q: ListQuery) -> str:
     if q.user:
         return keys.user_index(p, q.user)
+    if q.review:
+        return keys.review_index(p)
     if q.state:
         return keys.state_index(p, q.state)
     return keys.created_index(p)
 
 
 def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
-    n, step = len(_FIELDS), text(v[2])
+    n, m, step = len(_FIELDS), len(steps), text(v[2])
     attempts = {s: text(v[n + i]) for i, s in enumerate(steps)}
-    cost = round(sum(float(c) for c in v[n + len(steps) :] if c), 9)
+    cost = round(sum(float(c) for c in v[n + m : n + 2 * m] if c), 9)
     tries = num(attempts.get(step, "").rpartition(":")[2])
+    flags = [f"{s}: {text(r)}" for s, r in zip(steps, v[n + 2 * m :], strict=True) if r]
     return SagaRow(rid, text(v[0]), text(v[1]), step, tries, num(v[3]), num(v[4]), cost,
-                   text(v[5]), text(v[6]))  # fmt: skip
+                   text(v[5]), text(v[6]), flags[0] if flags else "")  # fmt: skip
 
 
 def _matches(row: SagaRow, q: ListQuery) -> bool:
@@ -98,6 +106,7 @@ def _matches(row: SagaRow, q: ListQuery) -> bool:
         (not q.user or row.user_id == q.user)
         and (not q.state or row.state == q.state.value)
         and (not q.step or row.step == q.step)
+        and (not q.review or bool(row.review))
         and row.created_ms >= q.since_ms
     )
 

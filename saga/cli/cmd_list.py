@@ -1,4 +1,4 @@
-"""saga list [--state S] [--step S] [--user U] [--since T] [--limit N] [--json]"""
+"""saga list [--state S] [--step S] [--user U] [--review] [--since T] [--limit N] [--json]"""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--state", choices=[s.value for s in SagaState], help="only sagas in S")
     p.add_argument("--step", help="only sagas at step S")
     p.add_argument("--user", help="only sagas of user U")
+    p.add_argument(
+        "--review",
+        action="store_true",
+        help="only sagas a step flagged for a person's review (completed, needs review)",
+    )
     p.add_argument("--since", help="only sagas created since T: 30m, 2h, 7d or an ISO date")
     p.add_argument("--limit", type=int, default=50, help="at most N sagas (default 50)")
     p.add_argument("--json", action="store_true", help='one JSON document {"sagas": [...]}')
@@ -43,6 +48,7 @@ def main(args: argparse.Namespace) -> int:
         step=validate_step(args.step) if args.step else None,
         user=validate_id(args.user, "user id") if args.user else None,
         since_ms=parse_since(args.since),
+        review=args.review,
         limit=args.limit,
     )
     settings = load_settings()
@@ -73,13 +79,21 @@ def _table(rows: list) -> str:  # type: ignore[type-arg]
         [
             r.record_id,
             r.user_id,
-            state_text(r.state),
+            state_text(r.state, bool(r.review)),
             r.step,
             str(r.attempts),
             fmt_ms(r.updated_ms),
             money(r.cost),
-            error_text(r.error_class, r.error_message, limit) or "-",
+            error_text(r.error_class, r.error_message, limit) or _review(r.review, limit),
         ]
         for r in rows
     ]
     return table(["record", "user", "state", "step", "attempts", "updated", "cost", "error"], cells)
+
+
+def _review(reason: str, limit: int | None) -> str:
+    """The review reason in the error column (a flagged saga has no error)."""
+    if not reason:
+        return "-"
+    text = f"review: {reason}"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"

@@ -1,4 +1,5 @@
-"""saga retry <record_id> [--step S] [--force]  |  saga retry --step S [--failed] ... (bulk)"""
+"""saga retry <record_id> [--step S] [--force]  |  saga retry --step S [--failed|--review] ...
+(bulk)"""
 
 from __future__ import annotations
 
@@ -14,13 +15,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "With a record id: re-run that saga from --step (default: where it stopped), "
             "keeping its history. Without one: re-run every saga dead-lettered at --step "
-            "(the dead-letter replay)."
+            "(the dead-letter replay), or with --review every saga flagged for review, "
+            "from --step (say, once the parser has improved)."
         ),
     )
     p.add_argument("record_id", nargs="?")
     p.add_argument("--step", help="step to re-run from")
     p.add_argument("--force", action="store_true", help="even while the step is running")
     p.add_argument("--failed", action="store_true", help="bulk: sagas failed at --step (default)")
+    p.add_argument(
+        "--review",
+        action="store_true",
+        help="bulk: sagas flagged for review (at any step), re-run from --step",
+    )
     p.add_argument("--user", help="bulk: only this user's sagas")
     p.add_argument("--since", help="bulk: created within, e.g. 2h, 7d, or an ISO date")
     p.add_argument("--limit", type=int, default=1000, help="bulk: at most N sagas")
@@ -34,8 +41,12 @@ def main(args: argparse.Namespace) -> int:
 
     if args.record_id is None and not args.step:
         raise CliError("give a record id, or --step for the bulk retry of dead letters", Exit.USAGE)
-    if args.record_id and (args.user or args.since or args.dry_run):
-        raise CliError("--user, --since and --dry-run apply to the bulk form only", Exit.USAGE)
+    if args.record_id and (args.user or args.since or args.dry_run or args.review):
+        raise CliError(
+            "--user, --since, --review and --dry-run apply to the bulk form only", Exit.USAGE
+        )
+    if args.failed and args.review:
+        raise CliError("give --failed or --review, not both", Exit.USAGE)
     settings = load_settings()
     since = parse_since(args.since)
 
@@ -89,10 +100,13 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
     from saga.state.model import SagaState
 
     assert isinstance(sagas, SagaClient)
-    # The same index-served read as `saga list --state failed --step S`.
-    query = ListQuery(
-        state=SagaState.FAILED, step=args.step, user=args.user, since_ms=since, limit=args.limit
-    )
+    # The same index-served read as `saga list --state failed --step S` (or `--review`).
+    if args.review:
+        query = ListQuery(review=True, user=args.user, since_ms=since, limit=args.limit)
+    else:
+        query = ListQuery(
+            state=SagaState.FAILED, step=args.step, user=args.user, since_ms=since, limit=args.limit
+        )
     rows = await list_sagas(sagas.redis, sagas.keys, query)
     done, errors = [], []
     if not args.dry_run:
@@ -116,10 +130,13 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
     else:
         verb = "would retry" if args.dry_run else "retried"
         count = len(rows) if args.dry_run else len(done)
-        print(f"{verb} {count} saga(s) dead-lettered at {args.step}")
+        which = f"flagged for review, from {args.step}" if args.review else (
+            f"dead-lettered at {args.step}")  # fmt: skip
+        print(f"{verb} {count} saga(s) {which}")
         if rows:
-            cells = [[r.record_id, r.user_id, r.error_class] for r in rows]
-            print(table(["record", "user", "error"], cells))
+            cells = [[r.record_id, r.user_id, r.review if args.review else r.error_class]
+                     for r in rows]  # fmt: skip
+            print(table(["record", "user", "review" if args.review else "error"], cells))
         for rid, err in errors:
             print(f"  {rid}: {err}")
     return Exit.FAILED if errors else Exit.OK

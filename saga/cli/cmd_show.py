@@ -1,4 +1,5 @@
-"""saga show <record_id> [--json] [--follow]: a saga and the timeline of its attempts."""
+"""saga show <record_id> [--output] [--json] [--follow]: a saga, the timeline of its
+attempts and, with --output, what each step produced."""
 
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "one JSON line per event",
     )
     p.add_argument(
+        "-o",
+        "--output",
+        action="store_true",
+        help="also print what each step produced (the parser's results with their pages, "
+        "rejected values and coverage; the grouper's groups); with --json, as 'outputs'",
+    )
+    p.add_argument(
         "-f",
         "--follow",
         action="store_true",
@@ -56,9 +64,18 @@ def main(args: argparse.Namespace) -> int:
                 return await follow(client, keys, args.record_id, as_json=args.json)
             saga, events = await get_saga_and_history(client, keys, args.record_id)
         if args.json:
-            print_json(document(saga, events, _now_ms()))
+            doc = document(saga, events, _now_ms())
+            if args.output:
+                from saga.cli.outputs import decoded
+
+                doc["outputs"] = decoded(saga.outputs)
+            print_json(doc)
         else:
             print(render(saga, events, _now_ms()))
+            if args.output:
+                from saga.cli.outputs import render_outputs
+
+                print("\n" + render_outputs(saga.outputs))
         return Exit.OK
 
     try:
@@ -90,7 +107,7 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
     head: list[tuple[str, str]] = [
         ("record", saga.record_id),
         ("user", saga.user_id),
-        ("state", state_text(saga.state.value)),
+        ("state", state_text(saga.state.value, saga.needs_review)),
         ("step", saga.step),
         ("epoch", str(saga.epoch)),
         ("created", fmt_ms(saga.created_ms)),
@@ -98,6 +115,8 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
         ("cost", money(saga.total_cost) if saga.total_cost else "$0"),
         ("error", error_text(saga.error_class, saga.error_message, 100 if fancy else None)),
     ]
+    for step, reason in saga.review.items():
+        head.append(("review", f"{step}: {reason}"))
     if saga.state.value == "running":
         head.append(("lease", f"{saga.worker} until {fmt_ms(saga.lease_until_ms)}"))
     elif saga.state.value == "waiting_retry":

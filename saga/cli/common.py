@@ -54,7 +54,13 @@ STATE_COLOURS = {
 }
 
 
-def state_text(state: str) -> str:
+REVIEW_MARK = ", needs review"
+
+
+def state_text(state: str, review: bool = False) -> str:
+    """The state, coloured on a TTY; a saga flagged for review says so beside it."""
+    if review:
+        return colour(state + REVIEW_MARK, "33")
     return colour(state, STATE_COLOURS.get(state, "0"))
 
 

@@ -20,6 +20,7 @@ COMMANDS = (
     "retry",
     "cancel",
     "list",
+    "review",
     "dlq",
     "top",
     "costs",

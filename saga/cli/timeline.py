@@ -51,6 +51,9 @@ class SagaView(msgspec.Struct, kw_only=True):
     attempts: dict[str, int]
     costs: dict[str, float]
     total_cost: float
+    needs_review: bool = False
+    review: dict[str, str] = {}
+    """Step -> why its output needs a person's look (``saga list --review``)."""
 
 
 def saga_view(s: Saga) -> SagaView:
@@ -71,6 +74,8 @@ def saga_view(s: Saga) -> SagaView:
         attempts=s.attempts,
         costs=s.costs,
         total_cost=round(s.total_cost, 9),
+        needs_review=s.needs_review,
+        review=s.review,
     )
 
 

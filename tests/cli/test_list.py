@@ -58,7 +58,7 @@ async def test_table_and_json_newest_first(redis: Any, keys: Keys, redis_url: st
     assert [r["record_id"] for r in rows] == ["mr-a", "mr-c", "mr-b"]
     assert set(rows[0]) == {
         "record_id", "user_id", "state", "step", "attempts", "created_ms", "updated_ms",
-        "cost", "error_class", "error_message",
+        "cost", "error_class", "error_message", "review",
     }  # fmt: skip
 
 
