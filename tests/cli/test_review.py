@@ -46,8 +46,9 @@ def parser_output() -> bytes:
         reason="outside any physiological value for Sodium in mmol/L",
         provenance=Provenance(page=2, line="Sodium 1450 mmol/L", start=7, end=11),
     )
-    x = Extraction(biomarkers=[hb], rejected=[bad], coverage=Coverage(candidate_lines=2,
-                   explained_lines=1, unexplained=[Provenance(page=3, line="Iron 80 ug/dL")]))  # fmt: skip
+    missed = [Provenance(page=3, line="Iron 80 ug/dL")]
+    coverage = Coverage(candidate_lines=2, explained_lines=1, unexplained=missed)
+    x = Extraction(biomarkers=[hb], rejected=[bad], coverage=coverage)
     return msgspec.json.encode(ParserOutput.of(x, review=REASON))
 
 
