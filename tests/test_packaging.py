@@ -73,6 +73,7 @@ def test_public_api_is_pinned() -> None:
         "history",
         "retry",
         "cancel",
+        "accept_review",
         "aclose",
         "from_settings",
         "redis",
