@@ -1,0 +1,161 @@
+"""Layouts where the row itself is the difficulty (the cases first seen going wrong)."""
+
+from __future__ import annotations
+
+from saga.evaluation.truth import ExpectedDocument
+from tests.corpus.sheet import HIGH, LOW, NONE, NORMAL, R, Sheet
+
+Built = tuple[bytes, ExpectedDocument]
+
+
+def unit_after_range() -> Built:
+    """A hospital table printing the unit after the value and again after a spaced range."""
+    s = Sheet(
+        "unit_after_range", "Unit repeated after a spaced range: 11.2 g/dL  12.0 - 15.5 g/dL  L"
+    )
+    s.new_page()
+    s.line("St. Brigid General Hospital - Clinical Laboratory", bold=True, size=13)
+    s.line("Patient: HALVORSEN, Ingrid    MRN: 7730215    DOB: 11/02/1958    Sex: F")
+    s.line("Collected: 03/04/2024 06:45    Received: 03/04/2024 07:10    Ward: 4 West")
+    s.gap()
+    widths = (58, 38, 52, 14)
+    s.cells(zip(widths, ("Test", "Result", "Reference Range", "Flag"), strict=True), bold=True)
+    rows = (
+        R("Hemoglobin", "", "11.2", 11.2, "g/dL", "12.0 - 15.5", "L", LOW),
+        R("Hematocrit", "", "34.1", 34.1, "%", "36.0 - 46.0", "L", LOW),
+        R("WBC", "White blood cell count", "12.4", 12.4, "x10^9/L", "4.0 - 11.0", "H", HIGH),
+        R("Platelets", "Platelet count", "210", 210, "x10^9/L", "150 - 400", "", NORMAL),
+        R("Sodium", "", "131", 131, "mmol/L", "135 - 145", "L", LOW),
+        R("Potassium", "", "4.2", 4.2, "mmol/L", "3.5 - 5.1", "", NORMAL),
+        R("Creatinine", "", "0.8", 0.8, "mg/dL", "0.6 - 1.1", "", NORMAL),
+        R("Glucose", "", "112", 112, "mg/dL", "70 - 99", "H", HIGH),
+        R("Albumin", "", "3.1", 3.1, "g/dL", "3.5 - 5.0", "L", LOW),
+        R("Total Protein", "Total protein", "6.2", 6.2, "g/dL", "6.0 - 8.3", "", NORMAL),
+    )
+    for r in rows:
+        cells = (r.name, f"{r.text} {r.unit}", f"{r.ref} {r.unit}", r.flag_text)
+        s.cells(zip(widths, cells, strict=True))
+        s.record(r)
+    s.gap()
+    s.line("Verified by: T. Okafor, MLS(ASCP)    03/04/2024 08:02")
+    return s.finish()
+
+
+def paren_flags() -> Built:
+    """A patient-portal export: ``Glucose  155 mg/dL (High) (Normal: 70 - 100)``."""
+    s = Sheet(
+        "paren_flags", "Flags and ranges in parentheses after the unit: (High) (Normal: 70 - 100)"
+    )
+    s.new_page()
+    s.line("MyHealth Portal - Test Results", bold=True, size=13)
+    s.line("Name: Marcus Webb    Date of birth: 22 Jul 1979")
+    s.line("Ordered by: Dr. Priya Raman    Resulted: Mar 5, 2024")
+    s.gap()
+    s.line("Basic metabolic and lipid results", bold=True)
+    rows = (
+        R("Glucose", "", "155", 155, "mg/dL", "Normal: 70 - 100", "(High)", HIGH),
+        R("Cholesterol", "Total cholesterol", "242", 242, "mg/dL", "Normal: < 200", "(High)", HIGH),
+        R("Triglycerides", "", "98", 98, "mg/dL", "Normal: < 150", "", NORMAL),
+        R("HDL Cholesterol", "HDL cholesterol", "44", 44, "mg/dL", "Normal: > 40", "", NORMAL),
+        R(
+            "Vitamin D",
+            "Vitamin D (25-hydroxy)",
+            "21",
+            21,
+            "ng/mL",
+            "Normal: 30 - 100",
+            "(Low)",
+            LOW,
+        ),
+        R(
+            "TSH",
+            "Thyroid stimulating hormone",
+            "1.9",
+            1.9,
+            "mIU/L",
+            "Normal: 0.4 - 4.0",
+            "",
+            NORMAL,
+        ),
+        R("Ferritin", "", "35", 35, "ng/mL", "Normal: 15 - 150", "", NORMAL),
+        R("Hemoglobin A1c", "", "6.8", 6.8, "%", "Normal: 4.0 - 5.6", "(High)", HIGH),
+    )
+    for r in rows:
+        flag = f" {r.flag_text}" if r.flag_text else ""
+        s.line(f"{r.name}    {r.text} {r.unit}{flag} ({r.ref})")
+        s.record(r)
+    s.gap()
+    s.line("Questions about your results? Message your care team.")
+    return s.finish()
+
+
+def censored_qualitative() -> Built:
+    """Serology and markers: ``<0.3``, ``>90``, NON-REACTIVE, Negative, Positive."""
+    s = Sheet(
+        "censored_qualitative",
+        "Censored values (<0.3, >90) and word results (NON-REACTIVE, Negative, Positive)",
+    )
+    s.new_page()
+    s.line("Lakeshore Diagnostic Laboratory", bold=True, size=13)
+    s.line("Patient: OYELARAN, Tunde    Age/Sex: 41 Y / M    Accession: LD24-06371")
+    s.line("Collected: 04-Mar-2024 08:10    Reported: 04-Mar-2024 17:42")
+    s.gap()
+    widths = (70, 34, 24, 40)
+    s.cells(zip(widths, ("Test", "Result", "Units", "Reference"), strict=True), bold=True)
+    rows = (
+        R(
+            "C-Reactive Protein",
+            "C-reactive protein",
+            "<0.3",
+            0.3,
+            "mg/dL",
+            "0.0 - 0.5",
+            "",
+            NORMAL,
+            "<",
+        ),
+        R("Procalcitonin", "", "<0.05", 0.05, "ng/mL", "<0.50", "", NORMAL, "<"),
+        R("Rheumatoid Factor", "Rheumatoid factor", "<10", 10, "IU/mL", "<14", "", NORMAL, "<"),
+        R("eGFR (CKD-EPI 2021)", "eGFR", ">90", 90, "mL/min/1.73m2", ">60", "", NORMAL, ">"),
+        R(
+            "HBsAg",
+            "Hepatitis B surface antigen",
+            "NON-REACTIVE",
+            None,
+            "",
+            "NON-REACTIVE",
+            "",
+            NORMAL,
+        ),
+        R("Anti-HCV", "Hepatitis C antibody", "NON-REACTIVE", None, "", "NON-REACTIVE", "", NORMAL),
+        R(
+            "HIV-1/2 Ag/Ab",
+            "HIV 1/2 antigen and antibody",
+            "NON-REACTIVE",
+            None,
+            "",
+            "NON-REACTIVE",
+            "",
+            NORMAL,
+        ),
+        R("RPR", "Rapid plasma reagin", "Negative", None, "", "Negative", "", NORMAL),
+        R("ANA Screen", "Antinuclear antibodies", "Negative", None, "", "Negative", "", NORMAL),
+        R(
+            "H. pylori Stool Antigen",
+            "Helicobacter pylori antigen",
+            "Positive",
+            None,
+            "",
+            "Negative",
+            "",
+            NONE,
+        ),
+        R("Ferritin", "", "212", 212, "ng/mL", "30 - 400", "", NORMAL),
+    )
+    for r in rows:
+        s.cells(zip(widths, (r.name, r.text, r.unit, r.ref), strict=True))
+        s.record(r)
+    s.gap()
+    s.line("A positive H. pylori antigen indicates active infection. Treat and retest")
+    s.line("no sooner than 4 weeks after completing therapy.")
+    return s.finish()
