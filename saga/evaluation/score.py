@@ -193,12 +193,12 @@ def gates(scores: Sequence[DocumentScore], total: Totals, limits: Limits) -> lis
 
 
 def describe(row: ExpectedResult | Biomarker | None) -> str:
-    """``name: value unit`` as the row states it."""
+    """``name: value_text [number] unit`` as the row states it and as it reads as a number."""
     if row is None:
         return ""
     unit = f" {row.unit}" if row.unit else ""
-    value = row.value_text or ("" if row.value is None else f"{row.value:g}")
-    return f"{row.name}: {value}{unit}"
+    number = "" if row.value is None else f" [{row.value:g}]"
+    return f"{row.name}: {row.value_text}{number}{unit}"
 
 
 def _miss(pair: Pair) -> Miss:

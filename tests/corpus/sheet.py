@@ -54,6 +54,34 @@ class R:
         )
 
 
+FIELDS = 9
+
+
+def rows(spec: str) -> list[R]:
+    """Results typed as a table, one per line, fields split on ``|`` (text and flag
+    text as printed, meaning: high, low, normal or empty)::
+
+        name | analyte | text | value | unit | range | flag text | meaning | comparator
+
+    ``=`` as analyte: the printed name is the canonical one; ``-`` as value: a word
+    result; trailing empty fields may be left out. Values are typed, not parsed
+    from the printed text.
+    """
+    out = []
+    for line in spec.strip().splitlines():
+        f = [cell.strip() for cell in line.split("|")]
+        if len(f) > FIELDS or len(f) < 4:
+            raise ValueError(f"a corpus row needs 4 to {FIELDS} fields: {line!r}")
+        f += [""] * (FIELDS - len(f))
+        name, analyte, text, value, unit, ref, flag_text, flag, comparator = f
+        if flag not in {HIGH, LOW, NORMAL, NONE}:
+            raise ValueError(f"flag meaning {flag!r} is not high, low, normal or empty: {line!r}")
+        number = None if value == "-" else float(value)
+        analyte = name if analyte == "=" else analyte
+        out.append(R(name, analyte, text, number, unit, ref, flag_text, flag, comparator))
+    return out
+
+
 Decoration = Callable[["Sheet", int, int], None]
 """Draws a page's header or footer: (sheet, page number, page count)."""
 
@@ -77,10 +105,8 @@ class Sheet:
         self.pdf.set_creation_date(FIXED_DATE)
         self.pdf.set_auto_page_break(auto=False)
         self.pdf.set_margins(15, 15, 15)
-        self.pdf.add_font("dejavu", "", str(font_path("sans")))
-        self.pdf.add_font("dejavu", "B", str(font_path("sans-bold")))
-        self.pdf.add_font("dejavumono", "", str(font_path("mono")))
         self.font = font
+        self._unicode = False
         self.size = size
         self.header = header
         self.footer = footer
@@ -93,13 +119,20 @@ class Sheet:
 
     def new_page(self) -> None:
         self.pdf.add_page()
-        self.pdf.set_font(self.font, size=self.size)
+        self.style()
         if self.header:
             self.header(self, self.page, 0)
-            self.pdf.set_font(self.font, size=self.size)
+            self.style()
 
     def style(self, font: str | None = None, style: str = "", size: float | None = None) -> None:
-        self.pdf.set_font(font or self.font, style, size or self.size)
+        family = font or self.font
+        if family.startswith("dejavu") and not self._unicode:
+            # parsing a TrueType file costs ~0.7 s: only for layouts that print beyond Latin-1
+            self.pdf.add_font("dejavu", "", str(font_path("sans")))
+            self.pdf.add_font("dejavu", "B", str(font_path("sans-bold")))
+            self.pdf.add_font("dejavumono", "", str(font_path("mono")))
+            self._unicode = True
+        self.pdf.set_font(family, style, size or self.size)
 
     def line(
         self, text: str = "", h: float = 5.5, *, bold: bool = False, size: float | None = None
@@ -108,6 +141,10 @@ class Sheet:
         self.style(style="B" if bold else "", size=size)
         self.pdf.cell(0, h, text, new_x="LMARGIN", new_y="NEXT")
         self.style()
+
+    def paragraph(self, text: str, h: float = 5.5) -> None:
+        """Prose wrapped at the right margin, as a word processor would."""
+        self.pdf.multi_cell(0, h, text, new_x="LMARGIN", new_y="NEXT")
 
     def cells(
         self, cells: Sequence[tuple[float, str]], h: float = 5.5, *, bold: bool = False
