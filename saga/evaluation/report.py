@@ -108,5 +108,6 @@ def _rows(layout: str, kind: str, rows: list[Miss]) -> list[str]:
             text = f"expected {row.expected!r}, found {row.found!r}"
         else:
             text = repr(row.expected or row.found)
-        out.append(f"{layout}: {kind} p{row.page}: {text}")
+        page = f"p{row.page}" if row.page else "p?"
+        out.append(f"{layout}: {kind} {page}: {text}")
     return out
