@@ -74,7 +74,7 @@ def test_corpus_has_enough_layouts_and_every_case_seen(corpus_dir: Path) -> None
     """At least 15 layouts, one truth file each, covering every layout the issue saw fail."""
     layouts = {truth.layout for truth in _truths(corpus_dir)}
     assert len(layouts) == len(LAYOUTS) >= 15
-    assert SEEN_IN_ISSUE <= layouts
+    assert layouts >= SEEN_IN_ISSUE
 
 
 def test_every_result_is_printed_on_its_page(corpus_dir: Path) -> None:

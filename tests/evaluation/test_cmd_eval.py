@@ -82,17 +82,15 @@ def test_eval_json_is_one_document(tmp_path: Path) -> None:
 
 def test_eval_usage_errors_exit_2_with_one_sentence(tmp_path: Path) -> None:
     """A missing directory, an empty one, a recall over 1: exit 2, one sentence, no traceback."""
-    for args in (
-        [str(tmp_path / "missing")],
-        [str(tmp_path)],
-        [str(tmp_path), "--min-recall", "2"],
-    ):
+    missing = tmp_path / "missing"
+    sentences = {}
+    for args in ([str(missing)], [str(tmp_path)], [str(tmp_path), "--min-recall", "2"]):
         done = saga_eval(*args)
         assert done.returncode == 2, (args, done.stderr)
         assert "Traceback" not in done.stderr
-        assert done.stderr.strip().splitlines()[-1].startswith(("saga: ", "saga eval: error: "))
-    missing = saga_eval(str(tmp_path / "missing"))
-    assert missing.stderr.strip().splitlines() == [
-        f"saga: {tmp_path / 'missing'} is not a directory; "
-        "build one with python -m tests.corpus.build DIR."
-    ]
+        sentences[args[-1]] = done.stderr.strip().splitlines()[-1]
+    assert sentences[str(missing)] == (
+        f"saga: {missing} is not a directory; build one with python -m tests.corpus.build DIR."
+    )
+    assert sentences[str(tmp_path)] == f"saga: {tmp_path} holds no *.truth.json files."
+    assert sentences["2"] == "saga eval: error: argument --min-recall: 2 is not between 0 and 1"
