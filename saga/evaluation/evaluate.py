@@ -6,6 +6,7 @@ from pathlib import Path
 
 import msgspec
 
+from saga.evaluation.diagnoses import score_diagnoses
 from saga.evaluation.matching import match
 from saga.evaluation.runner import StepsRun, run_pdf
 from saga.evaluation.score import (
@@ -58,6 +59,7 @@ def score_run(truth: ExpectedDocument, run: StepsRun) -> tuple[DocumentScore, in
         review=output.review if output else "",
         coverage=output.extraction.coverage.ratio if output else None,
         error=run.error,
+        diagnoses=score_diagnoses(truth.diagnoses, output.extraction.diagnoses if output else []),
     )
     return score, exact_readable(truth, pairs)
 

@@ -17,6 +17,7 @@ DOCUMENT_HEADERS = (
     "coverage",
     "review",
     "must review",
+    "diagnoses",
 )
 
 
@@ -36,6 +37,7 @@ def render(report: Report, *, verbose: bool = False) -> str:
             "",
             sum(1 for s in report.documents if s.flagged),
             sum(1 for s in report.documents if s.must_review),
+            _diagnoses(t.diagnoses_matched, t.diagnoses_expected, t.diagnoses_spurious),
         )
     )
     parts = [table(DOCUMENT_HEADERS, rows)]
@@ -84,7 +86,14 @@ def _document_row(s: DocumentScore) -> tuple[object, ...]:
         coverage,
         review,
         must,
+        _diagnoses(s.diagnoses.matched, s.diagnoses.expected, len(s.diagnoses.spurious)),
     )
+
+
+def _diagnoses(matched: int, expected: int, spurious: int) -> str:
+    """``matched/expected``, and ``+N`` for diagnoses found that the document does not state."""
+    text = f"{matched}/{expected}" if expected else "-"
+    return f"{text} +{spurious}" if spurious else text
 
 
 def _details(scores: list[DocumentScore], verbose: bool) -> list[str]:
@@ -98,6 +107,8 @@ def _details(scores: list[DocumentScore], verbose: bool) -> list[str]:
         if verbose:
             lines += _rows(s.layout, "missed", s.missed_rows)
             lines += _rows(s.layout, "spurious", s.spurious_rows)
+            lines += [f"{s.layout}: missed diagnosis {d!r}" for d in s.diagnoses.missed]
+            lines += [f"{s.layout}: spurious diagnosis {d!r}" for d in s.diagnoses.spurious]
     return lines
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from saga.evaluation.diagnoses import DiagnosisScore
 from saga.evaluation.matching import Outcome, Pair
 from saga.evaluation.truth import ExpectedDocument, ExpectedResult
 from saga.steps.models import Biomarker
@@ -54,6 +55,7 @@ class DocumentScore(msgspec.Struct, frozen=True, kw_only=True):
     wrong_rows: list[Miss] = []
     missed_rows: list[Miss] = []
     spurious_rows: list[Miss] = []
+    diagnoses: DiagnosisScore = DiagnosisScore(expected=0, matched=0)
 
     @property
     def flagged(self) -> bool:
@@ -72,6 +74,9 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     spurious: int
     extracted: int
     flag_disagreements: int
+    diagnoses_expected: int
+    diagnoses_matched: int
+    diagnoses_spurious: int
     recall: float
     """Exact rows on text pages / expected rows on text pages."""
     spurious_rate: float
@@ -99,6 +104,7 @@ def score_document(
     review: str,
     coverage: float | None,
     error: str = "",
+    diagnoses: DiagnosisScore | None = None,
 ) -> DocumentScore:
     """The figures of one document from its pairs."""
     count = {outcome: 0 for outcome in Outcome}
@@ -127,6 +133,7 @@ def score_document(
         wrong_rows=[_miss(p) for p in pairs if p.outcome is Outcome.WRONG],
         missed_rows=[_miss(p) for p in pairs if p.outcome is Outcome.MISSED],
         spurious_rows=[_miss(p) for p in pairs if p.outcome is Outcome.SPURIOUS],
+        diagnoses=diagnoses or DiagnosisScore(expected=len(truth.diagnoses), matched=0),
     )
 
 
@@ -155,6 +162,9 @@ def totals(scores: Sequence[DocumentScore], exact_on_text: int) -> Totals:
         spurious=spurious,
         extracted=extracted,
         flag_disagreements=sum(s.flag_disagreements for s in scores),
+        diagnoses_expected=sum(s.diagnoses.expected for s in scores),
+        diagnoses_matched=sum(s.diagnoses.matched for s in scores),
+        diagnoses_spurious=sum(len(s.diagnoses.spurious) for s in scores),
         recall=exact_on_text / readable if readable else 1.0,
         spurious_rate=spurious / extracted if extracted else 0.0,
     )

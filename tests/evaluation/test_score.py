@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from saga.evaluation.diagnoses import score_diagnoses
 from saga.evaluation.evaluate import load_corpus, score_run
 from saga.evaluation.runner import StepsRun
 from saga.evaluation.score import DocumentScore, Limits, gates, totals
 from saga.evaluation.truth import ExpectedDocument, TruthError, dump_truth
-from saga.steps.models import Biomarker, Extraction, ParserOutput
+from saga.steps.models import Biomarker, Diagnosis, Extraction, ParserOutput
 from tests.evaluation.test_matching import found, row
 
 
@@ -126,3 +127,15 @@ def test_truth_files_that_cannot_be_used(tmp_path: Path) -> None:
     (tmp_path / "bad.truth.json").write_text("{not json")
     with pytest.raises(TruthError, match=re.escape("bad.truth.json is not a readable truth file")):
         load_corpus(tmp_path)
+
+
+def test_diagnoses_are_matched_by_containment_and_extra_ones_are_spurious() -> None:
+    """A found diagnosis holding the written one matches; a page footer read as one is spurious."""
+    found_dx = [
+        Diagnosis(name="Sepsis secondary to urinary tract infection", code="A41.9"),
+        Diagnosis(name="Printed 03/05/2024 14:22 Page 2 of 3"),
+    ]
+    result = score_diagnoses(["Sepsis secondary to urinary tract infection", "AKI"], found_dx)
+    assert (result.expected, result.matched) == (2, 1)
+    assert result.missed == ["AKI"]
+    assert result.spurious == ["Printed 03/05/2024 14:22 Page 2 of 3"]
