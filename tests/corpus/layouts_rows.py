@@ -145,3 +145,29 @@ def dot_leaders() -> Built:
     s.line("-" * 72)
     s.line("CRITICAL VALUES NONE.  REPORT STATUS: FINAL")
     return s.finish()
+
+
+UNIT_IN_NAME = rows("""
+Hemoglobin (g/dL) | Hemoglobin | 14.2 | 14.2 | g/dL | 13.0-17.0 | | normal
+WBC (K/uL) | White blood cell count | 5.6 | 5.6 | K/uL | 4.0-11.0 | | normal
+Glucose (mg/dL) | Glucose | 126 | 126 | mg/dL | 70-99 | H | high
+Creatinine (mg/dL) | Creatinine | 1.05 | 1.05 | mg/dL | 0.70-1.30 | | normal
+LDL Cholesterol (mg/dL) | LDL cholesterol | 139 | 139 | mg/dL | 0-99 | H | high
+Vitamin D, 25-OH (ng/mL) | Vitamin D (25-hydroxy) | 27 | 27 | ng/mL | 30-100 | L | low
+PSA, Total (ng/mL) | Prostate-specific antigen | 1.8 | 1.8 | ng/mL | 0.0-4.0 | | normal
+""")
+
+
+def unit_in_name() -> Built:
+    """A flowsheet export with the unit in brackets after the test name, none after the value."""
+    s = Sheet("unit_in_name", "Units in the name column: 'Glucose (mg/dL)  126  H  70-99'")
+    s.new_page()
+    s.line("Oakridge Primary Care - Lab Flowsheet", bold=True, size=12)
+    s.line("Patient: HOLLOWAY, Grant    DOB: 07/07/1963    Printed: 03/05/2024")
+    s.gap()
+    widths = (70, 22, 10, 40)
+    s.cells(zip(widths, ("Test (units)", "03/04/2024", "", "Ref range"), strict=True), bold=True)
+    for r in UNIT_IN_NAME:
+        s.cells(zip(widths, (r.name, r.text, r.flag_text, r.ref), strict=True))
+        s.record(r)
+    return s.finish()

@@ -109,3 +109,82 @@ def nhs_uk() -> Built:
     s.line("HbA1c of 48 mmol/mol or above is consistent with diabetes; please repeat to confirm.")
     s.line("Authorised by: Mrs J. Coulter, Biomedical Scientist    05/03/2024 11:40")
     return s.finish()
+
+
+FRENCH = rows("""
+Hématies | Red blood cell count | 4,52 | 4.52 | T/L | 4,28 - 5,79 | | normal
+Hémoglobine | Hemoglobin | 13,1 | 13.1 | g/dL | 13,4 - 16,7 | | low
+Hématocrite | Hematocrit | 39,6 | 39.6 | % | 39,2 - 48,6 | | normal
+VGM | Mean corpuscular volume | 87,6 | 87.6 | fL | 78,0 - 97,0 | | normal
+Leucocytes | White blood cell count | 6,84 | 6.84 | G/L | 4,05 - 11,00 | | normal
+Plaquettes | Platelet count | 254 | 254 | G/L | 150 - 400 | | normal
+Créatinine | Creatinine | 82 | 82 | µmol/L | 59 - 104 | | normal
+Glycémie à jeun | Glucose | 1,02 | 1.02 | g/L | 0,74 - 1,06 | | normal
+Cholestérol total | Total cholesterol | 2,31 | 2.31 | g/L | < 2,00 | | high
+Ferritine | Ferritin | 45 | 45 | µg/L | 22 - 275 | | normal
+TSH | Thyroid stimulating hormone | 1,92 | 1.92 | mUI/L | 0,27 - 4,20 | | normal
+""")
+FRENCH_BEFORE = ("4,61", "13,6", "40,8", "", "7,12", "239", "79", "0,98", "2,18", "", "2,05")
+
+
+def french_bilan() -> Built:
+    """A French bilan: decimal commas, glucose in g/L, an Antériorités column of earlier values."""
+    s = Sheet(
+        "french_bilan",
+        "French bilan: 13,1 g/dL, glycémie 1,02 g/L, earlier results in an Antériorités column",
+        size=9,
+    )
+    s.new_page()
+    s.line("Laboratoire de Biologie Médicale Saint-Roch", bold=True, size=12)
+    s.line("Patient : M. LEFEBVRE Julien    Né le 14/02/1975    Dossier n° 24030412")
+    s.line("Prélevé le 04/03/2024 à 08h05    Édité le 04/03/2024 à 16h20")
+    s.gap()
+    widths = (44, 22, 20, 38, 40)
+    header = ("Analyse", "Résultat", "Unité", "Valeurs de référence", "Antériorités")
+    s.cells(zip(widths, header, strict=True), bold=True)
+    for r, before in zip(FRENCH, FRENCH_BEFORE, strict=True):
+        earlier = f"{before}  (12/09/2023)" if before else ""
+        s.cells(zip(widths, (r.name, r.text, r.unit, r.ref, earlier), strict=True))
+        s.record(r)
+    s.gap()
+    s.line(
+        "Les résultats hors des valeurs de référence sont à interpréter selon le contexte clinique."
+    )
+    s.line("Biologiste responsable : Dr C. Marchand")
+    return s.finish()
+
+
+AUSTRALIAN = rows("""
+Haemoglobin | Hemoglobin | 118 | 118 | g/L | 115-165 | | normal
+White Cell Count | White blood cell count | 3.6 | 3.6 | x10^9/L | 4.0-11.0 | L | low
+Platelets | Platelet count | 162 | 162 | x10^9/L | 150-450 | | normal
+Neutrophils | Neutrophils (absolute) | 1.4 | 1.4 | x10^9/L | 2.0-7.5 | L | low
+Sodium | = | 137 | 137 | mmol/L | 135-145 | | normal
+Potassium | = | 4.3 | 4.3 | mmol/L | 3.5-5.2 | | normal
+Urea | = | 6.1 | 6.1 | mmol/L | 2.9-8.2 | | normal
+Creatinine | = | 71 | 71 | umol/L | 45-90 | | normal
+Ferritin | = | 412 | 412 | ug/L | 30-300 | H | high
+Vitamin B12 | = | 156 | 156 | pmol/L | 150-700 | | normal
+""")
+
+
+def australian_range_first() -> Built:
+    """An Australian pathology report printing the range in brackets before the unit."""
+    s = Sheet(
+        "australian_range_first",
+        "Australian: 'White Cell Count  3.6 L  (4.0-11.0)  x10^9/L', range before unit",
+    )
+    s.new_page()
+    s.line("Harbourside Pathology (NATA accredited)", bold=True, size=12)
+    s.line("Patient: TRAN, Minh Chau    DOB: 21/11/1962    Medicare: 4123 56789 1")
+    s.line("Requested: Dr J. McAllister    Collected: 04/03/2024 09:30    Lab ref: 24-118203")
+    s.gap()
+    widths = (60, 18, 8, 34, 30)
+    s.cells(zip(widths, ("Test", "Result", "", "Reference", "Units"), strict=True), bold=True)
+    for r in AUSTRALIAN:
+        s.cells(zip(widths, (r.name, r.text, r.flag_text, f"({r.ref})", r.unit), strict=True))
+        s.record(r)
+    s.gap()
+    s.line("Comment: mild neutropenia; ferritin raised, consider an acute phase response.")
+    s.line("Repeat FBE in 4-6 weeks.")
+    return s.finish()
