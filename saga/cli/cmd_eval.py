@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="score extraction on a corpus directory (PDFs with *.truth.json)",
         description=(
             "Run every PDF of DIR that has a <name>.truth.json beside it through the router "
-            "and parser steps (rules extractor, no Redis), compare the biomarkers with the "
+            "and parser steps (rules extractor, no Redis; limits and thresholds from the SAGA_* "
+            "settings as a worker reads them), compare the biomarkers with the "
             "truth, print figures per document and a total, and check the gates. "
             "Build the repository's corpus with: python -m tests.corpus.build DIR"
         ),
@@ -62,6 +63,7 @@ def main(args: argparse.Namespace) -> int:
     from saga.evaluation.report import render
     from saga.evaluation.score import Limits
     from saga.evaluation.truth import TruthError
+    from saga.settings import load_settings
 
     if args.max_wrong < 0:
         raise CliError("--max-wrong cannot be negative.", Exit.USAGE)
@@ -70,7 +72,8 @@ def main(args: argparse.Namespace) -> int:
     )
     directory = Path(args.directory)
     try:
-        report = anyio.run(evaluate, directory, limits, args.only)
+        config = load_settings().step_config
+        report = anyio.run(evaluate, directory, limits, args.only, config)
     except TruthError as exc:
         raise CliError(f"{exc}.", Exit.USAGE) from None
     if args.json:

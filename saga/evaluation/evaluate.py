@@ -20,6 +20,7 @@ from saga.evaluation.score import (
     totals,
 )
 from saga.evaluation.truth import ExpectedDocument, TruthError, find_truths, load_truth
+from saga.steps.config import StepConfig
 
 
 class Report(msgspec.Struct, frozen=True, kw_only=True):
@@ -64,12 +65,17 @@ def score_run(truth: ExpectedDocument, run: StepsRun) -> tuple[DocumentScore, in
     return score, exact_readable(truth, pairs)
 
 
-async def evaluate(directory: Path, limits: Limits, only: str = "") -> Report:
-    """Run and score every document of the corpus in ``directory``."""
+async def evaluate(
+    directory: Path, limits: Limits, only: str = "", config: StepConfig | None = None
+) -> Report:
+    """Run and score every document of the corpus in ``directory``.
+
+    ``config`` is the steps' settings (limits, thresholds); the extractor is always ``rules``.
+    """
     scores: list[DocumentScore] = []
     on_text = 0
     for truth in load_corpus(directory, only):
-        run = await run_pdf(directory / truth.document)
+        run = await run_pdf(directory / truth.document, config)
         score, exact = score_run(truth, run)
         scores.append(score)
         on_text += exact

@@ -42,7 +42,8 @@ class StepsRun(msgspec.Struct, frozen=True, kw_only=True):
 
 async def run_pdf(path: Path, config: StepConfig | None = None) -> StepsRun:
     """Route then parse ``path`` as a worker would; a step error is returned, not raised."""
-    config = config or StepConfig(extractor=ExtractorKind.RULES)
+    # the rules extractor always: the LLM one needs a user's key and costs money per run
+    config = msgspec.structs.replace(config or StepConfig(), extractor=ExtractorKind.RULES)
     ref = path.name
     content = await anyio.Path(path).read_bytes()
     documents = MemoryDocuments({ref: Document(ref, "application/pdf", content)})
