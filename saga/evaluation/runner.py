@@ -41,7 +41,7 @@ class StepsRun(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def run_pdf(path: Path, config: StepConfig | None = None) -> StepsRun:
-    """Route then parse ``path`` as a worker would; a step error is returned, not raised."""
+    """Route then parse ``path`` as a worker would; an error is returned, not raised."""
     # the rules extractor always: the LLM one needs a user's key and costs money per run
     config = msgspec.structs.replace(config or StepConfig(), extractor=ExtractorKind.RULES)
     ref = path.name
@@ -62,4 +62,8 @@ async def run_pdf(path: Path, config: StepConfig | None = None) -> StepsRun:
         output = await parse(as_step_context(parser_ctx), routed)
     except StepError as exc:
         return StepsRun(error=f"{type(exc).__name__}: {exc}")
+    except Exception as exc:
+        # a worker would retry this and then dead-letter it: the saga does not complete.
+        # Score the other documents and show it rather than stop the whole evaluation.
+        return StepsRun(error=f"unexpected {type(exc).__name__}: {str(exc)[:200]}")
     return StepsRun(output=output)
