@@ -31,6 +31,7 @@ COMMANDS = (
     "server",
     "config",
     "bench",
+    "eval",
 )
 
 

@@ -1,0 +1,1 @@
+"""Extraction quality on a corpus: ground truth, matching, scores and gates (``saga eval``)."""

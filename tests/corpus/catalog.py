@@ -1,0 +1,44 @@
+"""Every corpus layout, by name: a function that draws the PDF and returns it with its truth."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from saga.evaluation.truth import ExpectedDocument
+from tests.corpus import (
+    layouts_documents,
+    layouts_german,
+    layouts_pages,
+    layouts_rows,
+    layouts_scans,
+    layouts_us,
+    layouts_world,
+)
+
+Layout = Callable[[], tuple[bytes, ExpectedDocument]]
+
+LAYOUTS: tuple[Layout, ...] = (
+    layouts_us.quest_style,
+    layouts_us.labcorp_style,
+    layouts_us.urinalysis,
+    layouts_us.clinic_asterisk,
+    layouts_rows.unit_after_range,
+    layouts_rows.paren_flags,
+    layouts_rows.censored_qualitative,
+    layouts_rows.dot_leaders,
+    layouts_rows.unit_in_name,
+    layouts_pages.two_column_blocks,
+    layouts_pages.two_column_summary,
+    layouts_pages.wrapped_names,
+    layouts_world.indian_lab_chain,
+    layouts_german.german_befund,
+    layouts_german.german_kurzbefund,
+    layouts_world.nhs_uk,
+    layouts_world.french_bilan,
+    layouts_world.australian_range_first,
+    layouts_documents.multipage_headers,
+    layouts_documents.narrative_letter,
+    layouts_documents.discharge_summary,
+    layouts_scans.scanned_page_inside,
+    layouts_scans.fax_scanned,
+)
