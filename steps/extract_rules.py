@@ -50,9 +50,22 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from saga.steps.lab_rows import Header, parse_header, parse_row, parse_table_row, table_cells
-from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
-from saga.steps.sections import Section, diagnosis, genetic, heading, procedure
+from msgspec.structs import replace
+
+from saga.steps.lab_cells import Header, parse_header, table_cells
+from saga.steps.lab_rows import Row, parse_rows, parse_table_row
+from saga.steps.models import (
+    Biomarker,
+    Diagnosis,
+    Extraction,
+    GeneticFinding,
+    Procedure,
+    Provenance,
+)
+from saga.steps.narrative import narrative_rows
+from saga.steps.page_layout import SourceLine, document_lines
+from saga.steps.sections import Section, diagnosis, genetic, heading, inline_diagnoses, procedure
+from saga.steps.wrapped_names import Fragments
 
 _NOISE = re.compile(r"(?i)page \d+(?: of \d+)?|[-=_*.\s|:+]+")
 _EMPTY_ITEM = re.compile(
@@ -69,10 +82,10 @@ class _Found:
 
 
 def extract_rules(pages: Sequence[str]) -> Extraction:
-    """Everything the rules find in ``pages``, in document order."""
+    """Everything the rules find in ``pages``, in document order, each value with provenance."""
     found = _Found()
-    for page in pages:
-        _read_page(page, found)
+    for lines in document_lines(pages, keep=lambda line: parse_header(line) is not None):
+        _Page(found).read(lines)
     return Extraction(
         biomarkers=found.biomarkers,
         diagnoses=found.diagnoses,
@@ -81,57 +94,115 @@ def extract_rules(pages: Sequence[str]) -> Extraction:
     )
 
 
-def _read_page(page: str, found: _Found) -> None:
-    section, table = Section.LABS, None
-    for raw in page.split("\n"):
-        line = raw.strip()
-        if not line or _NOISE.fullmatch(line):
-            continue
-        if (header := parse_header(line)) is not None:
-            table = header
-            continue
-        if (opened := heading(line)) is not None:
-            section, table = opened[0], None
-            line = opened[1]
-            if not line:
-                continue
-        elif table is not None:
-            if _table_row(table, line, found):
-                continue
-            if "|" not in line:
-                table = None  # a pipe table ends at the first line without a pipe
-        _item(section, line, found)
+class _Page:
+    """Reading state of one page: the open section, the open table, name fragments."""
 
+    def __init__(self, found: _Found) -> None:
+        self.found = found
+        self.section = Section.LABS
+        self.table: Header | None = None
+        self.fragments = Fragments()
 
-def _table_row(table: Header, line: str, found: _Found) -> bool:
-    if table.kind == "genetics":
-        cells = table_cells(table, line)
-        if cells.get("gene") and cells.get("variant"):
-            found.genetics.append(
-                GeneticFinding(
-                    gene=cells["gene"],
-                    variant=cells["variant"],
-                    interpretation=cells.get("interpretation", ""),
+    def read(self, lines: list[SourceLine]) -> None:
+        for index, line in enumerate(lines):
+            if self.fragments.consumed(index):
+                continue
+            if _NOISE.fullmatch(line.work.strip()):
+                continue
+            self._line(line, lines, index)
+
+    def _line(self, line: SourceLine, lines: list[SourceLine], index: int) -> None:
+        text = line.work.strip()
+        if (header := parse_header(text)) is not None:
+            self.table = header
+            self.fragments.clear()
+            return
+        if (opened := heading(text)) is not None:
+            self._open(opened[0], opened[1], line)
+            return
+        if self.table is not None:
+            if self._table_row(line, lines, index):
+                return
+            if "|" not in text:
+                self.table = None  # a pipe table ends at the first line without a pipe
+        self._item(line, lines, index)
+
+    def _open(self, section: Section, rest: str, line: SourceLine) -> None:
+        self.fragments.clear()
+        self.table = None
+        if section is Section.DIAGNOSES and rest:
+            # "Diagnosis: pneumonia. Plan: ..." names one diagnosis and opens nothing
+            self._diagnoses([re.split(r"\.\s|;", rest)[0]])
+            return
+        self.section = section
+        if rest:
+            self._item(line, [], -1, text=rest)
+
+    def _table_row(self, line: SourceLine, lines: list[SourceLine], index: int) -> bool:
+        assert self.table is not None
+        if self.table.kind == "genetics":
+            cells = table_cells(self.table, line.work)
+            if cells.get("gene") and cells.get("variant"):
+                self.found.genetics.append(
+                    GeneticFinding(
+                        gene=cells["gene"],
+                        variant=cells["variant"],
+                        interpretation=cells.get("interpretation", ""),
+                    )
                 )
-            )
-            return True
-        return False
-    row = parse_table_row(table, line)
-    if row is not None:
-        found.biomarkers.append(row)
-    return row is not None
+                return True
+            return False
+        row = parse_table_row(self.table, line.work)
+        if row is not None:
+            self._results([row], line, lines, index)
+        return row is not None
+
+    def _item(self, line: SourceLine, lines: list[SourceLine], index: int, text: str = "") -> None:
+        text = text or line.work.strip()
+        if self.section is Section.LABS:
+            rows = parse_rows(line.work) or narrative_rows(line.work)
+            self._diagnoses(inline_diagnoses(text))
+            if rows:
+                self._results(rows, line, lines, index)
+            else:
+                self.fragments.offer(text)
+            return
+        if self.section is Section.NOTES or _EMPTY_ITEM.fullmatch(text):
+            return
+        if self.section is Section.DIAGNOSES:
+            self._diagnoses([text])
+        elif self.section is Section.PROCEDURES and (done := procedure(text)) is not None:
+            self.found.procedures.append(done)
+        elif self.section is Section.GENETICS and (gene := genetic(text)) is not None:
+            self.found.genetics.append(gene)
+
+    def _diagnoses(self, texts: list[str]) -> None:
+        for text in texts:
+            if (item := diagnosis(text)) is not None:
+                self.found.diagnoses.append(item)
+
+    def _results(
+        self, rows: list[Row], line: SourceLine, lines: list[SourceLine], index: int
+    ) -> None:
+        for number, row in enumerate(rows):
+            name = " ".join(row.biomarker.name.split())
+            if number == 0:
+                name = self.fragments.complete(name, lines, index)
+            self.found.biomarkers.append(_with_provenance(row, name, line))
+        self.fragments.clear()
 
 
-def _item(section: Section, line: str, found: _Found) -> None:
-    if section is Section.LABS:
-        if (row := parse_row(line)) is not None:
-            found.biomarkers.append(row)
-        return
-    if section is Section.NOTES or _EMPTY_ITEM.fullmatch(line):
-        return
-    if section is Section.DIAGNOSES and (item := diagnosis(line)) is not None:
-        found.diagnoses.append(item)
-    elif section is Section.PROCEDURES and (done := procedure(line)) is not None:
-        found.procedures.append(done)
-    elif section is Section.GENETICS and (gene := genetic(line)) is not None:
-        found.genetics.append(gene)
+def _with_provenance(row: Row, name: str, line: SourceLine) -> Biomarker:
+    """The row's result named ``name``, its value as the page writes it, and where."""
+    found = row.biomarker
+    at = line.work.find(found.reference_text) if found.reference_text else -1
+    return replace(
+        found,
+        name=name,
+        value_text=line.raw[row.start : row.end],
+        # "4,0 - 10,0" as written, not the working copy's "4.0 - 10.0"
+        reference_text=line.raw[at : at + len(found.reference_text)]
+        if at >= 0
+        else found.reference_text,
+        provenance=Provenance(page=line.page, line=line.raw, start=row.start, end=row.end),
+    )

@@ -1,4 +1,4 @@
-"""One line of a lab report -> a Biomarker, in the layouts the rules extractor knows.
+"""One line of a lab report -> lab results, in the layouts the rules extractor knows.
 
 * table rows with a header (``Test | Result | Unit | Reference Range | Flag``, or the
   same columns separated by tabs / runs of spaces): cells are read by the header;
@@ -6,17 +6,25 @@
   first cell is the name, the rest a result;
 * colon rows (``Hemoglobin A1c: 6.1 % (ref 4.0-5.6)``);
 * single-space rows (``Glucose 105 mg/dL 70-99 H``): the name is the shortest
-  prefix after which the rest reads as a result with a unit, range or flag.
+  prefix after which the rest reads as a result with a unit, range or flag;
+* two results side by side (``Sodium  140  mmol/L    Potassium  4.1  mmol/L``).
+
+Every row carries the span of its value in the line, so provenance can quote it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from msgspec.structs import replace as with_fields
+
+from saga.steps.lab_cells import Cell, Header, cell, cells_of, row_cells
 from saga.steps.lab_values import (
     QUALITATIVE,
+    VALUE_AT,
     Range,
+    Result,
     biomarker,
     final_flag,
     flag_of,
@@ -28,185 +36,198 @@ from saga.steps.models import Biomarker, Flag
 
 MAX_NAME_WORDS = 8
 MAX_NAME_CHARS = 60
-_CELL_SPLIT = re.compile(r"\s*\|\s*|\s{2,}")
 # words that mark administrative lines ("Patient ID 12345", "Age: 45")
 _NOT_ANALYTES = words(
     "patient name dob birth age mrn id date time phone fax account accession npi "
     "collected received reported specimen sex gender page zip room bed order "
-    "requisition printed physician provider doctor lab laboratory address"
+    "requisition printed physician provider doctor lab laboratory address geboren datum"
 )
-# the first role whose word appears in a header cell claims it: order matters
-# ("Reference Value" is the range, "Gene Name" the gene)
-_HEADER_WORDS: dict[str, tuple[str, ...]] = {
-    "gene": ("gene",),
-    "variant": ("variant", "mutation", "genotype", "allele"),
-    "interpretation": ("interpretation", "significance", "zygosity", "classification"),
-    "range": ("reference", "range", "ref", "interval", "normal"),
-    "name": ("test", "analyte", "component", "name", "biomarker", "parameter", "investigation"),
-    "result": ("result", "value", "results"),
-    "unit": ("unit", "units"),
-    "flag": ("flag", "abnormal", "h/l", "status", "indicator"),
-}
+# a name never ends with these ("Follow up in 2 weeks")
+_DANGLING = words("in of at to for and or the was is are on by with from up after per von und")
+_STANDALONE_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?=\s|$)")
+_DECIMAL = re.compile(r"\d+[.,]\d+")
+_UNIT_CELL = re.compile(r"(?:x\s?)?10\^?\d+/\S+|\S*/\S*(?:l|L)\b|%|[a-zA-Zµμ]{1,4}/[a-zA-Zµμ]{1,4}")
 
 
 @dataclass(frozen=True, slots=True)
-class Header:
-    """Column positions of a table header; ``kind`` is ``labs`` or ``genetics``."""
+class Row:
+    """A result read from a line, and the span of its value in that line."""
 
-    kind: str
-    columns: dict[str, int]
-    width: int
-
-
-def split_cells(line: str) -> list[str]:
-    """Cells of a pipe table row or of a row aligned with runs of spaces."""
-    return [cell.strip() for cell in _CELL_SPLIT.split(line.strip().strip("|")) if cell.strip()]
-
-
-def row_cells(header: Header, line: str) -> list[str]:
-    """Cells of a table row under ``header``; pipe rows keep their empty cells.
-
-    A leading or trailing pipe is a border only when the row has more cells than
-    the header: ``| Folate | 12.0`` under five columns starts with an empty cell.
-    """
-    if "|" not in line:
-        return split_cells(line)
-    cells = [cell.strip() for cell in line.strip().split("|")]
-    if len(cells) > header.width and not cells[0]:
-        cells.pop(0)
-    if len(cells) > header.width and not cells[-1]:
-        cells.pop()
-    return cells + [""] * (header.width - len(cells))
-
-
-def parse_header(line: str) -> Header | None:
-    """A table header naming at least the test and result (or gene and variant) columns."""
-    cells = split_cells(line)
-    if len(cells) < 2:
-        return None
-    columns: dict[str, int] = {}
-    for index, cell in enumerate(cells):
-        words = re.split(r"[\s_]+", cell.lower())
-        for role, keys in _HEADER_WORDS.items():
-            if role not in columns and any(key in words or key == cell.lower() for key in keys):
-                columns[role] = index
-                break
-    if "name" in columns and "result" in columns:
-        return Header("labs", columns, len(cells))
-    if "gene" in columns and "variant" in columns:
-        return Header("genetics", columns, len(cells))
-    return None
+    biomarker: Biomarker
+    start: int
+    end: int
 
 
 def is_analyte_name(name: str) -> bool:
     """A plausible analyte: letters, not too long, not an administrative label."""
-    words = re.findall(r"[a-z0-9]+", name.lower())
+    words_ = re.findall(r"[a-z0-9]+", name.lower())
     return (
         sum(ch.isalpha() for ch in name) >= 2
         and name[0].isalnum()
         and ":" not in name
         and len(name) <= MAX_NAME_CHARS
-        and 0 < len(words) <= MAX_NAME_WORDS
-        and not _NOT_ANALYTES.intersection(words)
+        and 0 < len(words_) <= MAX_NAME_WORDS
+        and not _NOT_ANALYTES.intersection(words_)
+        and words_[-1] not in _DANGLING
+        and not _DECIMAL.search(name)  # "Hemoglobin 11.2 g/dL 12.0 -" is not a name
+        and not name.rstrip().endswith(("-", "\u2013", "/"))
     )
 
 
-def parse_row(line: str) -> Biomarker | None:
+def parse_rows(line: str) -> list[Row]:
+    """Every result on ``line``: one, or several side by side."""
+    cells = cells_of(line)
+    for index in range(1, len(cells)):
+        if not _may_open_result(cells[index].text):
+            continue
+        left = parse_row(line[: cells[index].start])
+        right = _shifted(parse_rows(line[cells[index].start :]), cells[index].start)
+        if left is not None and right:
+            return [left, *right]
+    row = parse_row(line)
+    return [row] if row is not None else []
+
+
+def _may_open_result(text: str) -> bool:
+    first = text.split(maxsplit=1)[0]
+    return (
+        first[0].isalpha()
+        and flag_of(first) is None
+        and "-".join(text.lower().split()) not in QUALITATIVE
+        and not _UNIT_CELL.fullmatch(first)
+        and is_analyte_name(text.split("  ", maxsplit=1)[0])
+    )
+
+
+def _shifted(rows: list[Row], offset: int) -> list[Row]:
+    return [replace(row, start=row.start + offset, end=row.end + offset) for row in rows]
+
+
+def parse_row(line: str) -> Row | None:
     """A lab row in aligned, colon or single-space layout, or None."""
-    if ":" in line:
-        return _colon_row(line)
-    cells = split_cells(line)
-    if len(cells) >= 2 and is_analyte_name(cells[0]):
-        found = _cells_row(cells)
+    colon, number = line.find(":"), _STANDALONE_NUMBER.search(line)
+    if colon >= 0 and (number is None or colon < number.start()):
+        return _colon_row(line)  # a colon after the value is the range's ("Normal: 70-99")
+    cells = cells_of(line)
+    if len(cells) >= 2 and is_analyte_name(cells[0].text):
+        found = _cells_row(line, cells)
         if found is not None:
             return found
     return _token_row(line)
 
 
-def _colon_row(line: str) -> Biomarker | None:
+def _colon_row(line: str) -> Row | None:
     name, _, rest = line.partition(":")
     name = name.strip()
     if not is_analyte_name(name):
         return None
+    at = line.index(":") + 1
     result = parse_result(rest)
-    return biomarker(name, result) if result else None
-
-
-def _cells_row(cells: list[str]) -> Biomarker | None:
-    result = parse_result(" ".join(cells[1:]))
     if result is not None:
-        return biomarker(cells[0], result)
-    return _qualitative_row(cells)
+        return _row(line, at, biomarker(name, result))
+    word = rest.strip()
+    if _qualitative_key(word) in QUALITATIVE:
+        return _word_row(line, name, Cell(word, line.index(word, at)), "", None)
+    return None
 
 
-def _qualitative_row(cells: list[str]) -> Biomarker | None:
+def _cells_row(line: str, cells: list[Cell]) -> Row | None:
+    result = parse_result(" ".join(c.text for c in cells[1:]))
+    if result is not None:
+        return _row(line, cells[1].start, biomarker(cells[0].text, result))
+    return _qualitative_row(line, cells)
+
+
+def _qualitative_row(line: str, cells: list[Cell]) -> Row | None:
     # "Urine protein  Negative  Negative": a word result, an optional word reference
-    if _qualitative_key(cells[1]) not in QUALITATIVE or len(cells) > 4:
+    if _qualitative_key(cells[1].text) not in QUALITATIVE or len(cells) > 4:
         return None
     reference, flag = "", None
-    for cell in cells[2:]:
-        if flag_of(cell) is not None and flag is None:
-            flag = flag_of(cell)
-        elif _qualitative_key(cell) in QUALITATIVE and not reference:
-            reference = cell
+    for each in cells[2:]:
+        if flag_of(each.text) is not None and flag is None:
+            flag = flag_of(each.text)
+        elif _qualitative_key(each.text) in QUALITATIVE and not reference:
+            reference = each.text
         else:
             return None
-    return _word_result(cells[0], cells[1], reference, flag)
+    return _word_row(line, cells[0].text, cells[1], reference, flag)
 
 
 def _qualitative_key(text: str) -> str:
     return "-".join(text.lower().split())
 
 
-def _word_result(name: str, written: str, reference: str, flag: Flag | str | None) -> Biomarker:
+def _word_row(line: str, name: str, written: Cell, reference: str, flag: Flag | str | None) -> Row:
     if isinstance(flag, Flag):
         settled = flag
     elif reference and not flag:
-        same = _qualitative_key(written) == _qualitative_key(reference)
+        same = _qualitative_key(written.text) == _qualitative_key(reference)
         settled = Flag.NORMAL if same else Flag.UNKNOWN
     else:
         settled = Flag.UNKNOWN
-    return Biomarker(name=name, value_text=written, reference_text=reference, flag=settled)
+    found = Biomarker(name=name, value_text=written.text, reference_text=reference, flag=settled)
+    return Row(found, written.start, written.start + len(written.text))
 
 
-def _token_row(line: str) -> Biomarker | None:
-    tokens = line.split()
+def _row(line: str, at: int, found: Biomarker) -> Row | None:
+    match = VALUE_AT.match(line, at)
+    if match is None:
+        return None
+    start, end = match.span("v")
+    return Row(with_fields(found, value_text=line[start:end]), start, end)
+
+
+def _token_row(line: str) -> Row | None:
+    tokens = list(re.finditer(r"\S+", line))
     for index in range(1, min(len(tokens), MAX_NAME_WORDS + 1)):
-        name = " ".join(tokens[:index])
+        name = " ".join(token.group(0) for token in tokens[:index])
         if not is_analyte_name(name):
             continue
-        result = parse_result(" ".join(tokens[index:]))
+        result = parse_result(line[tokens[index].start() :])
         # a bare "name number" is too often prose; ask for some lab context
         if result and (result.unit or result.range or result.flag):
-            return biomarker(name, result)
+            return _row(line, tokens[index].start(), biomarker(name, result))
     return None
 
 
-def parse_table_row(header: Header, line: str) -> Biomarker | None:
+def parse_table_row(header: Header, line: str) -> Row | None:
     """A lab table row read through its header; falls back to the aligned layout."""
     cells = row_cells(header, line)
     if len(cells) != header.width:
         # an aligned row whose empty cells collapsed: read it by content instead
         return parse_row(line)
-    name = _cell(header, cells, "name")
-    written = _cell(header, cells, "result")
-    if not name or not written or not is_analyte_name(name):
+    name, written = cell(header, cells, "name").text, cell(header, cells, "result")
+    if not name or not written.text or not is_analyte_name(name):
         return None
-    rng = _range_cell(_cell(header, cells, "range"))
-    flag = flag_of(_cell(header, cells, "flag"))
-    result = parse_result(written)  # the result cell may carry a glued unit or flag
+    rng = _range_cell(cell(header, cells, "range").text)
+    flag = flag_of(cell(header, cells, "flag").text)
+    result = parse_result(written.text)  # the result cell may carry a glued unit or flag
     if result is None:
-        return _word_result(name, written, rng.text if rng else "", flag)
+        if _qualitative_key(written.text) not in QUALITATIVE:
+            return None  # a disclaimer's words under the result column are no result
+        return _word_row(line, name, written, rng.text if rng else "", flag)
+    return _row(line, written.start, _table_biomarker(name, result, rng, flag, header, cells))
+
+
+def _table_biomarker(
+    name: str,
+    result: Result,
+    rng: Range | None,
+    flag: Flag | str | None,
+    header: Header,
+    cells: list[Cell],
+) -> Biomarker:
     rng = rng or result.range
     return Biomarker(
         name=name,
         value=result.value,
         value_text=result.value_text,
-        unit=_cell(header, cells, "unit") or result.unit,
+        comparator=result.comparator,
+        unit=cell(header, cells, "unit").text or result.unit,
         reference_low=rng.low if rng else None,
         reference_high=rng.high if rng else None,
         reference_text=rng.text if rng else "",
-        flag=final_flag(flag or result.flag, result.value, rng),
+        flag=final_flag(flag or result.flag, result.value, rng, result.comparator),
     )
 
 
@@ -214,14 +235,3 @@ def _range_cell(text: str) -> Range | None:
     if not text:
         return None
     return parse_range(text) or Range(" ".join(text.split()))
-
-
-def _cell(header: Header, cells: list[str], role: str) -> str:
-    index = header.columns.get(role)
-    return cells[index].strip() if index is not None and index < len(cells) else ""
-
-
-def table_cells(header: Header, line: str) -> dict[str, str]:
-    """A non-lab table row as role -> cell text (empty for missing columns)."""
-    cells = row_cells(header, line)
-    return {role: _cell(header, cells, role) for role in header.columns}

@@ -14,20 +14,25 @@ from dataclasses import dataclass
 from saga.steps.models import Biomarker, Flag
 
 NUM = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+"
-CMP = r"<=|>=|≤|≥|<|>"
-_VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})")
+# "> OR = 60" is how some US labs print >=
+CMP = "<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
+_VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})", re.IGNORECASE)
 _RANGE_BODY = (
-    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
+    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
 )
-# "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "normal: <200"
+_RANGE_BODY_RE = re.compile(_RANGE_BODY, re.IGNORECASE)
+# "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"
 _RANGE = re.compile(
     r"[(\[]?\s*(?:(?:ref(?:erence)?|normal)\.?(?:\s+(?:range|interval|values?))?\s*:?\s*)?"
     rf"(?:{_RANGE_BODY})\s*[)\]]?(?=\s|$)",
     re.IGNORECASE,
 )
 _UNIT = re.compile(
-    r"(?:%|(?:x\s?)?10[\^*eE]?\d+/[A-Za-zµμ]+|/?[A-Za-zµμ][A-Za-z0-9µμ/^*.%]*)(?=\s|$)"
+    r"(?:%|(?:x\s?)?10[\^*eE]?\d+/[A-Za-zµμ]+|mL/min/1\.73\s?m[2²]"
+    r"|/?[A-Za-zµμ][A-Za-z0-9µμ/^*.%²³]*)(?=\s|$)"
 )
+# a value's span where a row's result starts (comparator, number, as written)
+VALUE_AT = re.compile(rf"\s*(?P<v>(?:(?:{CMP})\s*)?(?:{NUM}))", re.IGNORECASE)
 
 
 def words(text: str) -> frozenset[str]:
@@ -38,20 +43,29 @@ def words(text: str) -> frozenset[str]:
 # words a sentence puts after a number that are not units ("repeat in 3 months")
 _NOT_UNITS = words(
     "of and or the in for to at on by was is are with from months month days day "
-    "weeks week years year hours hour minutes times"
+    "weeks week years year hours hour minutes times und oder"
 )
 _ABNORMAL = "abnormal"
+_UP, _DOWN, _MINUS = "\u25b2 \u2191", "\u25bc \u2193", "\u2212"
 _FLAGS: dict[str, Flag | str] = {
-    **dict.fromkeys(("H", "HH", "H*", "*H", "(H)", "HIGH", "High", "high"), Flag.HIGH),
-    **dict.fromkeys(("L", "LL", "L*", "*L", "(L)", "LOW", "Low", "low"), Flag.LOW),
-    **dict.fromkeys(("N", "NORMAL", "Normal", "normal"), Flag.NORMAL),
+    **dict.fromkeys(
+        f"H HH H* *H (H) HIGH High high (High) (HIGH) + ++ +++ {_UP}".split(), Flag.HIGH
+    ),
+    **dict.fromkeys(
+        f"L LL L* *L (L) LOW Low low (Low) (LOW) - -- {_MINUS} {_MINUS * 2} {_DOWN}".split(),
+        Flag.LOW,
+    ),
+    **dict.fromkeys(["N", "(N)", "NORMAL", "Normal", "normal", "(Normal)"], Flag.NORMAL),
     # an abnormal marker without a direction: the direction comes from the range
-    **dict.fromkeys(("*", "!", "A", "ABN", "Abnormal", "ABNORMAL", "abnormal"), _ABNORMAL),
+    **dict.fromkeys(["*", "!", "A", "ABN", "Abnormal", "ABNORMAL", "abnormal", "(A)"], _ABNORMAL),
 }
 QUALITATIVE = words(
     "negative positive reactive non-reactive nonreactive detected not-detected trace "
-    "normal abnormal absent present clear cloudy yellow none"
+    "normal abnormal absent present clear cloudy yellow none negativ positiv "
+    "nicht-nachweisbar nachweisbar"
 )
+_COMPARATORS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">="}
+_COMPARATORS |= {"\u2264": "<=", "\u2265": ">=", "<or=": "<=", ">or=": ">="}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +88,17 @@ class Result:
     unit: str = ""
     range: Range | None = None
     flag: Flag | str | None = None
+    comparator: str = ""
 
 
 def to_float(text: str) -> float:
     """``"1,250.5"`` -> 1250.5."""
     return float(text.replace(",", ""))
+
+
+def comparator_of(written: str) -> str:
+    """``"> OR ="`` -> ``">="``, ``"≤"`` -> ``"<="``; ``""`` for none."""
+    return _COMPARATORS.get("".join(written.lower().split()), "")
 
 
 def parse_range(text: str) -> Range | None:
@@ -88,12 +108,12 @@ def parse_range(text: str) -> Range | None:
 
 
 def _range_of(match: re.Match[str]) -> Range:
-    body = re.search(_RANGE_BODY, match.group(0))
+    body = _RANGE_BODY_RE.search(match.group(0))
     text = " ".join(body.group(0).split()) if body else match.group(0)
     if match.group("lo") is not None:
         return Range(text, to_float(match.group("lo")), to_float(match.group("hi")))
-    op, bound = match.group("op"), to_float(match.group("bound"))
-    if op in ("<", "<=", "≤"):
+    op, bound = comparator_of(match.group("op")), to_float(match.group("bound"))
+    if op.startswith("<"):
         return Range(text, high=bound, strict_high=op == "<")
     return Range(text, low=bound, strict_low=op == ">")
 
@@ -103,10 +123,16 @@ def flag_of(token: str) -> Flag | str | None:
     return _FLAGS.get(token.strip())
 
 
-def compute_flag(value: float | None, rng: Range | None) -> Flag:
-    """High, low or normal against the range; unknown without a value or a range."""
+def compute_flag(value: float | None, rng: Range | None, comparator: str = "") -> Flag:
+    """High, low or normal against the range; unknown when it cannot be told.
+
+    A censored value (``<0.3``) is compared only where its direction settles it:
+    ``<0.3`` against ``< 5`` is normal, against ``10-20`` low.
+    """
     if value is None or rng is None:
         return Flag.UNKNOWN
+    if comparator:
+        return _censored_flag(value, rng, comparator)
     if rng.high is not None and (value > rng.high or (rng.strict_high and value == rng.high)):
         return Flag.HIGH
     if rng.low is not None and (value < rng.low or (rng.strict_low and value == rng.low)):
@@ -114,21 +140,36 @@ def compute_flag(value: float | None, rng: Range | None) -> Flag:
     return Flag.NORMAL
 
 
-def final_flag(explicit: Flag | str | None, value: float | None, rng: Range | None) -> Flag:
+def _censored_flag(value: float, rng: Range, comparator: str) -> Flag:
+    below = comparator.startswith("<")
+    if below and rng.low is not None and value <= rng.low:
+        return Flag.LOW
+    if not below and rng.high is not None and value >= rng.high:
+        return Flag.HIGH
+    if below and rng.low is None and rng.high is not None and value <= rng.high:
+        return Flag.NORMAL
+    if not below and rng.high is None and rng.low is not None and value >= rng.low:
+        return Flag.NORMAL
+    return Flag.UNKNOWN
+
+
+def final_flag(
+    explicit: Flag | str | None, value: float | None, rng: Range | None, comparator: str = ""
+) -> Flag:
     """An explicit high/low/normal wins; an abnormal marker or none is computed."""
     if isinstance(explicit, Flag):
         return explicit
-    return compute_flag(value, rng)
+    return compute_flag(value, rng, comparator)
 
 
-def parse_value(text: str) -> tuple[float | None, str, str] | None:
-    """Leading result of ``text``: (value or None if censored, as written, rest)."""
+def parse_value(text: str) -> tuple[float, str, str, str] | None:
+    """Leading result of ``text``: (value, comparator, as written, rest)."""
     match = _VALUE.match(text)
     if match is None or not _ends_token(text, match.end()):
         return None
     written = match.group(0).replace(" ", "")
-    value = None if match.group("cmp") else to_float(match.group("num"))
-    return value, written, text[match.end() :].strip()
+    comparator = comparator_of(match.group("cmp") or "")
+    return to_float(match.group("num")), comparator, written, text[match.end() :].strip()
 
 
 def _ends_token(text: str, end: int) -> bool:
@@ -136,7 +177,11 @@ def _ends_token(text: str, end: int) -> bool:
 
 
 def parse_tail(text: str) -> tuple[str, Range | None, Flag | str | None] | None:
-    """Unit, range and flag after a result, each at most once, in any order."""
+    """Unit, range and flag after a result, in any order.
+
+    A unit may be repeated after the range (``11.2 g/dL 12.0 - 15.5 g/dL``) and
+    flags may be doubled when they agree (``▼ (L)``); anything else is not a result.
+    """
     unit, rng, flag = "", None, None
     rest = _split_attached(text).strip()
     while rest:
@@ -144,9 +189,9 @@ def parse_tail(text: str) -> tuple[str, Range | None, Flag | str | None] | None:
         token = rest.split(maxsplit=1)[0]
         if match and rng is None:
             rng, rest = _range_of(match), rest[match.end() :]
-        elif token in _FLAGS and flag is None:
+        elif token in _FLAGS and (flag is None or _FLAGS[token] == flag):
             flag, rest = _FLAGS[token], rest[len(token) :]
-        elif (unit_match := _UNIT.match(rest)) and not unit and _is_unit(unit_match.group(0)):
+        elif (unit_match := _UNIT.match(rest)) and _is_unit(unit_match.group(0), unit):
             unit, rest = unit_match.group(0), rest[unit_match.end() :]
         else:
             return None
@@ -154,8 +199,14 @@ def parse_tail(text: str) -> tuple[str, Range | None, Flag | str | None] | None:
     return unit, rng, flag
 
 
-def _is_unit(token: str) -> bool:
-    return token.lower() not in _NOT_UNITS and token not in _FLAGS
+def _is_unit(token: str, unit: str) -> bool:
+    if unit:  # only the same unit again
+        return token.lower() == unit.lower()
+    return (
+        token.lower() not in _NOT_UNITS
+        and token not in _FLAGS
+        and not (token.endswith(".") and len(token) > 1)  # "weeks." ends a sentence
+    )
 
 
 def _split_attached(text: str) -> str:
@@ -168,12 +219,12 @@ def parse_result(text: str) -> Result | None:
     head = parse_value(_split_attached(" ".join(text.split())))
     if head is None:
         return None
-    value, written, rest = head
+    value, comparator, written, rest = head
     tail = parse_tail(rest)
     if tail is None:
         return None
     unit, rng, flag = tail
-    return Result(value, written, unit, rng, flag)
+    return Result(value, written, unit, rng, flag, comparator)
 
 
 def biomarker(name: str, result: Result) -> Biomarker:
@@ -183,9 +234,10 @@ def biomarker(name: str, result: Result) -> Biomarker:
         name=name,
         value=result.value,
         value_text=result.value_text,
+        comparator=result.comparator,
         unit=result.unit,
         reference_low=rng.low if rng else None,
         reference_high=rng.high if rng else None,
         reference_text=rng.text if rng else "",
-        flag=final_flag(result.flag, result.value, rng),
+        flag=final_flag(result.flag, result.value, rng, result.comparator),
     )

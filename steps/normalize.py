@@ -58,6 +58,7 @@ _FILLER = frozenset(
 
 def normalize_name(name: str) -> str:
     """The comparable form of ``name``; word order is kept."""
+    name = name.replace("\u00df", "ss").replace("\u03b3", "gamma")  # "Gesamteiweiß", "gamma-GT"
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
     folded = _UNIT_BRACKET.sub(" ", folded)
     for pattern, replacement in _SPELLINGS:

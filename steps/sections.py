@@ -104,6 +104,21 @@ def heading(line: str) -> tuple[Section, str] | None:
     return None
 
 
+_INLINE_DIAGNOSIS = re.compile(
+    r"(?i)(?<=\S\s)(?:(?:final|discharge|primary|working|admission)\s+)?diagnos[ie]s\s*:\s*"
+    r"(?P<text>[^.;:]{3,120})"
+)
+
+
+def inline_diagnoses(line: str) -> list[str]:
+    """``... improved. Diagnosis: community-acquired pneumonia. Plan ...`` -> the diagnosis.
+
+    Prose that names its diagnosis after a label mid-line; the text runs to the
+    end of the sentence. A label at the start of a line is ``heading``'s.
+    """
+    return [match.group("text").strip() for match in _INLINE_DIAGNOSIS.finditer(line)]
+
+
 def diagnosis(line: str) -> Diagnosis | None:
     """``E11.9 Type 2 diabetes``, ``Type 2 diabetes (E11.9)``, ``Hypertension - I10``."""
     text = strip_bullet(line)

@@ -1,0 +1,118 @@
+"""The lines of a document as the extractors should see them.
+
+``document_lines`` walks the pages and keeps, for each line, the text as the page
+holds it (``raw``: what provenance quotes) and a working copy of the same length
+(``work``) in which
+
+* dot leaders (``Sodium ......... 140``) are blanked, and
+* decimal commas are turned into points when the document writes decimals with
+  commas (``13,2`` then means 13.2 and ``7,500`` means 7.5, never 7500).
+
+Because the working copy keeps every character at its place, a span found in it
+is the same span in ``raw``. Repeating page furniture is dropped: lines such as
+``Page 2 of 3`` or ``Printed 05.03.2024 ... Page 2 of 3`` anywhere, and lines that
+recur word for word at the top or bottom of several pages (letterheads,
+disclaimers) unless the caller keeps them (a table header repeated on each page
+still opens its table).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+EDGE_LINES = 4
+"""How many lines at the top and at the bottom of a page count as its header/footer."""
+
+_PAGE_OF = re.compile(
+    r"(?i)\b(?:page|seite|pg\.?)\s*\d+\s*(?:of|von|/)\s*\d+\b|^printed\b|^gedruckt\b"
+)
+_DOT_LEADER = re.compile(r"(?:\s?\.){3,}|\u2026+|(?<=\S)(?:\s?_){3,}")
+_DATE = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
+_COMMA_DECIMAL = re.compile(r"(?<![\d.,])\d+,\d{1,2}(?![\d,])")
+_POINT_DECIMAL = re.compile(r"(?<![\d.,])\d+\.\d+(?![\d.,])")
+_DIGIT_COMMA_DIGIT = re.compile(r"(?<=\d),(?=\d)")
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLine:
+    """One line of one page: ``raw`` as extracted (trimmed), ``work`` the same length."""
+
+    page: int
+    raw: str
+    work: str
+
+
+def is_page_furniture(line: str) -> bool:
+    """``Page 2 of 3``, ``Seite 1 von 2``, ``Printed ...``: never a result."""
+    return bool(_PAGE_OF.search(line))
+
+
+def uses_decimal_comma(pages: Sequence[str]) -> bool:
+    """True when the document writes more decimals as ``13,2`` than as ``13.2``.
+
+    Dates and times are masked first (``05.03.2024`` is not a decimal); numbers
+    like ``1,250`` count for neither side.
+    """
+    text = _DATE.sub(" ", "\n".join(pages))
+    commas = len(_COMMA_DECIMAL.findall(text))
+    return commas > 0 and commas > len(_POINT_DECIMAL.findall(text))
+
+
+def working_copy(line: str, *, decimal_comma: bool) -> str:
+    """``line`` with dot leaders blanked and, if asked, decimal commas made points."""
+    work = _DOT_LEADER.sub(lambda m: " " * len(m.group(0)), line)
+    if decimal_comma:
+        work = _DIGIT_COMMA_DIGIT.sub(".", work)
+    return work
+
+
+def document_lines(
+    pages: Sequence[str], keep: Callable[[str], bool] = lambda line: False
+) -> list[list[SourceLine]]:
+    """Per page, its non-empty lines minus page furniture, with working copies.
+
+    ``keep`` spares a repeated edge line (a table header on every page).
+    """
+    decimal_comma = uses_decimal_comma(pages)
+    split = [[line.strip() for line in page.split("\n") if line.strip()] for page in pages]
+    repeated = repeating_edges(split)
+    return [
+        [
+            SourceLine(number, line, working_copy(line, decimal_comma=decimal_comma))
+            for index, line in enumerate(lines)
+            if not is_page_furniture(line)
+            and not (_at_edge(index, len(lines)) and _key(line) in repeated and not keep(line))
+        ]
+        for number, lines in enumerate(split, start=1)
+    ]
+
+
+def repeating_edges(pages: list[list[str]]) -> frozenset[str]:
+    """Keys of edge lines that occur, word for word, on at least two pages.
+
+    Word for word: a result row that starts two pages of a cumulative report has
+    other values on each, and stays.
+    """
+    if len(pages) < 2:
+        return frozenset()
+    seen: Counter[str] = Counter()
+    for lines in pages:
+        keys = {_key(line) for i, line in enumerate(lines) if _at_edge(i, len(lines))}
+        seen.update(keys)
+    return frozenset(key for key, count in seen.items() if count >= 2 and _worth_a_key(key))
+
+
+def _at_edge(index: int, count: int) -> bool:
+    return index < EDGE_LINES or index >= count - EDGE_LINES
+
+
+def _key(line: str) -> str:
+    return " ".join(line.lower().split())
+
+
+def _worth_a_key(key: str) -> bool:
+    # a repeated one-word line ("Hematology") may be a section title: keep it
+    return len(key.split()) >= 3
