@@ -117,6 +117,13 @@ _STEP_FIELD = {
 }
 
 
+def _share(name: str, value: float) -> float:
+    """A setting that is a share between 0 and 1."""
+    if value > 1:
+        raise SettingsError(f"{name}={value!r} must be between 0 and 1 (0.8 means 80%)")
+    return value
+
+
 def _default_data_dir() -> Path:
     import platformdirs
 
@@ -205,6 +212,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 extractor=ExtractorKind(parser),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
                 max_output_bytes=int(num("SAGA_MAX_OUTPUT_BYTES", 512 * 1024, int)),
+                min_coverage=_share(
+                    "SAGA_PARSER_MIN_COVERAGE", num("SAGA_PARSER_MIN_COVERAGE", 0.8)
+                ),
                 document_source=get("SAGA_DOCUMENT_SOURCE"),
             ),
             breaker=BreakerSettings(

@@ -23,6 +23,11 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     """``rules`` needs no network; ``llm`` calls the user's model through litellm."""
     llm_group_names: bool = False
     """Ask the LLM to canonicalise group names (grouper); off means offline only."""
+    min_coverage: float = 0.8
+    """``SAGA_PARSER_MIN_COVERAGE``: below this share of result-like lines explained by
+    a result, the parser marks the saga for review. 0.8 because the corpus gate asks
+    that every document read with recall under 80% be flagged, and coverage tracks
+    recall on result rows (docs/extraction.md)."""
     max_output_bytes: int = 512 * 1024
     """A step output (checkpoint) larger than this is a permanent error."""
     document_source: str = ""

@@ -2,7 +2,9 @@
 
 Each step's output is the next step's input: ``RouterInput -> RouterOutput ->
 ParserOutput -> GrouperOutput``. All Structs are frozen and keyword-only so a
-checkpoint decodes to exactly what was committed.
+checkpoint decodes to exactly what was committed. The per-result Structs omit
+default fields when encoded (the parser's output is a size-bounded checkpoint);
+decoding fills them back in.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class RouterOutput(msgspec.Struct, frozen=True, kw_only=True):
     cannot read them and says so in its review reason."""
 
 
-class Provenance(msgspec.Struct, frozen=True, kw_only=True):
+class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Where in the document a value was read: the evidence a reviewer checks.
 
     ``page`` is 1-based; ``line`` the source line's text as extracted (trimmed);
@@ -60,7 +62,7 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True):
     end: int = 0
 
 
-class Biomarker(msgspec.Struct, frozen=True, kw_only=True):
+class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One lab result as the document states it.
 
     ``value_text`` is the result as written (``"6.1"``, ``"<0.5"``, ``"Negative"``);
@@ -88,7 +90,7 @@ class Biomarker(msgspec.Struct, frozen=True, kw_only=True):
     warnings: list[str] = []
 
 
-class Rejected(msgspec.Struct, frozen=True, kw_only=True):
+class Rejected(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """A candidate result that failed a check: kept, with the reason, never silently dropped."""
 
     name: str
@@ -98,7 +100,7 @@ class Rejected(msgspec.Struct, frozen=True, kw_only=True):
     provenance: Provenance | None = None
 
 
-class Coverage(msgspec.Struct, frozen=True, kw_only=True):
+class Coverage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """How much of the document the extraction explains.
 
     ``candidate_lines`` counts lines that look like results (a number with a unit

@@ -1,21 +1,30 @@
 """Parser: the pages blob in, biomarkers, diagnoses, procedures and genetics out.
 
 The extractor is chosen per deployment (``StepConfig.extractor``): ``rules``
-needs no network, ``llm`` goes through the user's model. The runtime loads the
-pages blob with the claim and deletes it when this step's commit lands.
+needs no network, ``llm`` goes through the user's model. Whichever ran, the
+parser then grounds and checks every result (``saga.steps.vetting``: failures go
+to ``rejected`` with their reason), measures coverage (``saga.steps.coverage``)
+and sets ``review`` when a person should look: nothing extracted, coverage under
+``StepConfig.min_coverage``, rejected values, or pages without text. The runtime
+loads the pages blob with the claim and deletes it when this step's commit lands.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import anyio.to_thread
 import msgspec
+from msgspec.structs import replace
 
 from saga.steps.config import ExtractorKind
 from saga.steps.context import StepContext
+from saga.steps.coverage import measure, review_reason
 from saga.steps.errors import NotFoundError, PayloadTooLargeError
 from saga.steps.extract_llm import extract_llm
 from saga.steps.extract_rules import extract_rules
 from saga.steps.models import Extraction, ParserOutput, RouterOutput
+from saga.steps.vetting import vet
 
 
 async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
@@ -27,11 +36,13 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
         ctx.log.warning(
             "page count differs from the router's", expected=inp.page_count, got=len(pages)
         )
-    extraction = await _extract(ctx, pages)
+    raw = await _extract(ctx, pages)
+    extraction = await anyio.to_thread.run_sync(settle, raw, pages)
     size = len(msgspec.json.encode(extraction))
     if size > ctx.config.max_output_bytes:
         raise PayloadTooLargeError("extraction size in bytes", size, ctx.config.max_output_bytes)
-    output = ParserOutput.of(extraction)
+    review = review_reason(extraction, inp.textless_pages, ctx.config.min_coverage)
+    output = ParserOutput.of(extraction, review=review)
     ctx.log.info(
         "document parsed",
         extractor=str(ctx.config.extractor),
@@ -39,9 +50,18 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
         diagnoses=output.diagnosis_count,
         procedures=output.procedure_count,
         genetics=output.genetic_count,
+        rejected=len(extraction.rejected),
+        coverage=round(extraction.coverage.ratio, 3),
+        review=bool(review),
         size_bytes=size,
     )
     return output
+
+
+def settle(extraction: Extraction, pages: Sequence[str]) -> Extraction:
+    """Ground and check the results of either extractor, then measure coverage."""
+    vetted = vet(extraction, pages)
+    return replace(vetted, coverage=measure(pages, vetted))
 
 
 async def _extract(ctx: StepContext, pages: list[str]) -> Extraction:

@@ -3,7 +3,9 @@
     .venv/bin/python -m tests.steps.make_samples [OUTPUT_DIR]
 
 For every report in ``tests.steps.sample_reports`` it writes ``<name>.pdf`` and
-``<name>.expected.json`` (the exact Extraction the rules extractor must find).
+``<name>.expected.json``: the exact Extraction the parser yields with the rules
+extractor (results with provenance, canonical names, coverage). It refuses to
+write one whose results differ from what the report's data states.
 It also writes ``scan_no_text.pdf``: a "scanned" page with no text layer, which
 the router refuses, so the demo shows a dead letter. The test suite regenerates
 everything into a temporary folder and checks it still extracts as expected.
@@ -17,7 +19,12 @@ from pathlib import Path
 import msgspec
 from fpdf import FPDF
 
-from tests.steps.pdfgen import FIXED_DATE, expected_extraction, render
+from saga.steps.extract_rules import extract_rules
+from saga.steps.models import Extraction
+from saga.steps.pages import pdf_pages
+from saga.steps.parser import settle
+from tests.steps.compare import core
+from tests.steps.pdfgen import FIXED_DATE, Report, expected_extraction, render
 from tests.steps.sample_reports import BROKEN_NAME, GOOD_REPORTS
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "saga" / "samples"
@@ -36,6 +43,15 @@ def scanned_page_pdf() -> bytes:
     return bytes(pdf.output())
 
 
+def parsed(report: Report, content: bytes) -> Extraction:
+    """What the parser makes of ``content`` (the rendered ``report``), checked against its data."""
+    pages = pdf_pages(content, max_pages=50)
+    extraction = settle(extract_rules(pages), pages)
+    if core(extraction) != expected_extraction(report):
+        raise ValueError(f"{report.name} does not extract to what its data states")
+    return extraction
+
+
 def write_samples(directory: Path) -> list[Path]:
     """Write every sample PDF and expected JSON into ``directory``; return the PDFs."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -43,7 +59,7 @@ def write_samples(directory: Path) -> list[Path]:
     for report in GOOD_REPORTS:
         pdf = directory / f"{report.name}.pdf"
         pdf.write_bytes(render(report))
-        expected = msgspec.json.format(msgspec.json.encode(expected_extraction(report)))
+        expected = msgspec.json.format(msgspec.json.encode(parsed(report, pdf.read_bytes())))
         (directory / f"{report.name}.expected.json").write_bytes(expected + b"\n")
         written.append(pdf)
     broken = directory / f"{BROKEN_NAME}.pdf"

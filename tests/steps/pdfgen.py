@@ -42,11 +42,12 @@ class Lab:
     flag: Flag = Flag.UNKNOWN
 
     def expected(self) -> Biomarker:
-        plain = re.fullmatch(r"-?[\d,]+(?:\.\d+)?", self.result)
+        number = re.fullmatch(r"(?P<cmp>[<>]=?)?(?P<num>-?[\d,]+(?:\.\d+)?)", self.result)
         return Biomarker(
             name=self.name,
-            value=float(self.result.replace(",", "")) if plain else None,
+            value=float(number.group("num").replace(",", "")) if number else None,
             value_text=self.result,
+            comparator=(number.group("cmp") or "") if number else "",
             unit=self.unit,
             reference_low=self.low,
             reference_high=self.high,

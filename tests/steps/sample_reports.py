@@ -88,7 +88,7 @@ WELLNESS_COLON = Report(
                     Lab("Vitamin D, 25-OH", "18", "ng/mL", "30-100", 30, 100, "L", L),
                     Lab("Vitamin B12", "620", "pg/mL", "200-900", 200, 900, "", N),
                     Lab("Ferritin", "150", "ng/mL", "15-150", 15, 150, "", N),
-                    Lab("CRP", "<0.5", "mg/L", "< 5.0", None, 5.0, "", U),
+                    Lab("CRP", "<0.5", "mg/L", "< 5.0", None, 5.0, "", N),
                     Lab("Homocysteine", "16.2", "umol/L", "5.0-15.0", 5.0, 15.0, "High", H),
                 ),
             ),

@@ -18,6 +18,7 @@ from saga.steps.extract_llm import REPAIR_PURPOSE, instructions
 from saga.steps.models import Biomarker, Diagnosis, Extraction, Flag, RouterOutput
 from saga.steps.parser import parse
 from saga.steps.testing import ManualContext, ScriptedLLM, make_context
+from tests.steps.compare import core
 
 PAGE = "Hemoglobin A1c  6.1  %  4.0-5.6  H\nDiagnoses\nE11.9 Type 2 diabetes"
 SECRET = "Quokka-4411"  # page text that must not leak into messages
@@ -87,7 +88,7 @@ async def test_llm_valid_json_in_a_fence_is_accepted() -> None:
     """A fenced JSON answer decodes to the Extraction; one call, purpose extract."""
     ctx = llm_ctx(f"```json\n{GOOD_JSON}\n```")
     out = await parse(ctx, ROUTED)
-    assert out.extraction == GOOD
+    assert core(out.extraction) == GOOD
     [(purpose, messages)] = calls(ctx)
     assert purpose == "extract"
     assert messages[0]["content"] == instructions() and '"Biomarker"' in messages[0]["content"]
@@ -100,7 +101,7 @@ async def test_llm_invalid_json_is_repaired_without_resending_pages() -> None:
     bad = GOOD_JSON.replace('"value":6.1', '"value":"six"')
     ctx = llm_ctx(bad, GOOD_JSON)
     out = await parse(ctx, ROUTED)
-    assert out.extraction == GOOD
+    assert core(out.extraction) == GOOD
     (_, _), (purpose, messages) = calls(ctx)
     assert purpose == REPAIR_PURPOSE
     repair = messages[-1]["content"]
@@ -113,7 +114,7 @@ async def test_llm_invalid_json_is_repaired_without_resending_pages() -> None:
 async def test_llm_prose_answer_is_repaired_in_the_conversation() -> None:
     """An answer with no JSON continues the conversation: the pages appear once."""
     ctx = llm_ctx("Sure! Here are the results you asked for.", GOOD_JSON)
-    assert (await parse(ctx, ROUTED)).extraction == GOOD
+    assert core((await parse(ctx, ROUTED)).extraction) == GOOD
     messages = calls(ctx)[1][1]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert sum(SECRET in m["content"] for m in messages) == 1

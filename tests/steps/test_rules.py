@@ -11,6 +11,7 @@ from saga.steps.lab_values import parse_range
 from saga.steps.models import Biomarker, Diagnosis, Extraction, Flag, GeneticFinding, Procedure
 from saga.steps.pages import split_pages
 from saga.steps.sections import Section, diagnosis, genetic, heading, procedure
+from tests.steps.compare import core
 from tests.steps.pdfgen import make_pdf
 
 H, L, N, U = Flag.HIGH, Flag.LOW, Flag.NORMAL, Flag.UNKNOWN
@@ -25,11 +26,13 @@ def bm(
     high: float | None = None,
     ref: str = "",
     flag: Flag = U,
+    comparator: str = "",
 ) -> Biomarker:
     return Biomarker(
         name=name,
         value=value,
         value_text=text,
+        comparator=comparator,
         unit=unit,
         reference_low=low,
         reference_high=high,
@@ -63,7 +66,7 @@ ROWS = [
         bm("Hemoglobin A1c", 6.1, "6.1", "%", 4.0, 5.6, "4.0-5.6", H),
     ),
     ("HbA1c: 6.1% (< 5.7)", bm("HbA1c", 6.1, "6.1", "%", None, 5.7, "< 5.7", H)),
-    ("CRP: <0.5 mg/L [0.0-5.0]", bm("CRP", None, "<0.5", "mg/L", 0.0, 5.0, "0.0-5.0", U)),
+    ("CRP: <0.5 mg/L [0.0-5.0]", bm("CRP", 0.5, "<0.5", "mg/L", 0.0, 5.0, "0.0-5.0", U, "<")),
     (
         "Ferritin: 9 ng/mL Reference range: 15 - 150 L",
         bm("Ferritin", 9, "9", "ng/mL", 15, 150, "15 - 150", L),
@@ -101,8 +104,10 @@ ROWS = [
 
 @pytest.mark.parametrize(("line", "expected"), ROWS, ids=[row[0] for row in ROWS])
 def test_lab_row_layouts(line: str, expected: Biomarker) -> None:
-    """Aligned, colon and single-space rows read to the exact Biomarker."""
-    assert parse_row(line) == expected
+    """Aligned, colon and single-space rows read to the exact Biomarker and its value's span."""
+    row = parse_row(line)
+    assert row is not None and row.biomarker == expected
+    assert line[row.start : row.end] == expected.value_text
 
 
 @pytest.mark.parametrize(
@@ -254,7 +259,7 @@ Procedures
 def test_tab_separated_text_report() -> None:
     """A plain-text export with a tab table and sections reads whole."""
     pages = split_pages(Document("r.txt", "text/plain", TAB_REPORT.encode()), max_pages=5)
-    assert extract_rules(pages) == Extraction(
+    assert core(extract_rules(pages)) == Extraction(
         biomarkers=[
             bm("Creatinine", 1.4, "1.4", "mg/dL", 0.6, 1.2, "0.6-1.2", H),
             bm("Albumin", 4.1, "4.1", "g/dL", 3.5, 5.0, "3.5-5.0", N),
@@ -276,7 +281,7 @@ def test_pipe_table_with_reordered_columns_in_a_pdf() -> None:
         ]
     )
     pages = split_pages(Document("t.pdf", "application/pdf", pdf), max_pages=5)
-    assert extract_rules(pages).biomarkers == [
+    assert core(extract_rules(pages)).biomarkers == [
         bm("Ferritin", 410, "410", "ng/mL", 15, 150, "15-150", H),
         bm("Folate", 12.0, "12.0", "ng/mL", 5.9, None, "> 5.9", N),
         bm("Vitamin B12", 150, "150", "pg/mL", 200, 900, "200-900", L),

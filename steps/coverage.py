@@ -1,0 +1,94 @@
+"""How much of a document an extraction explains, and when a person should review it.
+
+A *result-like* line holds a number followed by a unit (``140 mmol/L``,
+``6.1 %``) or a reference range (``135-145``, ``< 5.7``), after dates, times and
+page furniture are set aside. A line is *explained* when an accepted or a
+rejected result cites it as its provenance. Coverage is explained over
+result-like lines; it stands in for recall, which needs a ground truth that
+production does not have.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from saga.steps.lab_values import CMP, NUM
+from saga.steps.models import Coverage, Extraction, Provenance
+from saga.steps.page_layout import document_lines
+
+MAX_UNEXPLAINED = 10
+"""How many unexplained lines the output keeps as examples (it is a bounded checkpoint)."""
+
+_DATE_OR_TIME = re.compile(
+    r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{3,}-\d{3,}\b"
+)
+_UNIT_AFTER_NUMBER = re.compile(
+    rf"(?<![\w.])(?:{NUM})\s*(?:%|[A-Za-z\u00b5\u03bc]*/[A-Za-z\u00b5\u03bc0-9.^]+"
+    r"|(?:x\s?)?10\^\d+/\S+|fl|pg|mmol|mEq|IU|U)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_RANGE = re.compile(
+    rf"(?<![\w.])(?:{NUM})\s*(?:-|\u2013|\u2014)\s*(?:{NUM})(?![\w.])|(?:{CMP})\s*(?:{NUM})",
+    re.IGNORECASE,
+)
+
+
+def is_result_like(line: str) -> bool:
+    """A number with a unit, or a reference range, outside dates and times."""
+    text = _DATE_OR_TIME.sub(" ", line)
+    return bool(_UNIT_AFTER_NUMBER.search(text) or _RANGE.search(text))
+
+
+def measure(pages: Sequence[str], extraction: Extraction) -> Coverage:
+    """Result-like lines of ``pages`` and how many the extraction's results cite."""
+    cited: dict[int, list[str]] = {}
+    sources = [b.provenance for b in extraction.biomarkers]
+    sources += [r.provenance for r in extraction.rejected]
+    for where in sources:
+        if where is not None:
+            cited.setdefault(where.page, []).append(_squeeze(where.line))
+    candidates = explained = 0
+    unexplained: list[Provenance] = []
+    for lines in document_lines(pages):
+        for line in lines:
+            if not is_result_like(line.work):
+                continue
+            candidates += 1
+            text = _squeeze(line.raw)
+            if any(quoted and quoted in text for quoted in cited.get(line.page, ())):
+                explained += 1
+            elif len(unexplained) < MAX_UNEXPLAINED:
+                unexplained.append(Provenance(page=line.page, line=line.raw))
+    return Coverage(candidate_lines=candidates, explained_lines=explained, unexplained=unexplained)
+
+
+def review_reason(
+    extraction: Extraction, textless_pages: Sequence[int], min_coverage: float
+) -> str:
+    """One sentence saying why a person should check this extraction; ``""`` when none."""
+    reasons = []
+    found = extraction.biomarkers or extraction.diagnoses
+    if not (found or extraction.procedures or extraction.genetics):
+        reasons.append("nothing was extracted")
+    coverage = extraction.coverage
+    if coverage.candidate_lines and coverage.ratio < min_coverage:
+        reasons.append(
+            f"coverage {_percent(coverage.ratio)} ({coverage.explained_lines} of "
+            f"{coverage.candidate_lines} result-like lines) under {_percent(min_coverage)}"
+        )
+    if rejected := len(extraction.rejected):
+        reasons.append(f"{rejected} value{'s' if rejected > 1 else ''} rejected by the checks")
+    if textless_pages:
+        pages = ", ".join(str(page) for page in textless_pages[:10])
+        more = ", ..." if len(textless_pages) > 10 else ""
+        reasons.append(f"page{'s' if len(textless_pages) > 1 else ''} {pages}{more} had no text")
+    return "; ".join(reasons)
+
+
+def _percent(ratio: float) -> str:
+    return f"{ratio * 100:.0f}%"
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(text.split())
