@@ -206,3 +206,27 @@ def empty_pdf() -> bytes:
     buffer = io.BytesIO()
     PdfWriter().write(buffer)
     return buffer.getvalue()
+
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+Row = str | tuple[tuple[float, str], ...]
+"""A printed line: plain text, or cells of (width in mm, text) side by side."""
+
+
+def layout_pdf(pages: list[list[Row]]) -> bytes:
+    """A text PDF in DejaVu Sans (arrows, minus sign, umlauts): lines, or cells at fixed widths."""
+    pdf = FPDF(format="A4")
+    pdf.set_creation_date(FIXED_DATE)
+    pdf.set_auto_page_break(auto=False)
+    pdf.add_font("DejaVu", fname=DEJAVU)
+    pdf.set_font("DejaVu", size=9)
+    for rows in pages:
+        pdf.add_page()
+        for row in rows:
+            if isinstance(row, str):
+                pdf.cell(0, 6, row, new_x="LMARGIN", new_y="NEXT")
+                continue
+            for width, text in row:
+                pdf.cell(width, 6, text)
+            pdf.ln(6)
+    return bytes(pdf.output())
