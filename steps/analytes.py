@@ -76,6 +76,16 @@ LIMITS: dict[str, Limits] = {
     "Erythrocyte sedimentation rate": {"mm/h": (0, 200)},
     "Homocysteine": {"umol/l": (0, 500)},
     "Prostate-specific antigen": dict.fromkeys(_MASS_SMALL, (0, 100_000)),
+    **{
+        cell: {"%": (0, 100), _COUNT: (0, 1000), "/ul": (0, 1_000_000)}
+        for cell in ("Neutrophils", "Lymphocytes", "Monocytes", "Eosinophils", "Basophils")
+    },
+    "Urea": {"mmol/l": (0.3, 150), "mg/dl": (1, 900)},
+    "Lactate": {"mmol/l": (0, 40), "mg/dl": (0, 360)},
+    "Procalcitonin": dict.fromkeys(_MASS_SMALL, (0, 2000)),
+    "Apolipoprotein B": {"mg/dl": (0, 1000), "g/l": (0, 10)},
+    "Testosterone": {"ng/dl": (0, 10_000), "nmol/l": (0, 350), "ng/ml": (0, 100)},
+    "Estimated average glucose": {"mg/dl": (10, 1500), "mmol/l": (0.5, 85)},
 }
 
 LOINC: dict[str, tuple[str, frozenset[str]]] = {
@@ -140,7 +150,13 @@ _SAME_UNIT = {
 def unit_key(unit: str) -> str:
     """The comparable form of a unit: ``x10^3/µL`` -> ``10^9/l``, ``IU/L`` -> ``u/l``."""
     key = "".join(unit.lower().split()).replace("\u00b5", "u").replace("\u03bc", "u")
-    key = key.replace("mcg", "ug").replace("\u00b2", "2").replace("1,73", "1.73")
+    key = (
+        key.replace("mcg", "ug")
+        .replace("mm3", "ul")
+        .replace("cumm", "ul")
+        .replace("\u00b2", "2")
+        .replace("1,73", "1.73")
+    )
     key = re.sub(r"^x?10[\^*e]?(\d+)", r"10^\1", key)
     return _SAME_UNIT.get(key, key)
 

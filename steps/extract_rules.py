@@ -50,20 +50,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from msgspec.structs import replace
-
+from saga.steps.cards import card_rows
 from saga.steps.lab_cells import Header, parse_header, table_cells
 from saga.steps.lab_rows import Row, parse_rows, parse_table_row
-from saga.steps.models import (
-    Biomarker,
-    Diagnosis,
-    Extraction,
-    GeneticFinding,
-    Procedure,
-    Provenance,
-)
-from saga.steps.narrative import narrative_rows
+from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
 from saga.steps.page_layout import SourceLine, document_lines
+from saga.steps.prose import Paragraph
+from saga.steps.provenance import located
 from saga.steps.sections import Section, diagnosis, genetic, heading, inline_diagnoses, procedure
 from saga.steps.wrapped_names import Fragments
 
@@ -85,7 +78,7 @@ def extract_rules(pages: Sequence[str]) -> Extraction:
     """Everything the rules find in ``pages``, in document order, each value with provenance."""
     found = _Found()
     for lines in document_lines(pages, keep=lambda line: parse_header(line) is not None):
-        _Page(found).read(lines)
+        _Page(found, lines).read()
     return Extraction(
         biomarkers=found.biomarkers,
         diagnoses=found.diagnoses,
@@ -95,50 +88,54 @@ def extract_rules(pages: Sequence[str]) -> Extraction:
 
 
 class _Page:
-    """Reading state of one page: the open section, the open table, name fragments."""
+    """Reading state of one page: section, open table, name fragments, prose, skipped lines."""
 
-    def __init__(self, found: _Found) -> None:
-        self.found = found
+    def __init__(self, found: _Found, lines: list[SourceLine]) -> None:
+        self.found, self.lines = found, lines
         self.section = Section.LABS
         self.table: Header | None = None
         self.fragments = Fragments()
+        self.prose = Paragraph()
+        self.skip: set[int] = set()
+        self.previous: SourceLine | None = None  # the last line that gave nothing
 
-    def read(self, lines: list[SourceLine]) -> None:
-        for index, line in enumerate(lines):
-            if self.fragments.consumed(index):
-                continue
-            if _NOISE.fullmatch(line.work.strip()):
-                continue
-            self._line(line, lines, index)
+    def read(self) -> None:
+        for index, line in enumerate(self.lines):
+            if index not in self.skip and not _NOISE.fullmatch(line.work.strip()):
+                self._line(line, index)
+        self._flush_prose()
 
-    def _line(self, line: SourceLine, lines: list[SourceLine], index: int) -> None:
+    def _line(self, line: SourceLine, index: int) -> None:
         text = line.work.strip()
         if (header := parse_header(text)) is not None:
+            self._flush_prose()
             self.table = header
             self.fragments.clear()
             return
         if (opened := heading(text)) is not None:
-            self._open(opened[0], opened[1], line)
+            self._flush_prose()
+            self._open(opened[0], opened[1])
             return
         if self.table is not None:
-            if self._table_row(line, lines, index):
+            if self._table_row(line, index):
                 return
-            if "|" not in text:
+            if self.table.piped and "|" not in text:
                 self.table = None  # a pipe table ends at the first line without a pipe
-        self._item(line, lines, index)
+        self._item(line, index)
 
-    def _open(self, section: Section, rest: str, line: SourceLine) -> None:
+    def _open(self, section: Section, rest: str) -> None:
         self.fragments.clear()
-        self.table = None
+        if section is not Section.LABS or rest:
+            self.table = None  # a panel title inside a table does not end it
         if section is Section.DIAGNOSES and rest:
             # "Diagnosis: pneumonia. Plan: ..." names one diagnosis and opens nothing
             self._diagnoses([re.split(r"\.\s|;", rest)[0]])
             return
         self.section = section
-        if rest:
-            self._item(line, [], -1, text=rest)
+        if rest and section is not Section.NOTES:
+            self._listed(rest)
 
-    def _table_row(self, line: SourceLine, lines: list[SourceLine], index: int) -> bool:
+    def _table_row(self, line: SourceLine, index: int) -> bool:
         assert self.table is not None
         if self.table.kind == "genetics":
             cells = table_cells(self.table, line.work)
@@ -152,22 +149,52 @@ class _Page:
                 )
                 return True
             return False
-        row = parse_table_row(self.table, line.work)
-        if row is not None:
-            self._results([row], line, lines, index)
-        return row is not None
+        if self.table.repeated:
+            rows = parse_rows(line.work)  # two tables side by side under one header line
+        else:
+            row = parse_table_row(self.table, line.work)
+            rows = [row] if row is not None else []
+        if rows:
+            self._results(rows, line, index)
+        return bool(rows)
 
-    def _item(self, line: SourceLine, lines: list[SourceLine], index: int, text: str = "") -> None:
-        text = text or line.work.strip()
-        if self.section is Section.LABS:
-            rows = parse_rows(line.work) or narrative_rows(line.work)
-            self._diagnoses(inline_diagnoses(text))
-            if rows:
-                self._results(rows, line, lines, index)
-            else:
-                self.fragments.offer(text)
+    def _item(self, line: SourceLine, index: int) -> None:
+        text = line.work.strip()
+        if self.section is not Section.LABS and self.section is not Section.NOTES:
+            rows = [
+                r for r in parse_rows(line.work) if r.biomarker.unit or r.biomarker.reference_text
+            ]
+            if not rows:
+                self._listed(text)
+                return
+            self.section = Section.LABS  # a result row ends a list of diagnoses or procedures
+        if self.section is Section.NOTES:
             return
-        if self.section is Section.NOTES or _EMPTY_ITEM.fullmatch(text):
+        self._diagnoses(inline_diagnoses(text))
+        rows = parse_rows(line.work) or self._cards(line, index)
+        if rows:
+            self._results(rows, line, index)
+            return
+        self.fragments.offer(text)
+        self.previous = line
+        for row, source in self.prose.add(line):
+            self._add(row, row.biomarker.name, source)
+
+    def _cards(self, line: SourceLine, index: int) -> list[Row]:
+        if self.previous is None or self.previous is not self._line_before(index):
+            return []
+        details = [later.work for later in self.lines[index + 1 : index + 3]]
+        rows, used = card_rows(self.previous.work, line.work, details)
+        self.skip.update(range(index + 1, index + 1 + used))
+        if rows:
+            self.prose.lines = [kept for kept in self.prose.lines if kept is not self.previous]
+        return rows
+
+    def _line_before(self, index: int) -> SourceLine | None:
+        return self.lines[index - 1] if index > 0 else None
+
+    def _listed(self, text: str) -> None:
+        if _EMPTY_ITEM.fullmatch(text):
             return
         if self.section is Section.DIAGNOSES:
             self._diagnoses([text])
@@ -181,28 +208,20 @@ class _Page:
             if (item := diagnosis(text)) is not None:
                 self.found.diagnoses.append(item)
 
-    def _results(
-        self, rows: list[Row], line: SourceLine, lines: list[SourceLine], index: int
-    ) -> None:
+    def _results(self, rows: list[Row], line: SourceLine, index: int) -> None:
+        self._flush_prose()
         for number, row in enumerate(rows):
-            name = " ".join(row.biomarker.name.split())
-            if number == 0:
-                name = self.fragments.complete(name, lines, index)
-            self.found.biomarkers.append(_with_provenance(row, name, line))
+            name = row.biomarker.name
+            if number == 0 and len(rows) == 1:
+                name, taken = self.fragments.complete(name, self.lines, index)
+                self.skip.update(taken)
+            self._add(row, name, line)
         self.fragments.clear()
+        self.previous = None
 
+    def _add(self, row: Row, name: str, line: SourceLine) -> None:
+        self.found.biomarkers.append(located(row, name, line))
 
-def _with_provenance(row: Row, name: str, line: SourceLine) -> Biomarker:
-    """The row's result named ``name``, its value as the page writes it, and where."""
-    found = row.biomarker
-    at = line.work.find(found.reference_text) if found.reference_text else -1
-    return replace(
-        found,
-        name=name,
-        value_text=line.raw[row.start : row.end],
-        # "4,0 - 10,0" as written, not the working copy's "4.0 - 10.0"
-        reference_text=line.raw[at : at + len(found.reference_text)]
-        if at >= 0
-        else found.reference_text,
-        provenance=Provenance(page=line.page, line=line.raw, start=row.start, end=row.end),
-    )
+    def _flush_prose(self) -> None:
+        for row, source in self.prose.flush():
+            self._add(row, row.biomarker.name, source)

@@ -20,6 +20,7 @@ _HEADER_WORDS: dict[str, tuple[str, ...]] = {
     "range": ("reference", "range", "ref", "interval", "normal", "referenzbereich", "norm"),
     "name": (
         "test",
+        "tests",
         "analyte",
         "component",
         "name",
@@ -50,6 +51,10 @@ class Header:
     kind: str
     columns: dict[str, int]
     width: int
+    piped: bool = False
+    """Cells separated by pipes: the table ends at the first line without one."""
+    repeated: bool = False
+    """Two tables side by side under one header line (``Test Result ... Test Result``)."""
 
 
 def cells_of(line: str) -> list[Cell]:
@@ -102,16 +107,22 @@ def parse_header(line: str) -> Header | None:
         return None
     columns: dict[str, int] = {}
     for index, cell in enumerate(cells):
-        words = re.split(r"[\s_]+", cell.lower())
+        words = _words(cell)
         for role, keys in _HEADER_WORDS.items():
             if role not in columns and any(key in words or key == cell.lower() for key in keys):
                 columns[role] = index
                 break
+    piped = "|" in line
     if "name" in columns and "result" in columns:
-        return Header("labs", columns, len(cells))
+        names = sum(any(key in _words(cell) for key in _HEADER_WORDS["name"]) for cell in cells)
+        return Header("labs", columns, len(cells), piped, repeated=names > 1)
     if "gene" in columns and "variant" in columns:
-        return Header("genetics", columns, len(cells))
+        return Header("genetics", columns, len(cells), piped)
     return None
+
+
+def _words(cell: str) -> list[str]:
+    return re.split(r"[\s_]+", cell.lower())
 
 
 def cell(header: Header, cells: list[Cell], role: str) -> Cell:

@@ -45,6 +45,11 @@ _NOT_ANALYTES = words(
 # a name never ends with these ("Follow up in 2 weeks")
 _DANGLING = words("in of at to for and or the was is are on by with from up after per von und")
 _STANDALONE_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?=\s|$)")
+_FLAG_IN_NAME = re.compile(r"[\u25b2\u25bc\u2191\u2193]|\((?:H|L|HH|LL)\)")
+_NUMBER_THEN_UNIT = re.compile(r"(?<!\S)\d+(?:[.,]\d+)?\s.*(?:/|%)")
+_DATE_CELL = re.compile(r"\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2}")
+_NUMBER_CELL = re.compile(r"[<>]?\d+(?:[.,]\d+)?")
+_CODE_CELL = re.compile(r"\d{1,3}")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
 _UNIT_CELL = re.compile(r"(?:x\s?)?10\^?\d+/\S+|\S*/\S*(?:l|L)\b|%|[a-zA-Zµμ]{1,4}/[a-zA-Zµμ]{1,4}")
 
@@ -71,6 +76,8 @@ def is_analyte_name(name: str) -> bool:
         and words_[-1] not in _DANGLING
         and not _DECIMAL.search(name)  # "Hemoglobin 11.2 g/dL 12.0 -" is not a name
         and not name.rstrip().endswith(("-", "\u2013", "/"))
+        and not _FLAG_IN_NAME.search(name)  # "Glucose 160 ▲ (H) mg/dL"
+        and not _NUMBER_THEN_UNIT.search(name)  # "162 mg/dL" is a result, not a name
     )
 
 
@@ -131,7 +138,26 @@ def _colon_row(line: str) -> Row | None:
     return None
 
 
+def clean_cells(cells: list[Cell]) -> list[Cell]:
+    """Cells without a previous result and its date, or a trailing performing-lab code.
+
+    ``WBC  7.9  8.2  09/14/2023  x10E3/uL  3.4-10.8  01``: 8.2 is last time's result,
+    01 the lab that ran the test; neither belongs to this result.
+    """
+    kept: list[Cell] = []
+    for each in cells:
+        previous = len(kept) >= 3 and _NUMBER_CELL.fullmatch(kept[-1].text)
+        if previous and _DATE_CELL.fullmatch(each.text):
+            kept.pop()
+            continue
+        kept.append(each)
+    if len(kept) >= 4 and _CODE_CELL.fullmatch(kept[-1].text):
+        kept.pop()
+    return kept
+
+
 def _cells_row(line: str, cells: list[Cell]) -> Row | None:
+    cells = clean_cells(cells)
     result = parse_result(" ".join(c.text for c in cells[1:]))
     if result is not None:
         return _row(line, cells[1].start, biomarker(cells[0].text, result))

@@ -62,7 +62,7 @@ _FLAGS: dict[str, Flag | str] = {
 QUALITATIVE = words(
     "negative positive reactive non-reactive nonreactive detected not-detected trace "
     "normal abnormal absent present clear cloudy yellow none negativ positiv "
-    "nicht-nachweisbar nachweisbar"
+    "nicht-nachweisbar nachweisbar 1+ 2+ 3+ 4+ small moderate large"
 )
 _COMPARATORS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">="}
 _COMPARATORS |= {"\u2264": "<=", "\u2265": ">=", "<or=": "<=", ">or=": ">="}

@@ -289,7 +289,7 @@ async def test_unread_result_lines_lower_coverage_and_ask_for_review() -> None:
     rows: list[Row] = [
         "Glucose  92  mg/dL  70-99",
         "Ammonia level 45 umol/L was checked 11-35 twice",
-        "Lactate 2.1 mmol/L see comment 0.5-2.2 (venous)",
+        "Pyruvate 0.08 mmol/L see comment 0.03-0.10 (venous)",
         "Osmolality 290 mOsm/kg taken 275-295 at noon",
     ]
     out = await read([rows])
