@@ -147,6 +147,10 @@ _SAME_UNIT = {
 }
 
 
+def _known_units() -> frozenset[str]:
+    return frozenset(unit for limits in LIMITS.values() for unit in limits) | frozenset(_SAME_UNIT)
+
+
 def unit_key(unit: str) -> str:
     """The comparable form of a unit: ``x10^3/µL`` -> ``10^9/l``, ``IU/L`` -> ``u/l``."""
     key = "".join(unit.lower().split()).replace("\u00b5", "u").replace("\u03bc", "u")
@@ -170,3 +174,7 @@ def loinc_for(canonical: str, unit: str) -> str:
     """The LOINC code for ``canonical`` reported in ``unit``; ``""`` when not certain."""
     known = LOINC.get(canonical)
     return known[0] if known and unit_key(unit) in known[1] else ""
+
+
+KNOWN_UNITS = _known_units()
+"""Every unit the table knows, in ``unit_key`` form: a cell holding one is no name."""

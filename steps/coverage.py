@@ -20,8 +20,24 @@ from saga.steps.page_layout import document_lines
 MAX_UNEXPLAINED = 10
 """How many unexplained lines the output keeps as examples (it is a bounded checkpoint)."""
 
-_DATE_OR_TIME = re.compile(
-    r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d{3,}-\d{3,}\b"
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+# dates, times, phone numbers and ids: numbers that are no results
+_NOT_RESULTS = re.compile(
+    rf"\b\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}\b|\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?\b"
+    rf"|\b\d{{3,}}-\d{{3,}}\b|\b\d+(?:-\d+){{2,}}\b|\b\d{{1,2}}[/ -]{_MONTH}[/ -]\d{{2,4}}\b",
+    re.IGNORECASE,
+)
+# "Reference: 0-99 mg/dL" states a range, not a result
+_REFERENCE_ONLY = re.compile(
+    rf"(?:ref(?:erence)?|normal)(?:\s+(?:range|interval))?\s*:?\s*(?:{CMP})?\s*(?:{NUM})"
+    rf"(?:\s*(?:-|\u2013|\u2014)\s*(?:{NUM}))?(?:\s*\S*[/%]\S*)?",
+    re.IGNORECASE,
+)
+# commentary: "Interpretation: HbA1c 6.5% and above ...", "48 mmol/mol or above"
+_COMMENTARY = re.compile(
+    r"^(?:notes?|comments?|interpretation|disclaimer)\s*:|\b(?:or|and)\s+(?:above|below|more|less"
+    r"|higher|lower|greater)\b",
+    re.IGNORECASE,
 )
 _UNIT_AFTER_NUMBER = re.compile(
     rf"(?<![\w.])(?:{NUM})\s*(?:%|[A-Za-z\u00b5\u03bc]*/[A-Za-z\u00b5\u03bc0-9.^]+"
@@ -35,8 +51,10 @@ _RANGE = re.compile(
 
 
 def is_result_like(line: str) -> bool:
-    """A number with a unit, or a reference range, outside dates and times."""
-    text = _DATE_OR_TIME.sub(" ", line)
+    """A number with a unit, or a reference range, outside dates, ids and commentary."""
+    if _COMMENTARY.search(line):
+        return False
+    text = _REFERENCE_ONLY.sub(" ", _NOT_RESULTS.sub(" ", line))
     return bool(_UNIT_AFTER_NUMBER.search(text) or _RANGE.search(text))
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from msgspec.structs import replace as with_fields
 
+from saga.steps.analytes import KNOWN_UNITS, unit_key
 from saga.steps.lab_cells import Cell, Header, cell, cells_of, row_cells
 from saga.steps.lab_values import (
     QUALITATIVE,
@@ -102,6 +103,7 @@ def _may_open_result(text: str) -> bool:
         and flag_of(first) is None
         and "-".join(text.lower().split()) not in QUALITATIVE
         and not _UNIT_CELL.fullmatch(first)
+        and unit_key(first) not in KNOWN_UNITS
         and is_analyte_name(text.split("  ", maxsplit=1)[0])
     )
 
@@ -219,7 +221,7 @@ def _token_row(line: str) -> Row | None:
 def parse_table_row(header: Header, line: str) -> Row | None:
     """A lab table row read through its header; falls back to the aligned layout."""
     cells = row_cells(header, line)
-    if len(cells) != header.width:
+    if len(cells) != header.width or not _cells_fit(header, cells):
         # an aligned row whose empty cells collapsed: read it by content instead
         return parse_row(line)
     name, written = cell(header, cells, "name").text, cell(header, cells, "result")
@@ -233,6 +235,14 @@ def parse_table_row(header: Header, line: str) -> Row | None:
             return None  # a disclaimer's words under the result column are no result
         return _word_row(line, name, written, rng.text if rng else "", flag)
     return _row(line, written.start, _table_biomarker(name, result, rng, flag, header, cells))
+
+
+def _cells_fit(header: Header, cells: list[Cell]) -> bool:
+    """The unit and range cells hold a unit and a range (not a shifted neighbour)."""
+    unit, rng = cell(header, cells, "unit").text, cell(header, cells, "range").text
+    if unit and (unit[0].isdigit() or parse_range(unit) is not None):
+        return False
+    return not rng or parse_range(rng) is not None or not any(ch.isdigit() for ch in rng)
 
 
 def _table_biomarker(

@@ -41,7 +41,7 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
     size = len(msgspec.json.encode(extraction))
     if size > ctx.config.max_output_bytes:
         raise PayloadTooLargeError("extraction size in bytes", size, ctx.config.max_output_bytes)
-    review = review_reason(extraction, inp.textless_pages, ctx.config.min_coverage)
+    review = review_reason(extraction, textless(inp, pages), ctx.config.min_coverage)
     output = ParserOutput.of(extraction, review=review)
     ctx.log.info(
         "document parsed",
@@ -56,6 +56,12 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
         size_bytes=size,
     )
     return output
+
+
+def textless(inp: RouterOutput, pages: Sequence[str]) -> list[int]:
+    """Pages without text: those the router names, and any page that came out empty."""
+    blank = {number for number, page in enumerate(pages, start=1) if not page.strip()}
+    return sorted(blank | set(inp.textless_pages))
 
 
 def settle(extraction: Extraction, pages: Sequence[str]) -> Extraction:

@@ -39,10 +39,16 @@ _HEADINGS: tuple[tuple[Section, re.Pattern[str]], ...] = tuple(
             Section.GENETICS,
             r"(?:genetic|genomic|pharmacogenomic)s?(?: (?:results|findings|testing|variants))?",
         ),
+        # clinical narrative states results in sentences: read it like a lab section
+        (
+            Section.LABS,
+            r"(?:hospital |clinical )?course|history of presenting (?:complaint|illness)"
+            r"|history of present illness|investigations|laboratory (?:data|findings)",
+        ),
         (
             Section.NOTES,
             r"(?:[a-z]+ )*(?:notes?|comments?|interpretation|disclaimer|methodology|footnotes?"
-            r"|history)",
+            r"|history|medications?|allergies|plan|instructions|follow[- ]?up)",
         ),
         # lab panel titles end with a panel word ("Complete Blood Count", "Lipid Panel");
         # "count" alone would turn the diagnosis "Low platelet count" into a heading
