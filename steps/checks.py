@@ -45,14 +45,11 @@ def value_matches_text(found: Biomarker) -> str | None:
 
 
 def _readings(digits: str) -> set[float]:
-    readings = (
-        {float(digits.replace(",", ""))}
-        if re.fullmatch(r"\d+(?:,\d{3})*(?:\.\d+)?", digits)
-        else set()
-    )
-    if digits.count(",") == 1 and "." not in digits:
-        readings.add(float(digits.replace(",", ".")))
-    if not readings and re.fullmatch(r"\d+(?:\.\d{3})*(?:,\d+)?", digits):
+    """Every number ``digits`` can state: ``7,500`` is 7500 or 7.5, ``1.250`` 1.25 or 1250."""
+    readings = set()
+    if re.fullmatch(r"\d+(?:,\d{3})*(?:\.\d+)?", digits):
+        readings.add(float(digits.replace(",", "")))
+    if re.fullmatch(r"\d+(?:\.\d{3})*(?:,\d+)?", digits):
         readings.add(float(digits.replace(".", "").replace(",", ".")))
     return readings
 

@@ -23,8 +23,9 @@ MAX_UNEXPLAINED = 10
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
 # dates, times, phone numbers and ids: numbers that are no results
 _NOT_RESULTS = re.compile(
-    rf"\b\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}\b|\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?\b"
-    rf"|\b\d{{3,}}-\d{{3,}}\b|\b\d+(?:-\d+){{2,}}\b|\b\d{{1,2}}[/ -]{_MONTH}[/ -]\d{{2,4}}\b",
+    rf"\b\d+(?:-\d+){{2,}}\b|\b\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}\b"
+    rf"|\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?\b|\b\d{{3,}}-\d{{3,}}\b"
+    rf"|\b\d{{1,2}}[/ -]{_MONTH}[/ -]\d{{2,4}}\b",
     re.IGNORECASE,
 )
 # "Reference: 0-99 mg/dL" states a range, not a result

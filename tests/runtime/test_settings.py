@@ -35,6 +35,8 @@ def test_per_step_overrides() -> None:
         ("SAGA_PARSER", "magic", "rules or llm"),
         ("SAGA_GC_THRESHOLD", "-5", "must not be negative"),
         ("SAGA_GC_THRESHOLD", "lots", "is not a number"),
+        ("SAGA_PARSER_MIN_COVERAGE", "80", "between 0 and 1"),
+        ("SAGA_PARSER_MIN_COVERAGE", "-0.1", "must not be negative"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str, says: str) -> None:
@@ -48,3 +50,10 @@ def test_document_source_reaches_the_steps() -> None:
     """SAGA_DOCUMENT_SOURCE is handed to the router through the step config."""
     s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_DOCUMENT_SOURCE": "/d/{record_id}.pdf"})
     assert s.step_config.document_source == "/d/{record_id}.pdf"
+
+
+def test_min_coverage_reaches_the_parser() -> None:
+    """SAGA_PARSER_MIN_COVERAGE is the parser's review threshold; 0.8 when unset."""
+    assert load_settings({"SAGA_DATA_DIR": "/t"}).step_config.min_coverage == 0.8
+    s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_PARSER_MIN_COVERAGE": "0.5"})
+    assert s.step_config.min_coverage == 0.5

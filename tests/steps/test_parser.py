@@ -151,3 +151,29 @@ async def test_parser_logs_counts_not_text() -> None:
     event = next(e for e in logs if e["event"] == "document parsed")
     assert (event["extractor"], event["biomarkers"]) == ("rules", 1)
     assert SECRET not in repr(logs)
+
+
+@pytest.mark.anyio
+async def test_llm_values_pass_the_same_checks_and_rejections_ask_for_review() -> None:
+    """A model that reads the range's bound as the value sees it rejected, with a review reason."""
+    misread = Extraction(
+        biomarkers=[Biomarker(name="Hemoglobin A1c", value=5.6, value_text="5.6", unit="%")]
+    )
+    ctx = llm_ctx(msgspec.json.encode(misread).decode(), pages=[PAGE])
+    out = await parse(ctx, ROUTED)
+    assert out.extraction.biomarkers == []
+    [rejected] = out.extraction.rejected
+    assert "reference range" in rejected.reason
+    assert out.review == "nothing was extracted; 1 value rejected by the checks"
+
+
+@pytest.mark.anyio
+async def test_rules_results_carry_provenance_and_canonical_names() -> None:
+    """Each accepted value names its page, line and span; the synonym table names the analyte."""
+    out = await parse(make_context(step="parser", pages=["x", PAGE]), ROUTED)
+    [found] = out.extraction.biomarkers
+    assert found.provenance is not None and found.provenance.page == 2
+    line = found.provenance.line
+    assert line[found.provenance.start : found.provenance.end] == found.value_text == "6.1"
+    assert (found.canonical_name, found.loinc) == ("Hemoglobin A1c", "4548-4")
+    assert out.extraction.coverage.ratio == 1.0 and out.review == ""
