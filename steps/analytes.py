@@ -23,9 +23,9 @@ _MASS_SMALL = ("ng/ml", "ug/l")
 
 LIMITS: dict[str, Limits] = {
     "Hemoglobin A1c": {"%": (2, 25), "mmol/mol": (0, 240)},
-    "Glucose": {"mg/dl": (5, 3000), "mmol/l": (0.3, 170)},
+    "Glucose": {"mg/dl": (5, 3000), "mmol/l": (0.3, 170), "g/l": (0.05, 30)},
     "Insulin": {"uiu/ml": (0, 3000), "miu/l": (0, 3000), "pmol/l": (0, 20000)},
-    "Total cholesterol": {"mg/dl": (20, 2000), "mmol/l": (0.5, 52)},
+    "Total cholesterol": {"mg/dl": (20, 2000), "mmol/l": (0.5, 52), "g/l": (0.2, 20)},
     "LDL cholesterol": {"mg/dl": (1, 1500), "mmol/l": (0.03, 39)},
     "HDL cholesterol": {"mg/dl": (1, 300), "mmol/l": (0.03, 8)},
     "Non-HDL cholesterol": {"mg/dl": (1, 2000), "mmol/l": (0.03, 52)},
@@ -127,7 +127,10 @@ LOINC: dict[str, tuple[str, frozenset[str]]] = {
     )
 }
 
+_SI_COUNTS = {"G/L": _COUNT, "G/l": _COUNT, "T/L": _RBC, "T/l": _RBC}
 _SAME_UNIT = {
+    "mui/l": "miu/l",
+    "uui/ml": "uiu/ml",
     "10^3/ul": _COUNT,
     "k/ul": _COUNT,
     "thou/ul": _COUNT,
@@ -153,7 +156,10 @@ def _known_units() -> frozenset[str]:
 
 def unit_key(unit: str) -> str:
     """The comparable form of a unit: ``x10^3/µL`` -> ``10^9/l``, ``IU/L`` -> ``u/l``."""
-    key = "".join(unit.lower().split()).replace("\u00b5", "u").replace("\u03bc", "u")
+    compact = "".join(unit.split())
+    if compact in _SI_COUNTS:  # "G/L" is giga per litre (a count), "g/L" grams
+        return _SI_COUNTS[compact]
+    key = compact.lower().replace("\u00b5", "u").replace("\u03bc", "u")
     key = (
         key.replace("mcg", "ug")
         .replace("mm3", "ul")

@@ -48,7 +48,7 @@ _DANGLING = words("in of at to for and or the was is are on by with from up afte
 _STANDALONE_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?=\s|$)")
 _FLAG_IN_NAME = re.compile(r"[\u25b2\u25bc\u2191\u2193]|\((?:H|L|HH|LL)\)")
 _NUMBER_THEN_UNIT = re.compile(r"(?<!\S)\d+(?:[.,]\d+)?\s.*(?:/|%)")
-_DATE_CELL = re.compile(r"\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2}")
+_DATE_CELL = re.compile(r"\(?(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2})\)?")
 _NUMBER_CELL = re.compile(r"[<>]?\d+(?:[.,]\d+)?")
 _CODE_CELL = re.compile(r"\d{1,3}")
 _DECIMAL = re.compile(r"\d+[.,]\d+")

@@ -1,11 +1,11 @@
 """A curated table of common lab analytes: canonical name -> names labs print for it.
 
-Aliases are written as labs write them, in English and German; they are normalised
-with ``saga.steps.normalize.name_key`` when the index is built, so case,
-punctuation, word order, British spelling, umlauts and filler words need no entries
-of their own. Distinct tests stay distinct on purpose: CRP vs hs-CRP, total vs direct
-bilirubin, urea vs urea nitrogen. A name the table does not know is looked up once
-more without its bracketed qualifiers (``TSH (3rd generation)`` is TSH).
+Aliases are written as labs write them, in English and German (and a few French);
+they are normalised with ``saga.steps.normalize.name_key`` when the index is
+built, so case, punctuation, word order, British spelling, accents and filler
+words need no entries of their own. Distinct tests stay distinct on purpose: CRP
+vs hs-CRP, total vs direct bilirubin, urea vs urea nitrogen. A name the table does
+not know is looked up once more without its bracketed qualifiers (``TSH (3rd generation)`` is TSH).
 """
 
 from __future__ import annotations
@@ -22,24 +22,32 @@ Hemoglobin A1c: HbA1c | Hb A1c | HgbA1c | Hgb A1c | A1C | Glycated hemoglobin | 
     | Haemoglobin A1c
 Glucose: Glukose | Blutzucker | Nüchternglukose | Glucose nüchtern | Glucose | Fasting glucose
     | Glucose fasting | Blood sugar | FBG | FPG
+    | Glycémie | Glycémie à jeun
 Insulin: Insulin | Fasting insulin
 Total cholesterol: Cholesterin | Gesamtcholesterin | Cholesterin gesamt | Cholesterol
     | Total cholesterol | TC | Cholesterol total
+    | Cholestérol total
 LDL cholesterol: LDL-Cholesterin | LDL | LDL-C | LDL cholesterol | Low density lipoprotein
     | LDL calc | Low density lipoprotein cholesterol | LDL-Cholesterol direct
 HDL cholesterol: HDL-Cholesterin | HDL | HDL-C | HDL cholesterol | High density lipoprotein
     | High density lipoprotein cholesterol
 Non-HDL cholesterol: Non-HDL | Non-HDL cholesterol | Non HDL-C
 Triglycerides: Triglyzeride | Triglycerides | Triglyceride | TG | TRIG
+    | Triglycérides
 Hemoglobin: Hämoglobin | Hemoglobin | Hb | Hgb
+    | Hémoglobine
 Hematocrit: Hämatokrit | Hematocrit | Hct | PCV | Packed cell volume
+    | Hématocrite
 White blood cell count: Leukozyten | Leukocyte count | WBC count | Total leukocyte count | WBC
     | White blood cells | White cell count | Leukocytes | Total white cell count
     | White cell count total | Leucocytes
 Red blood cell count: Erythrozyten | RBC count | RBC | Red blood cells | Red cell count
     | Erythrocytes
+    | Hématies
 Platelet count: Thrombozyten | Platelets | PLT | Platelet count | Thrombocytes
+    | Plaquettes
 Mean corpuscular volume: MCV | Mean cell volume
+    | VGM
 Mean corpuscular hemoglobin: MCH | Mean cell hemoglobin
 Mean corpuscular hemoglobin concentration: MCHC | Mean cell hemoglobin concentration
 Red cell distribution width: RDW | RDW-CV | Red cell distribution width
@@ -49,6 +57,7 @@ Chloride: Chlorid | Chloride | Cl
 Bicarbonate: Bicarbonate | CO2 | Carbon dioxide | HCO3 | Total CO2
 Blood urea nitrogen: BUN | Urea nitrogen | Blood urea nitrogen
 Creatinine: Kreatinin | Creatinine | Creat | Cr
+    | Créatinine
 eGFR: eGFR | Estimated GFR | GFR estimated | Glomerular filtration rate
     | Estimated glomerular filtration rate | eGFR CKD-EPI | eGFR (CKD-EPI)
 Calcium: Kalzium | Calcium | Ca | Total calcium
@@ -64,6 +73,7 @@ Aspartate aminotransferase: GOT | ASAT | AST (GOT) | AST | SGOT | Aspartate amin
     | AST (SGOT)
 Gamma-glutamyl transferase: Gamma-GT | GGT | Gamma GT | Gamma-glutamyl transferase | GGTP
 Uric acid: Harnsäure | Uric acid | Urate
+    | Acide urique
 Thyroid stimulating hormone: TSH basal | TSH | Thyrotropin | Thyroid stimulating hormone
     | TSH (3rd generation)
 Free T4: fT4 (freies Thyroxin) | Freies T4 | Free T4 | FT4 | Free thyroxine | Thyroxine free
@@ -73,6 +83,7 @@ Vitamin D (25-hydroxy): Vitamin D | 25-OH Vitamin D | 25-Hydroxyvitamin D
 Vitamin B12: Vitamin B12 | B12 | Cobalamin | Cyanocobalamin
 Folate: Folsäure | Folate | Folic acid | Serum folate
 Ferritin: Ferritin
+    | Ferritine
 Iron: Eisen | Iron | Fe | Serum iron
 Total iron binding capacity: TIBC | Total iron binding capacity | Iron binding capacity
 Transferrin saturation: Transferrinsättigung | Transferrin saturation | TSAT | Iron saturation
