@@ -2,46 +2,58 @@
 
 No network, no model: regular expressions over the lines that
 ``saga.steps.pages`` produces (PDF layout text, columns separated by two or
-more spaces; or plain text).
+more spaces; or plain text), page by page so that every value carries its
+provenance (page, source line, the value's span in it). The parser then checks
+every result (``saga.steps.vetting``) and measures coverage.
 
 Handles
 -------
-* Aligned table rows: ``Hemoglobin A1c   6.1   %   4.0-5.6   H`` (columns split on
-  runs of spaces or tabs; the first column is the name).
-* Colon rows: ``Hemoglobin A1c: 6.1 % (ref 4.0-5.6)``, ``CRP: <0.5 mg/L [0.0-5.0]``.
-* Tables with a header row, separated by pipes, tabs or runs of spaces
-  (``Test | Result | Unit | Reference Range | Flag``, columns in any order, header
-  words such as Test/Analyte/Component, Result/Value, Units, Reference/Range,
-  Flag); a ``Gene | Variant | Interpretation`` table gives genetic findings.
-* Single-space rows ``Glucose 105 mg/dL 70-99 H`` when the result has a unit, a
-  range or a flag (a bare "name number" is too often prose).
-* Values: plain numbers, thousands separators (``1,250``), censored results
-  (``<0.5``: ``value`` is None, ``value_text`` keeps it), word results
-  (``Negative``, ``Non-reactive``; in column layouts only).
-* Ranges ``4.0-5.6``, ``4.0 - 5.6``, ``1 to 3``, ``< 5.7``, ``<=200``, ``> 40``; flags
-  H/L/HH/LL/High/Low/N/Normal and the directionless ``*``/``!``/``A``/Abnormal.
-  A high/low/normal flag written in the document wins; otherwise (or for a
-  directionless marker) it is computed from the value and the range.
+* Page furniture removed first (``saga.steps.page_layout``): ``Page 2 of 3``,
+  ``Printed ...`` lines, and lines repeated word for word at the top or bottom of
+  several pages (letterheads, disclaimers); dot leaders (``Sodium .......``).
+* Numbers decided per document: a document that writes more ``13,2`` than
+  ``13.2`` uses decimal commas (``7,500 /nl`` is 7.5), otherwise ``1,250`` is a
+  thousands separator.
+* Aligned rows ``Hemoglobin  11.2 g/dL  12.0 - 15.5 g/dL  L`` (the unit may come
+  again after the range, before or after the value's flag), colon rows
+  ``Chloride: 101 mmol/L (ref 98-107)``, single-space rows ``Glucose 105 mg/dL
+  70-99 H`` (a unit, range or flag is required), results side by side on one
+  line, and header tables (pipes, tabs or space runs; header words in English,
+  German; two tables under one header line; a Method column). A previous result
+  with its date and a trailing performing-lab code are dropped; a unit printed
+  in the name column (``Hemoglobin (g/dL)``) is the result's unit.
+* Values: numbers, censored results (``<0.3``: value 0.3, comparator ``<``),
+  word results (``NON-REACTIVE``, ``Negative``, ``2+``, ``Trace``).
+* Ranges ``a-b``, ``a - b``, ``a to b`` (hyphen or en dash), ``<x``, ``>x``, ``≤x``,
+  ``> OR = x``, ``(Normal: a - b)``, ``[a - b]``; flags ``H``/``L``/``HH``,
+  ``High``/``(High)``, ``▲``/``▼``/``↑``/``↓``, ``+`` and the minus sign, ``*``/``!``/``A``.
+  A written high/low/normal flag wins; a directionless one is computed.
+* Result cards (names on one line, ``value unit`` under each, then
+  ``Reference: a-b`` and ``Above range``), names wrapped over two or three lines
+  (``Anti-CCP (high`` / ``sensitivity)``, ``Gamma-Glutamyl`` / ``Transferase``).
+* Prose: ``C-reactive protein was 48 mg/L (ref <5)`` when the analyte is in the
+  synonym table and the unit fits it (also across a line break), unit-less lists
+  ``Na 134, K 3.4, Cr 2.1``, and ``Diagnosis: ...`` inside a sentence;
+  thresholds (``48 mmol/mol or above``) are not results.
 * Sections by heading (``Diagnoses``/``Assessment``/``Problem list``,
   ``Procedures``/``Surgical history``, ``Genetic``/``Genomic`` results,
-  ``Notes``/``Comments``/``Interpretation``): one item per line, bullets and
-  numbering stripped. Diagnoses take an ICD-10 code before or after the name
-  (``E11.9 Type 2 diabetes``, ``Hypertension (I10)``); procedures a date in ISO,
-  ``12/04/2023``, ``Jan 5, 2024`` or ``March 2015`` form before or after the name;
-  genetics ``GENE variant - interpretation`` (also ``:`` or a column gap).
+  ``Notes``/``Comments``/``Interpretation``/``Medications``/``Plan``, and
+  ``Hospital course`` read as prose): one item per line, bullets and numbering
+  stripped, ICD-10 codes and dates taken; a result row ends a diagnosis list.
 
 Does not handle
 ---------------
-* Scanned pages without a text layer (the router refuses them: OCR first).
-* Names or results wrapped over two lines, multi-column page layouts (two
-  tables side by side), values with a unit separated by a space inside the
-  unit (``mL/min/1.73 m2``), comma decimals (``6,1``), a bare ``L`` meaning
-  litres (it is read as the Low flag).
-* Sections do not continue onto the next page (a page header would otherwise
-  become a diagnosis); repeat the heading.
-* Diagnoses or procedures inside tables, several items on one line, genes
-  written as names (``Factor V Leiden``) rather than symbols, and free text
-  outside a Notes/Comments section that looks like ``name number unit``.
+* Scanned pages without a text layer (the parser flags them for review: OCR or
+  the LLM extractor with vision are the way).
+* Tables whose columns pypdf's layout text runs together (no two spaces between
+  cells), multi-column pages whose columns do not share lines, results whose
+  value wraps, a bare ``L`` meaning litres (read as the Low flag), values with a
+  space inside the unit other than ``mL/min/1.73 m2``.
+* Prose results for analytes the synonym table does not know, or without a
+  unit outside a list; results stated only relative to earlier ones.
+* Sections do not continue onto the next page; diagnoses or procedures inside
+  tables, several items on one line, genes written as names
+  (``Factor V Leiden``) rather than symbols.
 """
 
 from __future__ import annotations

@@ -177,3 +177,12 @@ async def test_rules_results_carry_provenance_and_canonical_names() -> None:
     assert line[found.provenance.start : found.provenance.end] == found.value_text == "6.1"
     assert (found.canonical_name, found.loinc) == ("Hemoglobin A1c", "4548-4")
     assert out.extraction.coverage.ratio == 1.0 and out.review == ""
+
+
+@pytest.mark.anyio
+async def test_empty_pages_count_as_textless_even_when_the_router_names_none() -> None:
+    """A text cover page then pages that came out empty: review names those pages."""
+    pages = ["FAX COVER SHEET\nTo: Dr. Example", "", "  "]
+    routed = RouterOutput(document_name="f.pdf", media_type="application/pdf", page_count=3)
+    out = await parse(make_context(step="parser", pages=pages), routed)
+    assert out.review == "nothing was extracted; pages 2, 3 had no text"
