@@ -32,6 +32,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _RANGE_END = re.compile(rf"(?:{NUM})\s*(?:-|\u2013|\u2014|to|bis)\s*$", re.IGNORECASE)
 _RANGE_START = re.compile(rf"^\s*(?:-|\u2013|\u2014|to|bis)\s*(?:{NUM})", re.IGNORECASE)
 EDGE_WARNING = "the flag disagrees with the range at its edge (inclusive or exclusive bound?)"
+NO_UNIT_WARNING = "no unit is written next to the value"
 
 
 def value_matches_text(found: Biomarker) -> str | None:
@@ -151,5 +152,5 @@ def warnings_for(found: Biomarker) -> list[str]:
     """Doubts that do not reject the result."""
     doubts = [EDGE_WARNING] if flag_disagrees(found) and at_range_edge(found) else []
     if found.value is not None and not found.unit and limits_for(found.canonical_name):
-        doubts.append("no unit is written next to the value")
+        doubts.append(NO_UNIT_WARNING)
     return doubts

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from saga.steps.checks import NO_UNIT_WARNING
 from saga.steps.lab_values import CMP, NUM
 from saga.steps.models import Coverage, Extraction, Provenance
 from saga.steps.page_layout import document_lines
@@ -98,6 +99,9 @@ def review_reason(
         )
     if rejected := len(extraction.rejected):
         reasons.append(f"{rejected} value{'s' if rejected > 1 else ''} rejected by the checks")
+    if unitless := sum(NO_UNIT_WARNING in found.warnings for found in extraction.biomarkers):
+        # "Creatinine 2.1": mg/dL or umol/L? a person has to say
+        reasons.append(f"{unitless} value{'s' if unitless > 1 else ''} without a unit")
     if textless_pages:
         pages = ", ".join(str(page) for page in textless_pages[:10])
         more = ", ..." if len(textless_pages) > 10 else ""

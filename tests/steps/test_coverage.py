@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from saga.steps.checks import NO_UNIT_WARNING
 from saga.steps.coverage import is_result_like, measure, review_reason
 from saga.steps.models import Biomarker, Coverage, Diagnosis, Extraction, Provenance, Rejected
 from saga.steps.page_layout import document_lines, is_page_furniture, uses_decimal_comma
@@ -69,12 +70,22 @@ def test_coverage_counts_lines_that_results_cite() -> None:
             [4],
             "1 value rejected by the checks; page 4 had no text",
         ),
+        (
+            Extraction(
+                biomarkers=[
+                    Biomarker(name="Cr", value=2.1, warnings=[NO_UNIT_WARNING]),
+                    Biomarker(name="K", value=3.4, warnings=[NO_UNIT_WARNING]),
+                ]
+            ),
+            [],
+            "2 values without a unit",
+        ),
     ],
 )
 def test_review_reason_is_one_sentence(
     extraction: Extraction, textless: list[int], reason: str
 ) -> None:
-    """Zero results, low coverage, rejected values and textless pages each give a reason."""
+    """Nothing found, low coverage, rejected or unit-less values, textless pages: each a reason."""
     assert review_reason(extraction, textless, 0.8) == reason
 
 
