@@ -100,8 +100,20 @@ def row_cells(header: Header, line: str) -> list[Cell]:
     return cells + [Cell("", len(line))] * (header.width - len(cells))
 
 
+def _any_word(role: str, *more: str) -> re.Pattern[str]:
+    keys = [key for name in (role, *more) for key in _HEADER_WORDS[name]]
+    return re.compile(r"(?<![a-z])(?:" + "|".join(map(re.escape, keys)) + r")(?![a-z])")
+
+
+_NAME_OR_GENE = _any_word("name", "gene")
+_RESULT_OR_VARIANT = _any_word("result", "variant")
+
+
 def parse_header(line: str) -> Header | None:
     """A table header naming at least the test and result (or gene and variant) columns."""
+    lowered = line.lower()
+    if not _NAME_OR_GENE.search(lowered) or not _RESULT_OR_VARIANT.search(lowered):
+        return None  # most lines: no header words at all, decided in one pass
     cells = split_cells(line)
     if len(cells) < 2:
         return None

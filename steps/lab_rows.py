@@ -14,6 +14,7 @@ Every row carries the span of its value in the line, so provenance can quote it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,8 @@ from saga.steps.lab_values import (
 from saga.steps.models import Biomarker, Flag
 
 MAX_NAME_WORDS = 8
+MAX_CELLS = 16
+"""Cells of one line considered for results side by side (a justified paragraph has many)."""
 MAX_NAME_CHARS = 60
 # words that mark administrative lines ("Patient ID 12345", "Age: 45")
 _NOT_ANALYTES = words(
@@ -45,6 +48,7 @@ _NOT_ANALYTES = words(
 )
 # a name never ends with these ("Follow up in 2 weeks")
 _DANGLING = words("in of at to for and or the was is are on by with from up after per von und")
+_ANY_NUMBER = re.compile(r"\d+")
 _STANDALONE_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?=\s|$)")
 _FLAG_IN_NAME = re.compile(r"[\u25b2\u25bc\u2191\u2193]|\((?:H|L|HH|LL)\)")
 _NUMBER_THEN_UNIT = re.compile(r"(?<!\S)\d+(?:[.,]\d+)?\s.*(?:/|%)")
@@ -64,8 +68,11 @@ class Row:
     end: int
 
 
+@functools.lru_cache(maxsize=4096)
 def is_analyte_name(name: str) -> bool:
     """A plausible analyte: letters, not too long, not an administrative label."""
+    if len(name) > MAX_NAME_CHARS or not name[:1].isalnum() or ":" in name:
+        return False
     words_ = re.findall(r"[a-z0-9]+", name.lower())
     return (
         sum(ch.isalpha() for ch in name) >= 2
@@ -84,13 +91,15 @@ def is_analyte_name(name: str) -> bool:
 
 def parse_rows(line: str) -> list[Row]:
     """Every result on ``line``: one, or several side by side."""
-    cells = cells_of(line)
-    for index in range(1, len(cells)):
+    cells = cells_of(line) if len(_ANY_NUMBER.findall(line)) >= 2 else []
+    for index in range(1, min(len(cells), MAX_CELLS)):  # two results need two numbers
         if not _may_open_result(cells[index].text):
             continue
         left = parse_row(line[: cells[index].start])
+        if left is None:
+            continue  # only a readable left part makes a split worth trying (keeps this linear)
         right = _shifted(parse_rows(line[cells[index].start :]), cells[index].start)
-        if left is not None and right:
+        if right:
             return [left, *right]
     row = parse_row(line)
     return [row] if row is not None else []

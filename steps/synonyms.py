@@ -141,6 +141,7 @@ def alias_index() -> dict[str, str]:
     return index
 
 
+@functools.lru_cache(maxsize=8192)
 def canonical_name(name: str) -> str | None:
     """The table's canonical name for ``name`` (after normalisation), or None.
 

@@ -31,10 +31,11 @@ MAX_NAME_WORDS = 8
 def vet(extraction: Extraction, pages: Sequence[str]) -> Extraction:
     """``extraction`` with every result grounded and checked; failures in ``rejected``."""
     lines = [[line.strip() for line in page.split("\n") if line.strip()] for page in pages]
+    squeezed = [{_squeeze(line) for line in page} for page in lines]
     accepted: list[Biomarker] = []
     rejected = list(extraction.rejected)
     for found in extraction.biomarkers:
-        grounded = ground(found, lines)
+        grounded = ground(found, lines, squeezed)
         if isinstance(grounded, str):
             rejected.append(_rejected(found, grounded))
             continue
@@ -65,8 +66,13 @@ def annotate(found: Biomarker) -> Biomarker:
     )
 
 
-def ground(found: Biomarker, pages: list[list[str]]) -> Biomarker | str:
-    """``found`` with provenance that holds, or the reason none does."""
+def ground(
+    found: Biomarker, pages: list[list[str]], squeezed: list[set[str]] | None = None
+) -> Biomarker | str:
+    """``found`` with provenance that holds, or the reason none does.
+
+    ``squeezed`` is each page's lines with runs of spaces squeezed (computed when absent).
+    """
     where = found.provenance
     if where is None:
         located = _locate(found, pages)
@@ -74,7 +80,8 @@ def ground(found: Biomarker, pages: list[list[str]]) -> Biomarker | str:
     if not 1 <= where.page <= len(pages):
         return f"it cites page {where.page}, which the document does not have"
     wanted = _squeeze(where.line)
-    if not wanted or not any(wanted in _squeeze(line) for line in pages[where.page - 1]):
+    on_page = squeezed[where.page - 1] if squeezed else {_squeeze(x) for x in pages[where.page - 1]}
+    if not wanted or (wanted not in on_page and not any(wanted in line for line in on_page)):
         return f"the line it cites is not on page {where.page}"
     if found.value_text and where.line[where.start : where.end] == found.value_text:
         return found
