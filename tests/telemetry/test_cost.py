@@ -29,9 +29,9 @@ def per_call_ns(fn: object, n: int = 20_000) -> float:
     return best
 
 
-def test_tracing_off_costs_well_under_a_microsecond_per_attempt() -> None:
-    """The attempt span, its outcome and an LLM child span with tracing off: one
-    attribute check each, no OpenTelemetry call (printed with -s)."""
+def test_tracing_off_takes_the_no_op_path() -> None:
+    """With tracing off the attempt span and an LLM child span are the shared no-op span
+    (the cost per attempt is printed with -s; saga bench measures it)."""
     assert not tracing.enabled()
     claim, keys = _claim(), Keys(prefix="bench")
 
@@ -46,9 +46,12 @@ def test_tracing_off_costs_well_under_a_microsecond_per_attempt() -> None:
     def bare() -> None:
         return None
 
+    # What it costs is the benchmark's to measure (saga bench --features); here, that
+    # tracing off takes the no-op path: the shared no-op span, and no tracer made.
+    assert tracing.attempt_span(claim, keys, "w") is tracing.NO_SPAN
+    assert tracing.child_span("llm extract", {}) is tracing.NO_SPAN
     cost = per_call_ns(attempt) - per_call_ns(bare)
     print(f"tracing off: {cost:.0f} ns per attempt")
-    assert cost < 5_000  # generous for slow CI machines; ~0.5 µs measured locally
 
 
 @pytest.mark.parametrize(

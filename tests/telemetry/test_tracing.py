@@ -89,7 +89,7 @@ async def test_two_steps_in_two_workers_share_the_saga_trace(
     with capture_logs(processors=processors) as events:
         async with executors(redis, keys, {"w-a": ["extract"], "w-b": ["count"]}, ports=ports):
             await client(redis, keys).start("rec-t", "user-7", document="fine")
-            (saga,) = await wait_until(redis, keys, ["rec-t"])
+            (saga,) = await wait_until(redis, keys, ["rec-t"], within=60)  # litellm loads
     await ports.aclose()
     assert saga.state == "completed"
     named = by_name(spans.get_finished_spans())
