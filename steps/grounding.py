@@ -25,8 +25,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rapidfuzz import fuzz
-
 from saga.steps.llm_prompt import LabResult
 from saga.steps.models import Biomarker, Provenance, Rejected
 from saga.steps.normalize import normalize_name
@@ -183,10 +181,14 @@ def _find(line: str, wanted: _Wanted, decimal_comma: bool) -> list[Found]:
 
 
 def _similar(a: str, b: str) -> float:
+    from rapidfuzz import fuzz
+
     return float(fuzz.ratio(" ".join(a.split()).casefold(), " ".join(b.split()).casefold()))
 
 
 def _names(result: LabResult, text: str) -> bool:
+    from rapidfuzz import fuzz
+
     name, folded = normalize_name(result.name), normalize_name(text)
     return bool(name) and (name in folded or fuzz.partial_ratio(name, folded) >= NAME_SIMILARITY)
 
