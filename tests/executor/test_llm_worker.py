@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import uuid
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,12 +16,17 @@ import psutil
 import pytest
 
 from saga.client import SagaClient
+from saga.runtime import document_pipeline
+from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
+from saga.steps.models import ParserOutput
+from tests.adapters.support import Reply, Request, chat_reply, serve
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import (
     Worker,
     saga_and_history,
+    states,
     wait_claimed,
     wait_completed,
     wait_until,
@@ -110,7 +116,7 @@ async def test_cost_of_an_answer_paid_by_a_killed_worker_is_in_the_metrics(
     async def answered() -> bool:
         return bool([k async for k in redis.scan_iter(match=pattern)])
 
-    await wait_until(answered, within=30, what="the LLM answer to be cached")
+    await wait_until(answered, within=90, what="the LLM answer to be cached")  # litellm loads
     victim.signal(signal.SIGKILL)
     await wait_completed(redis, keys, rid, within=30)
     [key] = [k async for k in redis.scan_iter(match=pattern)]
@@ -127,3 +133,57 @@ async def test_cost_of_an_answer_paid_by_a_killed_worker_is_in_the_metrics(
     assert committed["cost_usd"] == pytest.approx(paid)
     saga, _ = await saga_and_history(redis, keys, rid)
     assert saga.costs["router"] == pytest.approx(paid)
+
+
+_RESULT = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9 ]+?)  (?P<value>\d+(?:\.\d+)?) ", re.MULTILINE)
+
+
+def reading_model(request: Request) -> Reply:
+    """A model that reports every ``Name  value unit`` line it is sent, on page 1."""
+    text = request.body["messages"][-1]["content"]
+    found = [{"name": m["name"], "value": float(m["value"]), "page": 1, "line": m.group(0)}
+             for m in _RESULT.finditer(text)]  # fmt: skip
+    return chat_reply(msgspec.json.encode({"biomarkers": found}).decode())
+
+
+async def test_a_retry_asks_the_fixed_model_again(
+    spawn: SpawnWorker, base_env: dict[str, str], redis: Any, keys: Keys, tmp_path: Path
+) -> None:
+    """The model answers garbage: the parser dead-letters. The model is fixed, and
+    `saga retry --step parser` (a new epoch) calls it again instead of replaying the
+    cached garbage; the saga completes with the value grounded on its line."""
+    document = tmp_path / "report.txt"
+    document.write_text("Lab report\nGlucose  95 mg/dL  70 - 99\n")
+    fixed = False
+
+    def model(request: Request) -> Reply:
+        return reading_model(request) if fixed else chat_reply("I cannot read this.")
+
+    with serve(model) as stub:
+        env = {k: v for k, v in base_env.items() if k != "SAGA_PIPELINE"}  # the document pipeline
+        env.update(SAGA_PARSER="llm", SAGA_LLM_API_BASE=f"{stub.url}/v1",
+                   SAGA_LLM_API_KEY="sk-test-key")  # fmt: skip
+        worker = spawn("router", "parser", "grouper", env=env)
+        await worker.wait_ready()
+        sagas = SagaClient(redis, keys, document_pipeline(Settings()), Settings())
+        rid = f"doc-{uuid.uuid4().hex[:8]}"
+        await sagas.start(rid, "u1", document=str(document))
+
+        async def ended() -> bool:
+            return (await states(redis, keys, [rid]))[0] in ("completed", "failed")
+
+        await wait_until(ended, within=90, what="the saga to dead-letter at the parser")
+        saga, _ = await saga_and_history(redis, keys, rid)
+        assert (saga.state, saga.step, saga.error_class) == ("failed", "parser", "PermanentError")
+        assert len(stub.requests) == 2  # the request and its repair
+        fixed = True
+        retried = await sagas.retry(rid, step="parser")
+        assert (retried.epoch, retried.step) == (2, "parser")
+        await wait_until(ended, within=60, what="the retried saga to end")
+    saga, _ = await saga_and_history(redis, keys, rid)
+    assert saga.state == "completed", saga.error_message
+    assert len(stub.requests) == 3
+    output = msgspec.json.decode(saga.outputs["parser"], type=ParserOutput)
+    [glucose] = output.extraction.biomarkers
+    assert glucose.value == 95 and glucose.provenance is not None
+    assert glucose.provenance.line == "Glucose  95 mg/dL  70 - 99"
