@@ -32,7 +32,7 @@ import msgspec
 from saga.steps.chunking import Budget, Chunk, NoRoomError, page_budget, plan_chunks
 from saga.steps.context import LLM, StepContext
 from saga.steps.errors import PermanentError
-from saga.steps.grounding import ground, uses_decimal_comma
+from saga.steps.grounding import cross_rejected, crossed, ground, uses_decimal_comma
 from saga.steps.llm_prompt import (
     PURPOSE,
     REPAIR_PURPOSE,
@@ -150,13 +150,16 @@ def merge(pages: Sequence[str], chunks: Sequence[Chunk], answers: Sequence[Answe
     others: dict[str, dict[Hashable, Any]] = {"diagnoses": {}, "procedures": {}, "genetics": {}}
     for chunk, answer in zip(chunks, answers, strict=True):
         seen = lines_seen(pages, chunk)
-        for result in answer.biomarkers:
-            outcome = ground(result, seen, decimal_comma=decimal_comma)
-            if isinstance(outcome, Biomarker):
-                found.setdefault(_result_key(outcome), outcome)
-            else:
-                why = (outcome.name.casefold(), outcome.value_text, outcome.unit, outcome.reason)
-                rejected.setdefault(why, outcome)
+        outcomes = [ground(r, seen, decimal_comma=decimal_comma) for r in answer.biomarkers]
+        accepted = [o for o in outcomes if isinstance(o, Biomarker)]
+        misplaced = crossed(accepted)
+        for i, result in enumerate(accepted):
+            if i not in misplaced:
+                found.setdefault(_result_key(result), result)
+        refused = [o for o in outcomes if isinstance(o, Rejected)]
+        for outcome in [*refused, *(cross_rejected(accepted[i]) for i in sorted(misplaced))]:
+            why = (outcome.name.casefold(), outcome.value_text, outcome.unit, outcome.reason)
+            rejected.setdefault(why, outcome)
         for diagnosis in answer.diagnoses:
             key = (_fold(diagnosis.name), _fold(diagnosis.code))
             others["diagnoses"].setdefault(key, diagnosis)

@@ -12,8 +12,10 @@ the value's span there, or a ``Rejected`` whose reason starts with ``ungrounded:
   grounds a plain 0.3, nor the other way round.
 * A result in words (``NON-REACTIVE``, ``Negative``) must occur as words on the line,
   in any case, with spaces or hyphens between them.
-* Among the lines holding the value, the one most like the quoted line wins; it
-  must be close to the quote or name the analyte (on it or just above it).
+* Among the lines holding the value, the one naming the analyte, or else the one most
+  like the quoted line, wins; it must be close to the quote or name the analyte (on
+  it or just above it). On a line that names the analyte, the value must come after
+  the name, and not past another analyte's name (``crossed``: side-by-side columns).
 
 Pure functions: no I/O, no model; table tests hold them.
 """
@@ -132,7 +134,11 @@ def ground(
     ]
     if not hits:
         return _rejected(result, f"{shown} does not occur on page {result.page}")
-    index, spans = max(hits, key=lambda hit: _score(result, lines, hit[0]))
+    placed = [(i, after) for i, spans in hits if (after := _after_name(result, lines[i], spans))]
+    if not placed:
+        name = result.name[:_NAME_CHARS]
+        return _rejected(result, f"{shown} stands before {name} on page {result.page}, not after")
+    index, spans = max(placed, key=lambda hit: _score(result, lines, hit[0]))
     if not _vouched(result, lines, index):
         name = result.name[:_NAME_CHARS]
         return _rejected(
@@ -206,6 +212,38 @@ def _vouched(result: LabResult, lines: Sequence[str], index: int) -> bool:
     return any(_names(result, line) for line in above)
 
 
+def name_at(name: str, line: str) -> int:
+    """Where the analyte's name, as the model copied it, starts on the line; -1 if absent."""
+    return line.casefold().find(name.casefold()) if name.strip() else -1
+
+
+def _after_name(result: LabResult, line: str, spans: list[Found]) -> list[Found]:
+    """A line that names the analyte holds its value after the name (tables read left to
+    right): a span before the name belongs to another analyte."""
+    at = name_at(result.name, line)
+    if at < 0:
+        return spans
+    return [span for span in spans if span.start >= at + len(result.name.strip())]
+
+
+def crossed(results: Sequence[Biomarker]) -> set[int]:
+    """Indexes of results whose value lies past another result's name on the same line:
+    in side-by-side columns (``Sodium 140 mmol/L   Potassium 4.2 mmol/L``) a value
+    belongs to the nearest name before it."""
+    bad = set()
+    by_line: dict[tuple[int, str], list[int]] = {}
+    for i, result in enumerate(results):
+        if result.provenance is not None:
+            by_line.setdefault((result.provenance.page, result.provenance.line), []).append(i)
+    for (_, line), members in by_line.items():
+        starts = {i: name_at(results[i].name, line) for i in members}
+        for i in members:
+            own, value = starts[i], results[i].provenance.start  # type: ignore[union-attr]
+            if own >= 0 and any(own < starts[j] < value for j in members if j != i):
+                bad.add(i)
+    return bad
+
+
 def _result_span(line: str, spans: list[Found]) -> Found:
     """The first span that is not a bound of a range (``12.0 - 15.5``), else the first."""
     for span in spans:
@@ -220,4 +258,17 @@ def _rejected(result: LabResult, why: str) -> Rejected:
         value_text=result.value_text or ("" if result.value is None else f"{result.value:g}"),
         unit=result.unit,
         reason=f"ungrounded: {why}",
+    )
+
+
+def cross_rejected(result: Biomarker) -> Rejected:
+    """A result ``crossed`` found standing in another analyte's column."""
+    page = result.provenance.page if result.provenance else 0
+    return Rejected(
+        name=result.name,
+        value_text=result.value_text,
+        unit=result.unit,
+        reason=f"ungrounded: {result.value_text} on page {page} stands past another "
+        "analyte's name on its line",
+        provenance=result.provenance,
     )

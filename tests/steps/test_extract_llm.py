@@ -166,3 +166,17 @@ async def test_a_window_too_small_for_the_prompt_is_permanent() -> None:
     """SAGA_LLM_MAX_INPUT_TOKENS below the prompt: a permanent error that names the setting."""
     with pytest.raises(PermanentError, match="SAGA_LLM_MAX_INPUT_TOKENS"):
         await run(ctx_of(GOOD, window=1_000))
+
+
+async def test_a_value_in_another_analytes_column_is_rejected() -> None:
+    """Side-by-side results: a value read past another analyte's name is rejected as
+    ungrounded; the values in their own columns stand."""
+    line = "Sodium  140 mmol/L    Potassium  4.2 mmol/L"
+    claims = [{"name": "Sodium", "value": 4.2, "page": 1, "line": line},
+              {"name": "Potassium", "value": 4.2, "page": 1, "line": line}]  # fmt: skip
+    ctx = ctx_of(answer(*claims), pages=[line])
+    extraction = await run(ctx)
+    assert [(b.name, b.value) for b in extraction.biomarkers] == [("Potassium", 4.2)]
+    [rejected] = extraction.rejected
+    assert rejected.name == "Sodium" and "past another analyte's name" in rejected.reason
+    assert rejected.provenance is not None and rejected.provenance.line == line

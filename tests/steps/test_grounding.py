@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from saga.steps.grounding import ground, read_number, uses_decimal_comma
+from saga.steps.grounding import crossed, ground, read_number, uses_decimal_comma
 from saga.steps.llm_prompt import LabResult
 from saga.steps.models import Biomarker, Rejected
 
@@ -29,6 +29,7 @@ GERMAN = [
     "Thrombozyten  1.250 /nl",
 ]
 STACKED = ["Hemoglobin A1c", "6.1 %  4.0 - 5.6  H", "Glucose", "95 mg/dL"]
+SIDE_BY_SIDE = ["Sodium  140 mmol/L    Potassium  4.2 mmol/L"]
 
 
 def result(name: str, value: float | None, line: str = "", page: int = 1, **more: Any) -> LabResult:
@@ -91,6 +92,7 @@ def test_values_written_on_the_page_are_grounded(
         (US_TABLE, result("Hemoglobin", 11.2, US_TABLE[1], page=2), "cites page 2, which it"),
         (US_TABLE, result("Hemoglobin", None, US_TABLE[1]), "gives no value"),
         (GERMAN, result("Leukozyten", 7500, GERMAN[2]), "7500 does not occur"),
+        (SIDE_BY_SIDE, result("Potassium", 140, SIDE_BY_SIDE[0]), "140 stands before Potassium"),
     ],
 )
 def test_values_not_on_the_cited_page_are_rejected_as_ungrounded(
@@ -163,3 +165,13 @@ def test_numerals_read_as_the_document_writes_them(
 def test_decimal_comma_is_decided_per_document(pages: list[str], expected: bool) -> None:
     """Commas are decimals when a document writes more ``13,2`` than ``13.2`` (dates aside)."""
     assert uses_decimal_comma(pages) is expected
+
+
+def test_a_value_past_another_analytes_name_is_crossed() -> None:
+    """Side-by-side columns: Sodium's claimed 4.2 stands past Potassium's name, so it is
+    Potassium's; Sodium 140 and Potassium 4.2 stand."""
+    line = SIDE_BY_SIDE
+    claims = [result("Sodium", 140, line[0]), result("Sodium", 4.2, line[0]),
+              result("Potassium", 4.2, line[0])]  # fmt: skip
+    grounded_all = [grounded(ground(c, {1: line}, decimal_comma=False)) for c in claims]
+    assert crossed(grounded_all) == {1}
