@@ -103,7 +103,10 @@ async def test_cost_of_an_answer_paid_by_a_killed_worker_is_in_the_metrics(
 ) -> None:
     """kill -9 after the LLM answered: the worker that commits with the cached answer bills
     it, logs it and counts it in saga_llm_cost_usd_total; the total is what was paid."""
-    env = {"SAGA_ROUTER_LEASE": "1", "SAGA_LLM_MOCK_RESPONSE": '{"ok": true}'}
+    # A worker's first LLM call imports litellm (seconds; tens of seconds on a loaded
+    # machine): a timeout above that keeps the attempts as the test means them.
+    env = {"SAGA_ROUTER_LEASE": "1", "SAGA_ROUTER_TIMEOUT": "120",
+           "SAGA_LLM_MOCK_RESPONSE": '{"ok": true}'}  # fmt: skip
     a, b = spawn(**env), spawn(**env)
     await a.wait_ready()
     await b.wait_ready()
