@@ -32,7 +32,7 @@ import msgspec
 from saga.steps.chunking import Budget, Chunk, NoRoomError, page_budget, plan_chunks
 from saga.steps.context import LLM, StepContext
 from saga.steps.errors import PermanentError
-from saga.steps.grounding import cross_rejected, crossed, ground, uses_decimal_comma
+from saga.steps.grounding import cross_rejected, crossed, ground
 from saga.steps.llm_prompt import (
     PURPOSE,
     REPAIR_PURPOSE,
@@ -45,6 +45,7 @@ from saga.steps.llm_prompt import (
 )
 from saga.steps.models import Biomarker, Extraction, Rejected
 from saga.steps.normalize import name_key
+from saga.steps.page_layout import uses_decimal_comma
 
 __all__ = ["PURPOSE", "REPAIR_PURPOSE", "extract_llm", "json_part", "merge"]
 

@@ -7,7 +7,7 @@ the value's span there, or a ``Rejected`` whose reason starts with ``ungrounded:
 
 * Numbers are read as the document writes them: ``13,2`` is 13.2, and ``7,500`` is
   7.5 in a document that writes decimals with commas and 7500 in one that does not
-  (``uses_decimal_comma`` decides per document, as the rules extractor does).
+  (``page_layout.uses_decimal_comma`` decides per document, for both extractors).
 * A censored value must carry the same comparator on the page: ``<0.3`` never
   grounds a plain 0.3, nor the other way round.
 * A result in words (``NON-REACTIVE``, ``Negative``) must occur as words on the line,
@@ -42,9 +42,6 @@ _NUMERAL = re.compile(r"(?<![\w.,^])\d+(?:[.,]\d+)*(?!\d)(?!-[A-Za-z])")
 _COMPARATOR = re.compile(r"(<=|>=|=<|=>|≤|≥|<|>)\s?$")
 _CANONICAL_CMP = {"≤": "<=", "≥": ">=", "=<": "<=", "=>": ">="}
 _THOUSANDS = {",": re.compile(r"\d{1,3}(?:,\d{3})+"), ".": re.compile(r"\d{1,3}(?:\.\d{3})+")}
-_DATE = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
-_COMMA_DECIMAL = re.compile(r"(?<![\d.,])\d+,\d{1,2}(?![\d,])")
-_POINT_DECIMAL = re.compile(r"(?<![\d.,])\d+\.\d+(?![\d.,])")
 _RANGE_AFTER = re.compile(r"\s*[-\u2013\u2014]\s*\d")
 _RANGE_BEFORE = re.compile(r"\d\s*[-\u2013\u2014]\s*$")
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -57,14 +54,6 @@ class Found:
 
     start: int
     end: int
-
-
-def uses_decimal_comma(pages: Sequence[str]) -> bool:
-    """True when the document writes more decimals as ``13,2`` than as ``13.2``
-    (dates and times masked: ``05.03.2024`` is no decimal; ``1,250`` counts for neither)."""
-    text = _DATE.sub(" ", "\n".join(pages))
-    commas = len(_COMMA_DECIMAL.findall(text))
-    return commas > 0 and commas > len(_POINT_DECIMAL.findall(text))
 
 
 def read_number(numeral: str, *, decimal_comma: bool) -> float | None:

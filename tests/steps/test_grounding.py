@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from saga.steps.grounding import crossed, ground, read_number, uses_decimal_comma
+from saga.steps.grounding import crossed, ground, read_number
 from saga.steps.llm_prompt import LabResult
 from saga.steps.models import Biomarker, Rejected
+from saga.steps.page_layout import uses_decimal_comma
 
 US_TABLE = [
     "Complete Blood Count",
@@ -150,21 +151,6 @@ def test_numerals_read_as_the_document_writes_them(
 ) -> None:
     """Decimal and thousands marks follow the document's convention; dates read as nothing."""
     assert read_number(numeral, decimal_comma=decimal_comma) == number
-
-
-@pytest.mark.parametrize(
-    ("pages", "expected"),
-    [
-        (GERMAN, True),
-        (US_TABLE, False),
-        (["Datum 05.03.2024", "Leukozyten 7,5 /nl"], True),
-        (["Platelets 250,000", "WBC 7,500"], False),
-        (["no numbers at all"], False),
-    ],
-)
-def test_decimal_comma_is_decided_per_document(pages: list[str], expected: bool) -> None:
-    """Commas are decimals when a document writes more ``13,2`` than ``13.2`` (dates aside)."""
-    assert uses_decimal_comma(pages) is expected
 
 
 def test_a_value_past_another_analytes_name_is_crossed() -> None:
