@@ -66,9 +66,9 @@ def llm_for(redis: Any, keys: Keys, stub: Stub, *, epoch: int = 1, window: int =
                          epoch=epoch)  # fmt: skip
 
 
-def context(llm: Any, pages: list[str]) -> Any:
+def context(llm: Any, pages: list[str], epoch: int = 1) -> Any:
     config = StepConfig(extractor=ExtractorKind.LLM)
-    return make_context(step="parser", pages=pages, config=config, llm=llm, epoch=llm._epoch)
+    return make_context(step="parser", pages=pages, config=config, llm=llm, epoch=epoch)
 
 
 async def test_two_hundred_pages_go_in_as_many_requests_as_the_budget_needs(
@@ -113,7 +113,7 @@ async def test_a_retry_in_a_new_epoch_asks_the_fixed_model_again(redis: Any, key
             await extract_llm(context(again, pages), pages)
         assert len(stub.requests) == 2 and again.meter.cached_calls == 2
         retried = llm_for(redis, keys, stub, epoch=2)  # saga retry --step parser
-        extraction = await extract_llm(context(retried, pages), pages)
+        extraction = await extract_llm(context(retried, pages, epoch=2), pages)
     assert len(stub.requests) == 3 and retried.meter.calls == 1
     assert [b.value for b in extraction.biomarkers] == [81.0, 82.0]
 
