@@ -10,64 +10,42 @@ The runtime builds one ``LiteLLMClient`` per attempt::
 
 The user's key goes to ``litellm.acompletion(api_key=...)`` per call, never
 through ``os.environ``, so concurrent steps for different users are safe.
-Answers are cached in Redis per record, step and prompt digest: a step re-run
-after a crash gets the answer it already paid for at cost 0 (``cached=True``).
+Answers are cached in Redis per record, step, epoch and prompt digest: a step
+re-run after a crash gets the answer it already paid for at cost 0
+(``cached=True``), while an operator's retry (a new epoch) asks the model again.
 
 Errors: 401 drops the cached key and retries once with a fresh one, a second
 401 is permanent; 429, 5xx, connection errors and timeouts count against the
 breaker and are retryable; other 4xx are permanent. Messages are built from
 the exception class and status only, because provider errors echo prompts.
-litellm is imported on first use: it takes seconds to import.
+litellm is imported on first use, in a thread (``saga.adapters.llm_models``).
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import anyio.to_thread
 import msgspec
 import structlog
 
 from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
+from saga.adapters.llm_models import load_litellm, model_tokenizer
 from saga.adapters.llm_replies import Unauthorized, classify, completion
 from saga.state.keys import Keys
-from saga.steps.context import Completion
+from saga.steps.context import Completion, Tokenizer
 from saga.steps.errors import PermanentError, RetryableError
 from saga.telemetry import tracing
 
-__all__ = ["CostMeter", "LLMConfig", "LiteLLMClient", "quiet_litellm"]
+__all__ = ["CostMeter", "LLMConfig", "LiteLLMClient"]
 
 _log = structlog.get_logger("saga.llm")
 _CACHE_SCHEMA = 1
-
-
-def quiet_litellm() -> None:
-    """Keep litellm from printing or logging prompts, completions and hints."""
-    # litellm fetches its price map from the network at import unless told not to.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    if hasattr(litellm, "turn_off_message_logging"):
-        litellm.turn_off_message_logging = True
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx", "openai"):
-        own = name.lower().startswith("litellm")  # litellm prints through its own handler
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1 if own else logging.WARNING)
-
-
-@functools.cache
-def _litellm() -> Any:
-    quiet_litellm()  # before the import: it keeps litellm off the network
-    import litellm
-
-    return litellm
 
 
 @dataclass(slots=True)
@@ -86,6 +64,14 @@ class CostMeter:
     """Cached answers used (paid now or earlier): the commit attributes each one's cost once."""
     unkeyed_cost: float = 0.0
     """Cost of paid calls whose answer could not be cached (attributed directly)."""
+    inherited: float = 0.0
+    """Cost of cached answers no attempt has billed yet (one killed after paying):
+    this attempt's commit or fail bills them, so its metrics count them."""
+
+    @property
+    def billed(self) -> float:
+        """USD this attempt's commit or fail attributes: what it paid and what it inherited."""
+        return self.total + self.inherited
 
     def add(self, cost: float, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.total += cost
@@ -108,6 +94,8 @@ class LLMConfig:
     """How long an answer stays reusable by a re-run of the same step."""
     extra: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     """More ``acompletion`` kwargs, e.g. ``{"mock_response": "{}"}`` offline."""
+    max_input_tokens: int = 0
+    """The model's window in tokens; 0 takes it from litellm's model map."""
 
 
 class _Cached(msgspec.Struct, frozen=True):
@@ -118,6 +106,8 @@ class _Cached(msgspec.Struct, frozen=True):
     completion_tokens: int
     cost: float = 0.0
     """What the answer cost when it was paid; attributed once by a commit or fail."""
+    by: str | None = None
+    """The fencing token of the attempt that attributed the cost (set by the scripts)."""
 
 
 class LiteLLMClient:
@@ -134,6 +124,7 @@ class LiteLLMClient:
         api_key: KeyProvider,
         meter: CostMeter,
         breaker: CircuitBreaker | None = None,
+        epoch: int = 1,
     ) -> None:
         self.config = config
         self.meter = meter
@@ -143,9 +134,17 @@ class LiteLLMClient:
         self._step = step
         self._api_key = api_key
         self._breaker = breaker
+        self._epoch = epoch
 
     def __repr__(self) -> str:
         return f"LiteLLMClient(model={self.config.model!r}, record_id={self._record_id!r})"
+
+    async def tokenizer(self) -> Tokenizer:
+        """The model's window and token counter (litellm loads in a thread on first use)."""
+        await load_litellm()
+        return await anyio.to_thread.run_sync(
+            model_tokenizer, self.config.model, self.config.max_input_tokens
+        )
 
     async def complete(
         self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
@@ -177,6 +176,8 @@ class LiteLLMClient:
         hit = await self._redis.get(cache_key)
         if hit is not None:
             cached = msgspec.json.decode(hit, type=_Cached)
+            if not cached.by and cache_key not in self.meter.cache_keys:
+                self.meter.inherited += cached.cost  # paid by an attempt that never finished
             self.meter.cached_calls += 1
             self.meter.cache_keys.append(cache_key)
             _log.debug("llm_cache_hit", purpose=purpose, model=cached.model)
@@ -220,10 +221,11 @@ class LiteLLMClient:
         return completion
 
     def _digest(self, messages: Sequence[dict[str, str]], purpose: str, json_mode: bool) -> str:
+        """The epoch, then what the answer depends on: a retry's new epoch asks again."""
         body = msgspec.json.encode(
             [self.config.model, purpose, json_mode, list(messages)], order="sorted"
         )
-        return hashlib.sha256(body).hexdigest()
+        return f"e{self._epoch}-{hashlib.sha256(body).hexdigest()}"
 
     async def _call_with_key(
         self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
@@ -243,7 +245,7 @@ class LiteLLMClient:
     async def _call(
         self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
     ) -> Completion:
-        litellm = _litellm()
+        litellm = await load_litellm()
         kwargs: dict[str, Any] = {
             **self.config.extra,
             "model": self.config.model,

@@ -66,7 +66,6 @@ async def run_demo(settings: Settings, *, timeout_s: float = 60.0, out: Any = No
         worker=worker_name(),
     )
     sagas = SagaClient(client, keys, pipeline, settings)
-    await ports.warm_up()
     run_id = time.strftime("%H%M%S")
     samples = list_samples()
     records = {s.record_id + "-" + run_id: s for s in samples}

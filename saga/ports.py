@@ -34,19 +34,11 @@ class DefaultPorts:
             api_base=settings.llm_api_base or None,
             timeout_s=settings.llm_timeout_s,
             extra=extra,
+            max_input_tokens=settings.llm_max_input_tokens,
         )
         self.llm_enabled = bool(
             settings.billing_url or settings.llm_api_key or settings.llm_mock_response
         )
-
-    async def warm_up(self) -> None:
-        """Import litellm in a thread at start, so the first LLM step does not pay for it."""
-        if self.llm_enabled:
-            import anyio
-
-            from saga.adapters.llm import quiet_litellm
-
-            await anyio.to_thread.run_sync(quiet_litellm)
 
     @property
     def documents(self) -> DocumentSource:
@@ -72,12 +64,13 @@ class DefaultPorts:
             api_key=self._key(claim.user_id),
             meter=meter,
             breaker=self.llm_breaker,
+            epoch=claim.epoch,
         )
         return AttemptPorts(
             llm,
             lambda: (meter.unkeyed_cost, meter.prompt_tokens + meter.completion_tokens),
             lambda: list(meter.cache_keys),
-            lambda: meter.total,
+            lambda: meter.billed,
         )
 
     async def aclose(self) -> None:

@@ -72,6 +72,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     llm_timeout_s: float = 60.0
     llm_mock_response: str = ""
     """Offline demos and tests: litellm's ``mock_response`` for every call."""
+    llm_max_input_tokens: int = 0
+    """``SAGA_LLM_MAX_INPUT_TOKENS``: the model's window; 0 takes it from litellm's model map.
+    The LLM extractor sends a document in as many requests as this window needs."""
     parser: ExtractorKind = ExtractorKind.RULES
     drain_s: float = 30.0
     """On SIGTERM, how long in-flight steps may take to finish and commit."""
@@ -188,6 +191,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             llm_api_key=get("SAGA_LLM_API_KEY"),
             llm_timeout_s=num("SAGA_LLM_TIMEOUT", 60.0),
             llm_mock_response=get("SAGA_LLM_MOCK_RESPONSE"),
+            llm_max_input_tokens=int(num("SAGA_LLM_MAX_INPUT_TOKENS", 0, int)),
             parser=ExtractorKind(parser),
             drain_s=num("SAGA_DRAIN_SECONDS", 30.0),
             read_batch=int(num("SAGA_READ_BATCH", 50, int)),

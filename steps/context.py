@@ -7,7 +7,8 @@ run with a fake document source or LLM in a unit test.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -45,6 +46,18 @@ class Completion(msgspec.Struct, frozen=True, kw_only=True):
     cached: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Tokenizer:
+    """The model's window and a token counter, for steps that split long inputs."""
+
+    max_input_tokens: int
+    """Tokens a request may hold (prompt and answer together for most providers)."""
+    max_output_tokens: int
+    """Tokens an answer may hold."""
+    count: Callable[[str], int]
+    """Tokens of a text in the model's encoding; synchronous and thread-safe."""
+
+
 @runtime_checkable
 class LLM(Protocol):
     """A chat model already bound to the saga's user (their key) and attempt (cost).
@@ -55,6 +68,10 @@ class LLM(Protocol):
     async def complete(
         self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
     ) -> Completion: ...
+
+    async def tokenizer(self) -> Tokenizer:
+        """The model's limits and token counter (loading them may take a moment)."""
+        ...
 
 
 class StepContext(Protocol):

@@ -1,89 +1,128 @@
-"""The LLM extractor: the user's model reads the pages and answers JSON, msgspec checks it.
+"""The LLM extractor: the user's model reads the pages, a request per chunk, and
+every value it returns is checked against the page it cites.
 
-Through the ``LLM`` port only (the runtime binds it to the user's key and
-records the cost). The prompt carries the JSON Schema of ``Extraction``; the
-answer is decoded with ``msgspec.json.decode(..., type=Extraction)``. One
-invalid answer earns one repair request that quotes the validation error:
+1. **Plan.** The model's window (``LLM.tokenizer()``: litellm's model info, or
+   ``SAGA_LLM_MAX_INPUT_TOKENS``) less the prompt and the room for the answer gives
+   the page tokens one request may carry (``saga.steps.chunking``). Pages are packed
+   in order; a page over the budget is cut at line ends. A document needing more
+   requests than it may have pages (``SAGA_MAX_PAGES``) fails permanently before any
+   call is made.
+2. **Ask.** Up to ``CONCURRENT_REQUESTS`` requests at once, each answered as JSON
+   and checked with msgspec (``saga.steps.llm_prompt``). One invalid answer earns one
+   repair request quoting the validation error; a second is a PermanentError naming
+   the pages. RetryableError and CircuitOpenError from the port propagate; the
+   answers already paid for are cached by the port, so a retry resumes.
+3. **Ground and merge.** Each result is looked up on the page it cites, in the lines
+   that request carried (``saga.steps.grounding``): found, it gets its provenance;
+   not found, it is rejected as ungrounded. Results repeated across requests (the
+   same analyte, value, unit and page) are kept once.
 
-* the answer held JSON: the repair sends that JSON and the error, not the pages
-  again (a schema slip needs no re-reading, and pages are the costly part);
-* the answer held no JSON at all: the repair continues the conversation, so
-  the pages are in it once.
-
-A second invalid answer is a PermanentError naming the reason. RetryableError
-and CircuitOpenError from the port propagate. Neither page text nor completion
-text ever reaches an error message or a log line.
+Neither page text nor completion text ever reaches an error message or a log line.
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import re
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import Any
 
+import anyio
+import anyio.to_thread
 import msgspec
 
-from saga.steps.context import StepContext
+from saga.steps.chunking import Budget, Chunk, NoRoomError, page_budget, plan_chunks
+from saga.steps.context import LLM, StepContext
 from saga.steps.errors import PermanentError
-from saga.steps.models import Extraction
+from saga.steps.grounding import cross_rejected, crossed, ground
+from saga.steps.llm_prompt import (
+    PURPOSE,
+    REPAIR_PURPOSE,
+    Answer,
+    decode,
+    instructions,
+    json_part,
+    reason_of,
+    repair_messages,
+)
+from saga.steps.models import Biomarker, Extraction, Rejected
+from saga.steps.normalize import name_key
+from saga.steps.page_layout import uses_decimal_comma
 
-PURPOSE = "extract"
-REPAIR_PURPOSE = "extract-repair"
-MAX_REASON_CHARS = 200
-_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+__all__ = ["PURPOSE", "REPAIR_PURPOSE", "extract_llm", "json_part", "merge"]
 
-_INSTRUCTIONS = """\
-You extract structured data from a medical lab report.
-Reply with exactly one JSON object and nothing else, valid against this JSON Schema:
-{schema}
-- biomarkers: every lab result. value is the number, or null when the result is not
-  a plain number (e.g. "<0.5" or "Negative"); value_text is the result as written;
-  reference_low/reference_high are the range bounds (null when absent); reference_text
-  is the range as written; flag is "high", "low", "normal" or "" when unknown.
-- diagnoses (with the ICD-10 code if written), procedures (with the date as written),
-  genetics (gene symbol, variant, interpretation).
-- Copy names as written. Use "" and [] for what the report does not state. Invent nothing."""
-
-
-@functools.cache
-def instructions() -> str:
-    """The system prompt with the schema; built once per process."""
-    schema = json.dumps(msgspec.json.schema(Extraction), separators=(",", ":"))
-    return _INSTRUCTIONS.format(schema=schema)
-
-
-def pages_message(pages: Sequence[str]) -> str:
-    """The pages, each under a marker so the model can tell where one ends."""
-    return "\n\n".join(f"=== page {number} ===\n{text}" for number, text in enumerate(pages, 1))
-
-
-def json_part(text: str) -> str | None:
-    """The outermost ``{...}`` of an answer (models wrap JSON in fences or prose)."""
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else None
-
-
-def decode(text: str) -> Extraction:
-    """The answer as an Extraction; raises msgspec.DecodeError (or ValidationError)."""
-    return msgspec.json.decode(json_part(text) or text, type=Extraction)
-
-
-def reason_of(error: Exception) -> str:
-    """A validation error with quoted values blanked: they may come from the pages."""
-    return _QUOTED.sub("'…'", str(error))[:MAX_REASON_CHARS]
+CONCURRENT_REQUESTS = 4
+"""Requests of one document in flight at once: a long report finishes within the
+step's timeout without flooding the user's rate limit."""
+MESSAGE_OVERHEAD_TOKENS = 16
+"""Tokens a chat request adds around its two messages (roles, separators)."""
 
 
 async def extract_llm(ctx: StepContext, pages: Sequence[str]) -> Extraction:
-    """Ask the user's model for the extraction; one repair; PermanentError after that."""
+    """Ask the user's model for the extraction, request by request; ground and merge."""
     llm = ctx.llm
     if llm is None:
         raise PermanentError(
             "this deployment has no LLM configured; set SAGA_PARSER=rules or configure a model"
         )
+    chunks = await plan(ctx, llm, pages)
+    answers = await _ask_all(ctx, llm, chunks)
+    return merge(pages, chunks, answers)
+
+
+async def plan(ctx: StepContext, llm: LLM, pages: Sequence[str]) -> list[Chunk]:
+    """The requests the document needs; PermanentError when the model cannot take it."""
+    tokenizer = await llm.tokenizer()
+
+    def work() -> tuple[Budget, list[Chunk]]:  # counting tokens of 200 pages: off the loop
+        prompt = tokenizer.count(instructions()) + MESSAGE_OVERHEAD_TOKENS
+        budget = page_budget(tokenizer.max_input_tokens, tokenizer.max_output_tokens, prompt)
+        return budget, plan_chunks(pages, tokenizer.count, budget.pages)
+
+    try:
+        budget, chunks = await anyio.to_thread.run_sync(work)
+    except NoRoomError as exc:
+        raise PermanentError(
+            f"{exc}; set SAGA_LLM_MAX_INPUT_TOKENS to the model's context or choose a larger model"
+        ) from None
+    limit = ctx.config.max_pages
+    if len(chunks) > limit:
+        raise PermanentError(
+            f"the document needs {len(chunks)} model requests of {budget.pages} tokens of "
+            f"pages each, over the limit of {limit} (SAGA_MAX_PAGES); choose a model with a "
+            "larger context window"
+        )
+    ctx.log.info(
+        "llm extraction planned", count=len(chunks), page_tokens=budget.pages, pages=len(pages)
+    )
+    return chunks
+
+
+async def _ask_all(ctx: StepContext, llm: LLM, chunks: Sequence[Chunk]) -> list[Answer]:
+    """Every chunk's answer, in order; the first failure cancels the rest and is raised."""
+    answers: list[Answer] = [Answer()] * len(chunks)
+    failures: list[Exception] = []
+    limiter = anyio.Semaphore(CONCURRENT_REQUESTS)
+    async with anyio.create_task_group() as tg:
+
+        async def one(index: int) -> None:
+            async with limiter:
+                try:
+                    answers[index] = await _ask(ctx, llm, chunks[index])
+                except Exception as exc:  # raised below, as itself, not as a group
+                    failures.append(exc)
+                    tg.cancel_scope.cancel()
+
+        for index in range(len(chunks)):
+            tg.start_soon(one, index)
+    if failures:
+        raise failures[0]
+    return answers
+
+
+async def _ask(ctx: StepContext, llm: LLM, chunk: Chunk) -> Answer:
+    """One chunk's answer; one repair; PermanentError after that."""
     messages = [
         {"role": "system", "content": instructions()},
-        {"role": "user", "content": pages_message(pages)},
+        {"role": "user", "content": chunk.message()},
     ]
     first = await llm.complete(messages, purpose=PURPOSE)
     try:
@@ -99,32 +138,63 @@ async def extract_llm(ctx: StepContext, pages: Sequence[str]) -> Extraction:
         return decode(second.text)
     except msgspec.DecodeError as exc:
         raise PermanentError(
-            f"the model's extraction was invalid twice: {reason_of(exc)} (first attempt: {reason})"
+            f"the model's extraction of {chunk.describe()} was invalid twice: "
+            f"{reason_of(exc)} (first attempt: {reason})"
         ) from None
 
 
-def repair_messages(
-    messages: list[dict[str, str]], answer: str, reason: str
-) -> list[dict[str, str]]:
-    """The repair request: the bad JSON and the error, or the conversation if no JSON came."""
-    found = json_part(answer)
-    if found is not None:
-        return [
-            messages[0],
-            {
-                "role": "user",
-                "content": (
-                    f"This JSON does not match the schema: {reason}\n"
-                    f"Reply with the corrected JSON object only.\n\n{found}"
-                ),
-            },
-        ]
-    return [
-        *messages,
-        {"role": "assistant", "content": answer},
-        {
-            "role": "user",
-            "content": f"That reply was not a JSON object ({reason}). "
-            "Reply with the JSON object only.",
-        },
-    ]
+def merge(pages: Sequence[str], chunks: Sequence[Chunk], answers: Sequence[Answer]) -> Extraction:
+    """The answers grounded on their pages, each result once, in document order."""
+    decimal_comma = uses_decimal_comma(pages)
+    found: dict[Hashable, Biomarker] = {}
+    rejected: dict[Hashable, Rejected] = {}
+    others: dict[str, dict[Hashable, Any]] = {"diagnoses": {}, "procedures": {}, "genetics": {}}
+    for chunk, answer in zip(chunks, answers, strict=True):
+        seen = lines_seen(pages, chunk)
+        outcomes = [ground(r, seen, decimal_comma=decimal_comma) for r in answer.biomarkers]
+        accepted = [o for o in outcomes if isinstance(o, Biomarker)]
+        misplaced = crossed(accepted)
+        for i, result in enumerate(accepted):
+            if i not in misplaced:
+                found.setdefault(_result_key(result), result)
+        refused = [o for o in outcomes if isinstance(o, Rejected)]
+        for outcome in [*refused, *(cross_rejected(accepted[i]) for i in sorted(misplaced))]:
+            why = (outcome.name.casefold(), outcome.value_text, outcome.unit, outcome.reason)
+            rejected.setdefault(why, outcome)
+        for diagnosis in answer.diagnoses:
+            key = (_fold(diagnosis.name), _fold(diagnosis.code))
+            others["diagnoses"].setdefault(key, diagnosis)
+        for procedure in answer.procedures:
+            key = (_fold(procedure.name), _fold(procedure.date))
+            others["procedures"].setdefault(key, procedure)
+        for finding in answer.genetics:
+            key = (_fold(finding.gene), _fold(finding.variant))
+            others["genetics"].setdefault(key, finding)
+    return Extraction(
+        biomarkers=list(found.values()),
+        diagnoses=list(others["diagnoses"].values()),
+        procedures=list(others["procedures"].values()),
+        genetics=list(others["genetics"].values()),
+        rejected=list(rejected.values()),
+    )
+
+
+def lines_seen(pages: Sequence[str], chunk: Chunk) -> dict[int, list[str]]:
+    """Page number -> the lines of it this chunk carried (a whole page, or a part)."""
+    seen: dict[int, list[str]] = {}
+    for part in chunk.parts:
+        lines = pages[part.page - 1].split("\n")[part.first : part.end]
+        seen.setdefault(part.page, []).extend(lines)
+    return seen
+
+
+def _result_key(result: Biomarker) -> Hashable:
+    """The same analyte, value, unit and page: one result."""
+    value: Hashable = result.value if result.value is not None else _fold(result.value_text)
+    value = (result.comparator, value)
+    page = result.provenance.page if result.provenance else 0
+    return (name_key(result.name) or _fold(result.name), value, _fold(result.unit), page)
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()

@@ -14,7 +14,14 @@ from typing import Any
 import structlog
 
 from saga.steps.config import StepConfig
-from saga.steps.context import LLM, Completion, Document, DocumentSource, StepContext
+from saga.steps.context import (
+    LLM,
+    Completion,
+    Document,
+    DocumentSource,
+    StepContext,
+    Tokenizer,
+)
 from saga.steps.errors import NotFoundError
 
 
@@ -37,12 +44,15 @@ class MemoryDocuments:
 class ScriptedLLM:
     """An LLM port answering from a script, one reply per call, recording every call.
 
-    A reply that is an exception instance is raised instead of returned.
+    A reply that is an exception instance is raised instead of returned. Its
+    tokenizer counts a token per four characters in a window of ``max_input_tokens``.
     """
 
     replies: list[str | Exception]
     model: str = "scripted"
     calls: list[tuple[str, list[dict[str, str]]]] = field(default_factory=list)
+    max_input_tokens: int = 128_000
+    max_output_tokens: int = 16_384
 
     async def complete(
         self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
@@ -54,6 +64,13 @@ class ScriptedLLM:
         if isinstance(reply, Exception):
             raise reply
         return Completion(text=reply, model=self.model)
+
+    async def tokenizer(self) -> Tokenizer:
+        return Tokenizer(self.max_input_tokens, self.max_output_tokens, _four_chars_a_token)
+
+
+def _four_chars_a_token(text: str) -> int:
+    return len(text) // 4 + 1
 
 
 @dataclass

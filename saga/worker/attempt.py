@@ -127,8 +127,10 @@ class AttemptRunner:
         if usd or tokens or cost_keys:
             req = msgspec.structs.replace(req, cost=usd, tokens=tokens, cost_keys=tuple(cost_keys))
         outcome = await self.committer.submit(claim, req)
-        paid = attempt_ports.paid()  # spend as the provider sees it, for logs and metrics
-        self._report(spec, claim, req, outcome, time.monotonic() - started, paid, tokens)
+        # What this finish billed in Redis, answers inherited from a killed attempt
+        # included; a fenced finish bills nothing (the attempt holding the lease will).
+        billed = attempt_ports.paid() if outcome.code != RC.LEASE_LOST else 0.0
+        self._report(spec, claim, req, outcome, time.monotonic() - started, billed, tokens)
         return outcome
 
     async def _execute(

@@ -20,7 +20,8 @@ class AttemptPorts:
     cost_keys: Callable[[], list[str]] = list
     """Keys of the cached LLM answers this attempt used (each one's cost is attributed once)."""
     paid: Callable[[], float] = float
-    """USD this attempt paid the provider (cache hits pay nothing): logs and metrics."""
+    """USD this attempt's commit or fail bills: the calls it paid, and cached answers
+    paid by an attempt that never finished (logs and metrics)."""
 
 
 class Ports(Protocol):

@@ -61,7 +61,6 @@ async def serve(
         health=health,
         on_ready=on_ready,
     )
-    await ports.warm_up()
     port = settings.health_port if health_port is None else health_port
     try:
         async with anyio.create_task_group() as tg:

@@ -39,7 +39,10 @@ async def test_answer_paid_by_a_killed_worker_is_billed_once(
 ) -> None:
     """kill -9 after the LLM answered: the next attempt reuses the cached answer and its
     commit bills it; the saga's total is what was paid, once."""
-    env = {"SAGA_ROUTER_LEASE": "1", "SAGA_LLM_MOCK_RESPONSE": '{"ok": true}'}
+    # A worker's first LLM call imports litellm (seconds; tens of seconds on a loaded
+    # machine): a timeout above that keeps the attempts as the test means them.
+    env = {"SAGA_ROUTER_LEASE": "1", "SAGA_ROUTER_TIMEOUT": "120",
+           "SAGA_LLM_MOCK_RESPONSE": '{"ok": true}'}  # fmt: skip
     a, b = spawn(**env), spawn(**env)
     await a.wait_ready()
     await b.wait_ready()
@@ -50,7 +53,7 @@ async def test_answer_paid_by_a_killed_worker_is_billed_once(
     async def answered() -> bool:
         return bool(await _cached_answers(redis, keys, rid))
 
-    await wait_until(answered, within=20, what="the LLM answer to be cached")
+    await wait_until(answered, within=90, what="the LLM answer to be cached")
     victim.signal(signal.SIGKILL)
     await wait_completed(redis, keys, rid, within=30)
 
@@ -83,6 +86,7 @@ async def test_open_circuit_parks_steps_without_spending_attempts(
             "SAGA_BREAKER_FAILURES": "2",
             "SAGA_BREAKER_COOLDOWN": "1",
             "SAGA_ROUTER_MAX_ATTEMPTS": "4",
+            "SAGA_ROUTER_TIMEOUT": "120",  # the first LLM call imports litellm
         }
         worker = spawn(**env)
         await worker.wait_ready()
@@ -97,7 +101,7 @@ async def test_open_circuit_parks_steps_without_spending_attempts(
                     return True
             return False
 
-        await wait_until(some_parked, within=30, what="a step parked by the open circuit")
+        await wait_until(some_parked, within=90, what="a step parked by the open circuit")
         calls_while_down = len(stub.requests)
         down.clear()
 
