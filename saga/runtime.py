@@ -8,6 +8,7 @@ import fcntl
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 from saga.adapters.embedded_redis import EmbeddedServer
 from saga.pipeline import Pipeline, StepSpec, discovered_registrations, with_registrations
@@ -54,7 +55,12 @@ def open_client(settings: Settings) -> Any:
     options: dict[str, Any] = {}
     if settings.redis_ca_file:
         options["ssl_ca_certs"] = settings.redis_ca_file
-    return connect(redis_url(settings), cluster=settings.cluster, **options)
+    url = redis_url(settings)
+    # A password in the URL wins; REDIS_PASSWORD (a Secret key in Kubernetes) fills in
+    # when the URL has none, so it never has to be spliced (and percent-encoded) into it.
+    if settings.redis_password and settings.redis_url and not urlsplit(url).password:
+        options["password"] = settings.redis_password
+    return connect(url, cluster=settings.cluster, **options)
 
 
 @contextlib.asynccontextmanager

@@ -49,6 +49,8 @@ class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str | None = None
     """``REDIS_URL``; unset starts (or reuses) the embedded server under ``data_dir``."""
+    redis_password: str = ""
+    """``REDIS_PASSWORD`` (secret): AUTH password, used when ``REDIS_URL`` carries none."""
     redis_ca_file: str | None = None
     """``SAGA_REDIS_CA_FILE``: CA bundle for ``rediss://``."""
     cluster: bool = False
@@ -76,8 +78,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_LLM_MAX_INPUT_TOKENS``: the model's window; 0 takes it from litellm's model map.
     The LLM extractor sends a document in as many requests as this window needs."""
     parser: ExtractorKind = ExtractorKind.RULES
-    drain_s: float = 30.0
-    """On SIGTERM, how long in-flight steps may take to finish and commit."""
+    drain_s: float | None = None
+    """``SAGA_DRAIN_SECONDS``: on SIGTERM, how long in-flight steps may take to finish and
+    commit. None (unset): the longest timeout of the steps the worker serves, so a step
+    that started just before the signal can still finish."""
     read_batch: int = 50
     block_ms: int = 1000
     promote_interval_s: float = 1.0
@@ -102,8 +106,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
         data: dict[str, object] = msgspec.to_builtins(self, enc_hook=str)
-        if data.get("llm_api_key"):
-            data["llm_api_key"] = "***"
+        for secret in ("llm_api_key", "redis_password"):
+            if data.get(secret):
+                data[secret] = "***"
         url = data.get("redis_url")
         if isinstance(url, str):
             data["redis_url"] = re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", url)
@@ -175,6 +180,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     try:
         return Settings(
             redis_url=get("REDIS_URL") or None,
+            redis_password=env.get("REDIS_PASSWORD", ""),
             redis_ca_file=get("SAGA_REDIS_CA_FILE") or None,
             cluster=flag("SAGA_REDIS_CLUSTER"),
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
@@ -193,7 +199,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             llm_mock_response=get("SAGA_LLM_MOCK_RESPONSE"),
             llm_max_input_tokens=int(num("SAGA_LLM_MAX_INPUT_TOKENS", 0, int)),
             parser=ExtractorKind(parser),
-            drain_s=num("SAGA_DRAIN_SECONDS", 30.0),
+            drain_s=num("SAGA_DRAIN_SECONDS", 0.0) if get("SAGA_DRAIN_SECONDS") else None,
             read_batch=int(num("SAGA_READ_BATCH", 50, int)),
             block_ms=int(num("SAGA_BLOCK_MS", 1000, int)),
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),

@@ -123,6 +123,28 @@ def _group_lag(groups: list[dict[str, Any]]) -> int | None:
     return 0  # no group yet: nothing can be waiting for it
 
 
+async def oldest_waiting_ms(client: Any, keys: Keys, steps: Sequence[str]) -> dict[str, int]:
+    """Per step, the time (ms, from its id) of the oldest entry not yet delivered to the
+    group, over every partition; a step with nothing waiting is left out. Two pipelined
+    round trips: each group's last-delivered id, then the first entry after it."""
+    pairs = [(p, s) for p in keys.all_partitions() for s in steps]
+    pipe = client.pipeline(transaction=False)
+    for p, step in pairs:
+        pipe.xinfo_groups(keys.ready(p, step))
+    groups = await pipe.execute(raise_on_error=False)
+    pipe = client.pipeline(transaction=False)
+    for (p, step), reply in zip(pairs, groups, strict=True):
+        last = next((text(g.get("last-delivered-id")) for g in _ok(reply, [])
+                     if text(g.get("name")) == GROUP), "0-0")  # fmt: skip
+        pipe.xrange(keys.ready(p, step), f"({last}", "+", count=1)
+    oldest: dict[str, int] = {}
+    for (_, step), first in zip(pairs, await pipe.execute(raise_on_error=False), strict=True):
+        if first and not isinstance(first, Exception):
+            ms = int(text(first[0][0]).partition("-")[0])
+            oldest[step] = min(ms, oldest.get(step, ms))
+    return oldest
+
+
 # -- costs --------------------------------------------------------------------------
 
 

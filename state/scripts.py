@@ -34,6 +34,7 @@ SCRIPT_NAMES = (
     "retry_saga",
     "cancel_saga",
     "recover_idle",
+    "requeue_idle",
     "quarantine_entry",
     "prune_retired",
     "prune_consumers",

@@ -32,6 +32,7 @@ COMMANDS = (
     "config",
     "bench",
     "eval",
+    "controller",
 )
 
 

@@ -18,8 +18,10 @@ from prometheus_client.registry import Collector
 
 
 class StepDurations(Collector):
-    def __init__(self, name: str, description: str, buckets: Sequence[float]) -> None:
-        self.name, self.description = name, description
+    def __init__(
+        self, name: str, description: str, buckets: Sequence[float], label: str = "step"
+    ) -> None:
+        self.name, self.description, self.label = name, description, label
         self.bounds = tuple(float(b) for b in buckets)
         self._counts: dict[str, list[int]] = {}
         self._sums: dict[str, float] = {}
@@ -33,7 +35,7 @@ class StepDurations(Collector):
         self._sums[step] += seconds
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
-        family = HistogramMetricFamily(self.name, self.description, labels=["step"])
+        family = HistogramMetricFamily(self.name, self.description, labels=[self.label])
         for step, counts in list(self._counts.items()):
             cumulative, running = [], 0
             for bound, n in zip((*self.bounds, float("inf")), counts, strict=True):

@@ -18,7 +18,7 @@ from typing import Any
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from saga.telemetry.durations import StepDurations
 from saga.telemetry.snapshot import QueueSnapshot
@@ -28,6 +28,11 @@ DURATION_BUCKETS_S = (
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
 )  # fmt: skip
 """Step duration buckets: 10 ms (a no-op step) to 10 min (the longest step timeout)."""
+
+SAGA_BUCKETS_S = (
+    0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
+)  # fmt: skip
+"""End-to-end saga buckets: 100 ms (no-op steps) to 2 h (retries with backoff, slow LLMs)."""
 
 CIRCUIT_VALUES = {"closed": 0, "half_open": 1, "open": 2}
 
@@ -48,6 +53,7 @@ _GAUGES = {
     "saga_stream_pending": ("pending", "Entries delivered and not acknowledged (running)."),
     "saga_dead_letters": ("dead", "Dead letters in the step's dead-letter streams."),
     "saga_retries_waiting": ("delayed", "Retries waiting for their due time."),
+    "saga_consumers_active": ("workers", "Consumers of the step's group active within a minute."),
 }
 
 
@@ -76,6 +82,24 @@ class Metrics:
             DURATION_BUCKETS_S,
         )
         self.registry.register(self.duration)
+        self.saga_duration = StepDurations(
+            "saga_end_to_end_seconds",
+            "Sagas from start to their end (completed, or failed: dead-lettered), seen by the "
+            "worker of the last step.",
+            SAGA_BUCKETS_S,
+            label="outcome",
+        )
+        self.registry.register(self.saga_duration)
+        # Failed attempts by error class (class names: a bounded set), read at scrape time.
+        self.errors: dict[tuple[str, str], int] = {}
+        meter.create_observable_counter(
+            "saga_step_errors",
+            [self._errors],
+            unit="1",
+            description="Failed attempts by step and error class.",
+        )
+        # CPU, memory, open files and start time of this process (Linux /proc).
+        ProcessCollector(registry=self.registry)
         self.cost = meter.create_counter(
             "saga_llm_cost_usd", unit="1", description="LLM spend in USD, by step (and user)."
         )
@@ -84,6 +108,11 @@ class Metrics:
         )
         for name, (field, text) in _GAUGES.items():
             meter.create_observable_gauge(name, [self._queue_callback(field)], description=text)
+        meter.create_observable_gauge(
+            "saga_oldest_ready_age_seconds",
+            [self._oldest],
+            description="Age of the step's oldest entry waiting for a worker (0: none waiting).",
+        )
         meter.create_observable_gauge(
             "saga_circuit_state",
             [self._circuits],
@@ -115,6 +144,15 @@ class Metrics:
                     yield Observation(value, {"step": stats.step})
 
         return observe
+
+    def _oldest(self, _options: CallbackOptions) -> Iterable[Observation]:
+        ages = self.snapshot.oldest_age_s
+        for stats in self.snapshot.steps:
+            yield Observation(ages.get(stats.step, 0.0), {"step": stats.step})
+
+    def _errors(self, _options: CallbackOptions) -> Iterable[Observation]:
+        for (step, error_class), n in list(self.errors.items()):
+            yield Observation(n, {"step": step, "error_class": error_class})
 
     def _circuits(self, _options: CallbackOptions) -> Iterable[Observation]:
         for name, status in self.snapshot.breakers.items():
@@ -155,6 +193,13 @@ class MetricsObserver(Observer):
     def flagged(self, step: str) -> None:
         self._add("flagged_for_review", step)
 
+    def error(self, step: str, error_class: str) -> None:
+        key = (step, error_class)
+        self.m.errors[key] = self.m.errors.get(key, 0) + 1
+
+    def saga_ended(self, outcome: str, seconds: float) -> None:
+        self.m.saga_duration.observe(outcome, seconds)
+
     def quarantined(self, step: str) -> None:
         self._add("quarantined", step)
 
@@ -187,9 +232,12 @@ def metric_names() -> list[str]:
     counters = [f"saga_steps_{n}_total" for n in _COUNTERS]
     return [
         *counters,
+        "saga_step_errors_total",
         "saga_step_duration_seconds",
+        "saga_end_to_end_seconds",
         "saga_llm_cost_usd_total",
         "saga_llm_tokens_total",
         *_GAUGES,
+        "saga_oldest_ready_age_seconds",
         "saga_circuit_state",
     ]

@@ -18,7 +18,7 @@ import structlog
 from saga.adapters.breaker import BreakerStatus, read_all
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import Keys
-from saga.state.queries import StepStats, queue_stats
+from saga.state.queries import StepStats, oldest_waiting_ms, queue_stats
 
 log = structlog.get_logger("saga.telemetry")
 
@@ -32,15 +32,21 @@ class QueueSnapshot:
     def __init__(self) -> None:
         self.steps: list[StepStats] = []
         self.breakers: dict[str, BreakerStatus] = {}
+        self.oldest_age_s: dict[str, float] = {}
+        """Per step, the age of its oldest entry waiting for a worker (by the server's clock)."""
         self.at = 0.0
 
     async def refresh(
         self, client: Any, keys: Keys, steps: Sequence[str], breakers: Sequence[str]
     ) -> None:
-        """Read every step's queues (one pipeline) and the breakers."""
+        """Read every step's queues (one pipeline), the oldest waiting entries and the breakers."""
         stats = await queue_stats(client, keys, list(steps))
+        oldest = await oldest_waiting_ms(client, keys, list(steps))
+        secs, micros = await client.time()
+        now_ms = int(secs) * 1000 + int(micros) // 1000
         found = await read_all(client, keys, list(breakers)) if breakers else {}
         self.steps, self.breakers, self.at = stats, found, time.monotonic()
+        self.oldest_age_s = {s: max(now_ms - ms, 0) / 1000 for s, ms in oldest.items()}
 
     async def refresh_loop(
         self,

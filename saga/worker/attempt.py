@@ -223,6 +223,8 @@ class AttemptRunner:
             if req.review and outcome.code == RC.OK:
                 log.warning("flagged_for_review", reason=req.review)
                 self.observer.flagged(spec.name)
+            if not req.next_step and outcome.code == RC.OK:
+                self.observer.saga_ended("completed", _since(claim.created_ms))
             tracing.annotate("duplicate" if outcome.code == RC.DUPLICATE else "committed")
             return
         event = {
@@ -239,6 +241,9 @@ class AttemptRunner:
         )
         log.info(event, delay_ms=req.delay_ms)
         self.observer.failed(spec.name, req.action.value, duration)
+        self.observer.error(spec.name, req.error_class)
+        if req.action == FailAction.DEAD and outcome.code == RC.OK:
+            self.observer.saga_ended("failed", _since(claim.created_ms))
         tracing.annotate(req.action.value, req.error_class)
 
 
@@ -253,6 +258,11 @@ def review_reason(output: Any) -> str:
         return ""
     reason = " ".join(reason.split())
     return reason if len(reason) <= REVIEW_MAX_CHARS else reason[: REVIEW_MAX_CHARS - 1] + "…"
+
+
+def _since(created_ms: int) -> float:
+    """Seconds since a saga's start (stamped by the server; clocks differ by little)."""
+    return max(time.time() - created_ms / 1000, 0.0)
 
 
 def _timed_out(spec: StepSpec) -> StepTimeoutError:

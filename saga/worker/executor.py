@@ -69,6 +69,7 @@ class Executor:
         self._tasks: set[asyncio.Task[None]] = set()
         self._all_idle = anyio.Event()
         self.upkeep = Upkeep(self.sm, self.specs, worker, self.health)
+        self.drain_s = drain_seconds(settings, self.specs)
 
     # -- lifecycle ------------------------------------------------------------
     async def run(self) -> None:
@@ -107,7 +108,7 @@ class Executor:
         """Let in-flight attempts finish within the grace period; the rest are then
         cancelled (``_cancel_attempts``), unacknowledged, so another executor reclaims them."""
         if self._inflight:
-            with anyio.move_on_after(self.settings.drain_s):
+            with anyio.move_on_after(self.drain_s):
                 while self._inflight:
                     self._all_idle = anyio.Event()
                     await self._all_idle.wait()
@@ -188,7 +189,7 @@ class Executor:
             # What was read is claimed and started even if a SIGTERM comes now: the
             # drain then runs it, instead of leaving it pending until its lease
             # expires. Bounded by the drain period if Redis hangs.
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self.settings.drain_s):
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.drain_s):
                 for stream, entries in reply or []:
                     name = stream.decode() if isinstance(stream, bytes) else stream
                     got += await self._claim_and_run(spec, streams_of[name], entries)
@@ -296,3 +297,12 @@ class Executor:
                     got = await self._claim_and_run(spec, p, rec.entries)
             finally:
                 slots.release(n - got)
+
+
+def drain_seconds(settings: Settings, specs: Sequence[StepSpec]) -> float:
+    """``SAGA_DRAIN_SECONDS``, or by default the longest timeout of ``specs``: an attempt
+    that started just before SIGTERM may run that long, and cutting it off would pay for
+    it twice (the LLM call is repeated by whoever reclaims it)."""
+    if settings.drain_s is not None:
+        return settings.drain_s
+    return max((s.timeout_s for s in specs), default=30.0)

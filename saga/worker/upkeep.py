@@ -25,8 +25,10 @@ class Upkeep:
         self.sm, self.specs, self.worker, self.health = sm, specs, worker, health
         self.keys, self.client = sm.keys, sm.client
         self.clock_offset_ms = 0
+        self.promoted: dict[str, int] = {}
+        """Retries promoted by this process, per step (the controller's metrics read it)."""
 
-    async def every(self, name: str, interval: float, fn: Callable[[], Awaitable[None]]) -> None:
+    async def every(self, name: str, interval: float, fn: Callable[[], Awaitable[object]]) -> None:
         """Run ``fn`` every ``interval`` seconds until cancelled; Redis outages are waited out."""
         while True:
             self.health.tick(name)
@@ -41,9 +43,12 @@ class Upkeep:
                 await anyio.sleep(min(left, self.health.stuck_after_s / 4))
                 self.health.tick(name)
 
-    async def promote_once(self) -> None:
-        """Move due retries back to their ready streams (due by the server's clock)."""
+    async def promote_once(self) -> int:
+        """Move due retries back to their ready streams (due by the server's clock); returns
+        how many this call promoted (the script re-checks each: racing callers never
+        promote one twice)."""
         now = time.time() * 1000 + self.clock_offset_ms
+        total = 0
         for spec in self.specs:
             for p in self.keys.all_partitions():
                 cands = await self.sm.due_candidates(spec.name, p, 100)
@@ -52,6 +57,9 @@ class Upkeep:
                     promoted, _ = await self.sm.promote(spec.name, p, due)
                     if promoted:
                         log.debug("retries_promoted", step=spec.name, count=promoted)
+                        self.promoted[spec.name] = self.promoted.get(spec.name, 0) + promoted
+                    total += promoted
+        return total
 
     async def maintain_once(self) -> None:
         await self.sync_clock()

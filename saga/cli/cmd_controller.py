@@ -1,0 +1,62 @@
+"""saga controller [--check] [--json] [--health-port N]"""
+
+from __future__ import annotations
+
+import argparse
+
+from saga.cli.common import Exit, colour, print_json, run, table
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "controller",
+        help="promote retries, requeue idle entries and export gauges for every step",
+        description="Run the controller until SIGTERM/SIGINT: for every step of the "
+        "pipeline, including steps scaled to zero, move due retries back to their streams "
+        "(the lag this raises wakes KEDA), requeue entries idle past their lease, trim the "
+        "streams, and serve /livez, /readyz and /metrics (queue gauges of every step). "
+        "Safe to run beside workers and a second controller. "
+        "With --check: check Redis once (version, consumer groups, scripts, persistence, "
+        "eviction policy) and exit 0 (ok or warnings) or 1 (a check failed).",
+    )
+    p.add_argument("--check", action="store_true", help="check Redis once and exit")
+    p.add_argument("--json", action="store_true", help="with --check: one JSON document")
+    p.add_argument("--health-port", type=int, help="health/metrics port (-1: none)")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from saga.logs import configure_logging
+    from saga.runtime import document_pipeline
+    from saga.settings import load_settings
+
+    settings = load_settings()
+    pipeline = document_pipeline(settings)
+    if args.check:
+        return run(lambda: _check(settings, pipeline.names, args.json))
+    configure_logging(settings.log_format, settings.log_level)
+    from saga.controller.service import serve
+
+    async def go() -> int:
+        await serve(settings, pipeline, health_port=args.health_port)
+        return Exit.OK
+
+    return run(go)
+
+
+async def _check(settings: object, steps: tuple[str, ...], as_json: bool) -> int:
+    from saga.controller.check import Status, run_checks
+    from saga.runtime import client_for, keys_of
+    from saga.settings import Settings
+
+    assert isinstance(settings, Settings)
+    async with client_for(settings) as client:
+        checks = await run_checks(client, keys_of(settings), list(steps))
+    failed = any(c.status == Status.FAIL for c in checks)
+    if as_json:
+        print_json({"ok": not failed, "checks": checks})
+    else:
+        marks = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31"}
+        rows = [(c.name, colour(c.status.value, marks[c.status]), c.detail) for c in checks]
+        print(table(["check", "status", "detail"], rows))
+    return Exit.FAILED if failed else Exit.OK

@@ -1,0 +1,81 @@
+"""One recovery pass of the controller: entries idle past their step's lease are put
+back in their streams (``requeue_idle``), malformed or deleted ones quarantined."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import structlog
+
+from saga.pipeline import StepSpec
+from saga.state import recovery
+from saga.state.codes import RC
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine
+from saga.state.requeue import IdleEntry, idle_pending, requeue_idle
+from saga.worker.entries import Malformed, parse_entry
+
+log = structlog.get_logger("saga.controller")
+
+
+def min_idle_ms(spec: StepSpec, recovery_interval_s: float) -> int:
+    """Idle time after which the controller requeues an entry: the step's lease, one
+    recovery interval (a worker of the step, if any runs, reclaims it first) and 1 s."""
+    return int((spec.lease_s + recovery_interval_s) * 1000) + 1000
+
+
+def unusable(entry: IdleEntry, keys: Keys, partition: int) -> tuple[str, str] | str:
+    """The entry's (entry id, record id), or the reason it must be quarantined."""
+    if entry.fields is None:
+        return "entry deleted while pending"
+    parsed = parse_entry(entry.entry_id, entry.fields)
+    if isinstance(parsed, Malformed):
+        return parsed.reason
+    if keys.partition_of(parsed.record_id) != partition:
+        return f"record belongs to partition {keys.partition_of(parsed.record_id)}"
+    return (entry.entry_id, parsed.record_id)
+
+
+class Requeuer:
+    """Requeues idle entries of every step; counts what it did, per step."""
+
+    def __init__(self, sm: StateMachine, specs: Sequence[StepSpec], interval_s: float) -> None:
+        self.sm, self.specs, self.interval_s = sm, list(specs), interval_s
+        self.requeued: dict[str, int] = {}
+        self.quarantined: dict[str, int] = {}
+
+    async def once(self) -> int:
+        """One pass over every step and partition (≤100 entries each); returns requeued."""
+        total = 0
+        for spec in self.specs:
+            for p in self.sm.keys.all_partitions():
+                total += await self._partition(spec, p)
+        return total
+
+    async def _partition(self, spec: StepSpec, p: int) -> int:
+        idle_ms = min_idle_ms(spec, self.interval_s)
+        ready = self.sm.keys.ready(p, spec.name)
+        pairs = []
+        for entry in await idle_pending(self.sm.client, ready, min_idle_ms=idle_ms):
+            found = unusable(entry, self.sm.keys, p)
+            if isinstance(found, str):
+                await recovery.quarantine(
+                    self.sm, spec.name, p, entry.entry_id, found, entry.fields or {}
+                )
+                log.warning("entry_quarantined", step=spec.name, entry=entry.entry_id, reason=found)
+                self._count(self.quarantined, spec.name, 1)
+            else:
+                pairs.append(found)
+        outcomes = await requeue_idle(self.sm, spec.name, p, pairs, min_idle_ms=idle_ms)
+        done = sum(1 for o in outcomes if o.code == RC.OK)
+        missing = sum(1 for o in outcomes if o.code == RC.NOT_FOUND)  # quarantined by the script
+        if missing:
+            self._count(self.quarantined, spec.name, missing)
+        if done:
+            log.info("entries_requeued", step=spec.name, partition=p, count=done)
+            self._count(self.requeued, spec.name, done)
+        return done
+
+    @staticmethod
+    def _count(counts: dict[str, int], step: str, n: int) -> None:
+        counts[step] = counts.get(step, 0) + n

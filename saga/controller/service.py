@@ -1,0 +1,67 @@
+"""A controller process: client, controller, metrics for every step, health server,
+signals — wired from settings (what ``saga controller`` runs)."""
+
+from __future__ import annotations
+
+import signal
+
+import anyio
+import structlog
+
+from saga.controller.controller import Controller
+from saga.controller.metrics import ControllerCounters
+from saga.pipeline import Pipeline
+from saga.settings import Settings
+from saga.telemetry.snapshot import REFRESH_S
+from saga.worker.health import HealthState, serve_health
+from saga.worker.naming import worker_name
+
+log = structlog.get_logger("saga.controller")
+
+
+async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | None = None) -> None:
+    """Run the controller until SIGTERM/SIGINT, then finish the passes under way."""
+    from saga.runtime import keys_of, open_client
+    from saga.telemetry.metrics import Metrics
+
+    client = open_client(settings)
+    keys = keys_of(settings)
+    health = HealthState()
+    controller = Controller(
+        client=client,
+        keys=keys,
+        settings=settings,
+        specs=pipeline.steps,
+        name=f"controller-{worker_name()}",
+        health=health,
+    )
+    metrics = Metrics(by_user=settings.metrics_by_user)
+    metrics.registry.register(ControllerCounters(controller))
+    breakers = ("llm", "billing") if settings.billing_url else ("llm",)
+    port = settings.health_port if health_port is None else health_port
+    try:
+        async with anyio.create_task_group() as tg:
+            if port >= 0:
+                bound = await tg.start(serve_health, health, port, metrics.render)
+                log.info("health_listening", port=bound)
+                refresh = metrics.snapshot.refresh_loop
+                tg.start_soon(refresh, client, keys, controller.steps, breakers, REFRESH_S)
+            await run_with_signals(controller)
+            tg.cancel_scope.cancel()
+    finally:
+        metrics.shutdown()
+        await client.aclose()
+
+
+async def run_with_signals(controller: Controller) -> None:
+    """Run ``controller`` until SIGTERM or SIGINT asks it to drain."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    controller.stop()
+
+        tg.start_soon(watch)
+        await controller.run()
+        tg.cancel_scope.cancel()

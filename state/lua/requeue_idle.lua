@@ -1,0 +1,69 @@
+-- requeue_idle: put ready entries idle past the lease back in the stream as new
+-- entries, so whatever reads the stream next (a worker, or one KEDA wakes for the
+-- lag this raises) runs them. Used by the controller, which runs no step: unlike
+-- recover_idle it takes no ownership (no consumer is made), and a worker's own
+-- recovery (XAUTOCLAIM resets the idle time) or acknowledgement wins any race:
+-- each entry is re-checked here as still pending and idle.
+-- The saga's state is left alone: a running saga whose lease expired stays
+-- running, so the claim of the new entry takes it over ('reclaimed') and applies
+-- the same dead-letter rule as a worker's recovery.
+--
+-- KEYS[1]  ready stream of the step
+-- KEYS[2]  quarantine stream of the partition
+-- KEYS[2+i] saga hash of entry i
+-- ARGV[1]  consumer group
+-- ARGV[2]  minimum idle time (ms): the step's lease plus a margin
+-- ARGV[3]  operation id
+-- ARGV[4]  step name (entry ids are per stream: the saga must be at this step)
+-- ARGV[5..] pairs (entry id, record id), at most 100 pairs
+-- Returns: one reply per entry:
+--   {RC.OK, entry, new_entry}       requeued: the old entry acknowledged, the saga points at the new
+--   {RC.DUPLICATE, entry, new_entry} this op id requeued it already: nothing written
+--   {RC.BUSY, entry}                no longer pending or idle (a worker took it): untouched
+--   {RC.NOT_FOUND, entry}           no saga: entry quarantined and acknowledged
+--   {RC.STALE_ENTRY, entry, state}  the saga no longer expects it: acknowledged, dropped
+--   {RC.LEASE_HELD, entry, worker}  the saga's lease is still live: left pending
+--   {RC.SCHEMA_NEWER, entry}        the saga was written by a newer release: left pending
+-- Emits:   a ready entry {rid, ep, v} per requeued saga; a quarantine entry per missing saga
+--@include now
+--@include op
+--@include schema
+
+local ready, quarantine = KEYS[1], KEYS[2]
+local group, min_idle, op, step = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local n = math.floor((#ARGV - 4) / 2)
+if n > 100 then return redis.error_reply('requeue_idle: at most 100 entries per call') end
+local now = now_ms()
+local replies = {}
+
+for i = 1, n do
+  local entry, record = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
+  local saga = KEYS[2 + i]
+  local replay = op_replay(saga, op, 'rq')
+  if replay then
+    replies[i] = replay
+  elseif #redis.call('XPENDING', ready, group, 'IDLE', min_idle, entry, entry, 1) == 0 then
+    replies[i] = {RC.BUSY, entry}
+  else
+    local s = redis.call('HMGET', saga, 'v', 'state', 'step', 'entry', 'lease', 'epoch', 'worker')
+    if not s[2] then
+      redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
+                 'rid', record, 'reason', 'saga not found', 't', now)
+      redis.call('XACK', ready, group, entry)
+      replies[i] = {RC.NOT_FOUND, entry}
+    elseif schema_newer(s[1]) then
+      replies[i] = {RC.SCHEMA_NEWER, entry}
+    elseif s[4] ~= entry or s[3] ~= step or (s[2] ~= STATE.PENDING and s[2] ~= STATE.RUNNING) then
+      redis.call('XACK', ready, group, entry)
+      replies[i] = {RC.STALE_ENTRY, entry, s[2]}
+    elseif s[2] == STATE.RUNNING and tonumber(s[5] or 0) > now then
+      replies[i] = {RC.LEASE_HELD, entry, s[7] or ''}
+    else
+      local new = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[6], 'v', SCHEMA_VERSION)
+      redis.call('HSET', saga, 'entry', new)
+      redis.call('XACK', ready, group, entry)
+      replies[i] = op_record(saga, op, {RC.OK, entry, new}, 'rq')
+    end
+  end
+end
+return replies
