@@ -12,7 +12,7 @@ def test_defaults() -> None:
     s = load_settings({"SAGA_DATA_DIR": "/tmp/x"})
     assert (s.redis_url, s.partitions, s.health_port, s.key_prefix) == (None, 1, 8080, "saga")
     assert s.limits.retention_s == 7 * 86400 and s.limits.pages_ttl_s == 3600
-    assert s.parser == "rules" and s.drain_s == 30.0
+    assert s.parser == "rules" and s.drain_s is None  # None: the longest step timeout
     assert s.gc_threshold == 50_000
 
 
