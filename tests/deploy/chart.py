@@ -38,7 +38,7 @@ KEDA_CRDS = {
     "TriggerAuthentication": "keda.sh_triggerauthentications.yaml",
 }
 # Kinds whose schema is neither in Kubernetes nor in shared/k8s.
-UNCHECKED_KINDS = {"ServiceMonitor"}
+UNCHECKED_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
 
 def example(name: str) -> dict[str, Any]:
@@ -165,9 +165,15 @@ def render_error(values: dict[str, Any]) -> str:
     pytest.fail(f"values rendered: {values}")
 
 
-def container(deployment: dict[str, Any]) -> dict[str, Any]:
-    """The one container of a Deployment or Job."""
-    (only,) = deployment["spec"]["template"]["spec"]["containers"]
+def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
+    """The pod spec of a Deployment, Job or bare Pod."""
+    spec: dict[str, Any] = workload["spec"]
+    return spec if workload["kind"] == "Pod" else spec["template"]["spec"]
+
+
+def container(workload: dict[str, Any]) -> dict[str, Any]:
+    """The one container of a Deployment, Job or Pod."""
+    (only,) = pod_spec(workload)["containers"]
     return only
 
 

@@ -115,7 +115,7 @@ def test_each_step_has_a_deployment_running_it(case: str) -> None:
     """One Deployment per enabled step, running `saga worker <step>`."""
     _, steps, _, _ = CASES[case]
     deployments = of_kind(objects(case), "Deployment")
-    assert set(deployments) == {f"{FULL}-{s}" for s in steps}
+    assert set(deployments) == {f"{FULL}-{s}" for s in steps} | {f"{FULL}-controller"}
     for step in steps:
         ctr = container(deployments[f"{FULL}-{step}"])
         assert ctr["args"] == ["worker", step]
@@ -170,16 +170,21 @@ def test_probes_hit_the_health_server(case: str) -> None:
 
 
 @case_names
-def test_grace_period_exceeds_step_timeout_plus_drain(case: str) -> None:
-    """terminationGracePeriodSeconds > the step's SAGA_<STEP>_TIMEOUT + its drain."""
+def test_grace_period_is_the_drain_plus_the_margin(case: str) -> None:
+    """Each worker drains for SAGA_DRAIN_SECONDS (by default its step's timeout, so a step
+    started just before SIGTERM can finish) and gets that plus the margin as grace."""
+    values = CASES[case][0]
     objs = objects(case)
     config = settings(objs)
+    margin = values.get("terminationGraceMarginSeconds", 15)
     for step in CASES[case][1]:
         dep = of_kind(objs, "Deployment")[f"{FULL}-{step}"]
-        own = env_of(container(dep)).get("SAGA_DRAIN_SECONDS", {}).get("value")
-        drain = int(own or config["SAGA_DRAIN_SECONDS"])
-        timeout = int(config[f"SAGA_{step.upper()}_TIMEOUT"])
-        assert dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > timeout + drain
+        drain = int(env_of(container(dep))["SAGA_DRAIN_SECONDS"]["value"])
+        own = {**values.get("stepDefaults", {}), **values.get("steps", {}).get(step, {})}
+        if "drainSeconds" not in own and "drainSeconds" not in values.get("config", {}):
+            assert drain == int(config[f"SAGA_{step.upper()}_TIMEOUT"]), step
+        assert dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == drain + margin
+    assert "SAGA_DRAIN_SECONDS" not in config
 
 
 @case_names
@@ -187,7 +192,7 @@ def test_per_step_settings_reach_the_configmap(case: str) -> None:
     """Each step's concurrency, attempts, timeout and lease are SAGA_<STEP>_* settings."""
     config = settings(objects(case))
     for step in CASES[case][1]:
-        for suffix in ("CONCURRENCY", "MAX_ATTEMPTS", "TIMEOUT", "LEASE"):
+        for suffix in ("CONCURRENCY", "MAX_ATTEMPTS", "TIMEOUT", "LEASE", "BACKOFF"):
             assert int(config[f"SAGA_{step.upper()}_{suffix}"]) >= 1
     assert config["SAGA_PARTITIONS"] == str(CASES[case][2])
     assert config["SAGA_REDIS_CLUSTER"] == str(CASES[case][3]).lower()
@@ -208,8 +213,9 @@ def test_a_disruption_budget_per_step(case: str) -> None:
 def test_pods_are_locked_down(case: str) -> None:
     """Non-root, no escalation, read-only root, no capabilities, RuntimeDefault seccomp."""
     objs = objects(case)
-    for obj in [*of_kind(objs, "Deployment").values(), *of_kind(objs, "Job").values()]:
-        pod = obj["spec"]["template"]["spec"]
+    workloads = [*of_kind(objs, "Deployment").values(), *of_kind(objs, "Job").values()]
+    for obj in [*workloads, *of_kind(objs, "Pod").values()]:
+        pod = obj["spec"]["template"]["spec"] if obj["kind"] != "Pod" else obj["spec"]
         ctr = container(obj)
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}

@@ -105,7 +105,9 @@ SAGA_HEALTH_PORT: {{ $c.healthPort | toString | quote }}
 SAGA_LOG_FORMAT: {{ $c.logFormat | quote }}
 SAGA_LOG_LEVEL: {{ $c.logLevel | quote }}
 SAGA_PARSER: {{ $c.parser | quote }}
-SAGA_DRAIN_SECONDS: {{ $c.drainSeconds | toString | quote }}
+{{- if .Values.metrics.byUser }}
+SAGA_METRICS_BY_USER: "true"
+{{- end }}
 {{- with $c.documentSource }}
 SAGA_DOCUMENT_SOURCE: {{ . | quote }}
 {{- end }}
@@ -128,6 +130,7 @@ SAGA_REDIS_CA_FILE: {{ printf "%s/ca.crt" (include "saga.caDir" .) | quote }}
 {{ $p }}_MAX_ATTEMPTS: {{ $s.maxAttempts | toString | quote }}
 {{ $p }}_TIMEOUT: {{ $s.timeoutSeconds | toString | quote }}
 {{ $p }}_LEASE: {{ $s.leaseSeconds | toString | quote }}
+{{ $p }}_BACKOFF: {{ $s.backoffSeconds | toString | quote }}
 {{- end }}
 {{- range $k, $v := $c.extra }}
 {{ $k }}: {{ $v | toString | quote }}
@@ -165,21 +168,18 @@ the Secret's parts with $(VAR) references. No value is ever inlined.
       name: {{ $r.existingSecret }}
       key: {{ $k.username }}
 {{- end }}
+{{- $auth := ternary "$(REDIS_USERNAME)@" "" (not (empty $k.username)) }}
+- name: REDIS_URL
+  value: {{ printf "%s://%s$(REDIS_HOST):$(REDIS_PORT)/%d" (ternary "rediss" "redis" $r.tls) $auth (int $r.database) | quote }}
+{{- end }}
 {{- if $k.password }}
+{{- /* Its own variable, never spliced into the URL: any character works, and
+       the URL holds no secret. saga uses it when the URL carries no password. */}}
 - name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ $r.existingSecret }}
       key: {{ $k.password }}
-{{- end }}
-{{- $auth := "" -}}
-{{- if $k.password -}}
-{{- $auth = printf "%s:$(REDIS_PASSWORD)@" (ternary "$(REDIS_USERNAME)" "" (not (empty $k.username))) -}}
-{{- else if $k.username -}}
-{{- $auth = "$(REDIS_USERNAME)@" -}}
-{{- end }}
-- name: REDIS_URL
-  value: {{ printf "%s://%s$(REDIS_HOST):$(REDIS_PORT)/%d" (ternary "rediss" "redis" $r.tls) $auth (int $r.database) | quote }}
 {{- end }}
 {{- end -}}
 
@@ -226,11 +226,47 @@ the Secret's parts with $(VAR) references. No value is ever inlined.
 {{- end -}}
 {{- range $name := include "saga.enabledSteps" . | fromYamlArray -}}
 {{- $s := include "saga.stepValues" (dict "root" $ "spec" (get $.Values.steps $name)) | fromYaml -}}
+{{- include "saga.validateCooldown" (dict "name" $name "s" $s "root" $) -}}
 {{- if gt (int $s.keda.minReplicas) (int $s.keda.maxReplicas) -}}
 {{- fail (printf "steps.%s.keda: minReplicas (%d) is above maxReplicas (%d)" $name (int $s.keda.minReplicas) (int $s.keda.maxReplicas)) -}}
 {{- end -}}
 {{- end -}}
+{{- range $name := list "controller" "init" "test" -}}
+{{- if hasKey $.Values.steps $name -}}
+{{- fail (printf "steps.%s: %q names a component of the chart; call the step something else" $name $name) -}}
+{{- end -}}
+{{- end -}}
 {{- if eq (len (include "saga.enabledSteps" . | fromYamlArray)) 0 -}}
 {{- fail "steps: at least one step must be enabled" -}}
+{{- end -}}
+{{- end -}}
+
+
+{{/*
+The drain of one step (call with dict "root" $ "s" <step values>): its own
+drainSeconds, else config.drainSeconds, else its timeoutSeconds. The one place
+the drain is decided: SAGA_DRAIN_SECONDS and the grace period both use it.
+*/}}
+{{- define "saga.stepDrain" -}}
+{{- $d := .s.drainSeconds -}}
+{{- if kindIs "invalid" $d -}}{{- $d = .root.Values.config.drainSeconds -}}{{- end -}}
+{{- if kindIs "invalid" $d -}}{{- $d = .s.timeoutSeconds -}}{{- end -}}
+{{- int $d -}}
+{{- end -}}
+
+{{/*
+A step that scales to zero must stay up until its longest retry is due
+(min(2^(maxAttempts-1) x backoff, 300) s plus 10% jitter), or the retry waits
+for the next record to wake the step when the controller is off.
+*/}}
+{{- define "saga.validateCooldown" -}}
+{{- $s := .s -}}
+{{- if and .root.Values.keda.enabled $s.keda.enabled (eq (int $s.keda.minReplicas) 0) -}}
+{{- $delay := float64 $s.backoffSeconds -}}
+{{- range until (int (sub (int $s.maxAttempts) 1)) -}}{{- $delay = mulf $delay 2 -}}{{- end -}}
+{{- $longest := ceil (mulf (minf $delay 300.0) 1.1) -}}
+{{- if lt (float64 $s.keda.cooldownSeconds) $longest -}}
+{{- fail (printf "steps.%s.keda.cooldownSeconds (%d) is shorter than the step's longest retry backoff (%.0f s = min(2^(maxAttempts-1) x backoffSeconds, 300) + 10%% jitter): raise it, or lower maxAttempts or backoffSeconds" .name (int $s.keda.cooldownSeconds) $longest) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
