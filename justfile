@@ -35,3 +35,8 @@ wheel:
 # Long soak and chaos runs
 soak:
     LITELLM_LOCAL_MODEL_COST_MAP=True SAGA_SOAK=1 pytest -q -m slow
+
+# Lock the image's dependencies and build tools, with hashes (deploy/*.lock)
+lock:
+    uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 --generate-hashes --custom-compile-command "just lock" -o deploy/requirements.lock
+    uv pip compile deploy/build.in --universal --python-version 3.11 --generate-hashes --custom-compile-command "just lock" -o deploy/build.lock

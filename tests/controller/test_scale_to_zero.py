@@ -42,7 +42,7 @@ async def test_retries_waiting_at_zero_workers_are_promoted_and_completed(
     env = {**base_env, "SAGA_ROUTER_BACKOFF": "2"}
     rids = [f"once-{i}" for i in range(N)]
     worker = procs.worker(env)
-    await worker.wait_ready()
+    await worker.wait_ready(within=90)
     for rid in rids:
         await sagas.start(rid, "u1")
 
@@ -57,7 +57,7 @@ async def test_retries_waiting_at_zero_workers_are_promoted_and_completed(
     assert (await lag(redis, keys, "router"), await pending_count(redis, keys, "router")) == (0, 0)
 
     controller = procs.controller(env)
-    await controller.wait_ready()
+    await controller.wait_ready(within=90)
 
     async def promoted() -> bool:
         return await redis.zcard(keys.delayed(0, "router")) == 0 and (
@@ -98,7 +98,7 @@ async def test_entry_of_a_killed_worker_is_requeued_for_the_next_one(
     the controller requeues it (lag 1, pending 0) and the next worker reclaims the saga."""
     env = {**base_env, "SAGA_ROUTER_LEASE": "1"}
     worker = procs.worker(env, "router")
-    await worker.wait_ready()
+    await worker.wait_ready(within=90)
     await sagas.start("hangonce-1", "u1")
 
     async def running() -> bool:
@@ -107,7 +107,7 @@ async def test_entry_of_a_killed_worker_is_requeued_for_the_next_one(
     await wait_until(running, within=20, what="the worker to claim")
     worker.kill()
     controller = procs.controller(env)
-    await controller.wait_ready()
+    await controller.wait_ready(within=90)
 
     async def requeued() -> bool:
         return (await lag(redis, keys, "router"), await pending_count(redis, keys, "router")) == (

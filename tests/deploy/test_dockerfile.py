@@ -60,14 +60,20 @@ def test_hadolint_finds_nothing() -> None:
 
 
 def test_copied_files_exist_and_are_not_ignored() -> None:
-    """Every COPY source from the build context exists and the ignore file lets it in."""
+    """Every COPY source and bind-mounted file of the build context exists and the ignore
+    file lets it in."""
     ignored = IGNORE.read_text().splitlines()
     allowed = {line[1:].rstrip("/") for line in ignored if line.startswith("!")}
     sources = []
     for word, args in instructions():
         if word == "COPY" and "--from" not in args:
             sources.extend(args.split()[:-1])
-    assert sources
+        if word == "RUN":
+            for mount in re.findall(r"--mount=(\S+)", args):
+                opts = dict(o.split("=", 1) for o in mount.split(",") if "=" in o)
+                if opts.get("type") == "bind" and "from" not in opts:
+                    sources.append(opts["source"])
+    assert "deploy/requirements.lock" in sources and "deploy/build.lock" in sources
     for source in sources:
         assert (REPO / source).exists(), source
         assert source.rstrip("/") in allowed, f"{source} is excluded by {IGNORE.name}"
@@ -122,11 +128,11 @@ def test_healthcheck_probes_livez_with_python() -> None:
     assert "curl" not in check
 
 
-def test_runtime_and_builder_are_python_311_slim() -> None:
-    """Both stages build FROM a python 3.11 slim base."""
+def test_runtime_and_builder_are_python_311_slim_pinned_by_digest() -> None:
+    """Both stages build FROM one python 3.11 slim base, pinned by its index digest."""
     base = re.search(r"ARG PYTHON_IMAGE=(\S+)", DOCKERFILE.read_text())
     assert base is not None
-    assert base.group(1).startswith("python:3.11-slim")
+    assert re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base.group(1))
     stages = [args for word, args in instructions() if word == "FROM"]
     assert len(stages) == 2
     assert all(s.startswith("${PYTHON_IMAGE}") for s in stages)
