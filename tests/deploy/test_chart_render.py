@@ -68,7 +68,7 @@ def objects(case: str) -> list[dict[str, Any]]:
 
 
 def settings(objs: list[dict[str, Any]]) -> dict[str, str]:
-    (cm,) = of_kind(objs, "ConfigMap").values()
+    cm = of_kind(objs, "ConfigMap")[FULL]
     return cm["data"]
 
 
