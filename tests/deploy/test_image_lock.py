@@ -130,7 +130,8 @@ def test_benchmark_and_dev_files_stay_out_of_the_image() -> None:
     files = context_files()
     assert "saga/cli/cmd_controller.py" in files and "deploy/requirements.lock" in files
     assert not [f for f in files if f.startswith(("saga/bench/", "tests/", "docs/", "deploy/helm"))]
-    assert "saga/cli/cmd_bench.py" not in files
+    assert not [f for f in files if f.startswith("saga/evaluation/")]
+    assert "saga/cli/cmd_bench.py" not in files and "saga/cli/cmd_eval.py" not in files
     assert "dev" not in files and "justfile" not in files
 
 
