@@ -66,6 +66,15 @@ class Rec:
         epoch, n = self.attempts.get(step, (0, 0))
         return n if epoch == self.epoch else 0
 
+    def predict_requeue(self, step: str, entry: str) -> RC:
+        """The outcome of the controller's requeue of ``entry``, pending at ``step``."""
+        m = self
+        if m.entry != entry or m.step != step or m.state not in (P, R):
+            return RC.STALE_ENTRY
+        if m.state == R and m.lease_live:
+            return RC.LEASE_HELD
+        return RC.OK
+
     def predict_claim(self, step: str, entry: str) -> RC:
         """The outcome of claiming ``entry`` at ``step``; the model follows it."""
         m = self

@@ -3,7 +3,8 @@
 Three records, two steps (router -> parser), two workers. Rules: start, read+claim
 (XREADGROUP, or XAUTOCLAIM with min_idle 0 after a lease expired), heartbeat, commit
 and fail with any claim ever issued (zombies included), promote, manual retry, cancel,
-accept review (commits flag their saga for review at random).
+accept review (commits flag their saga for review at random), and the controller's
+requeue of idle entries (no consumer: a new entry for the same saga, state unchanged).
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -40,10 +41,12 @@ from hypothesis.stateful import (
 from saga.state import operator
 from saga.state.codes import RC
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
+from saga.state.keys import GROUP
 from saga.state.model import Claim, FailAction, SagaState
 from saga.state.recovery import recover_idle
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
+from saga.state.requeue import requeue_idle
 from tests.state.helpers import read_ready, snapshot
 from tests.state.stateful_harness import RedisMachine
 from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged
@@ -143,6 +146,34 @@ class SagaMachine(RedisMachine):
                 assert out.claim.attempt == self.model[rid].attempts_at(step)
                 issued.append((worker, out.claim))
         return issued
+
+    @precondition(lambda self: self._in(P, R))
+    @rule(expire_all=st.booleans(), resend=st.booleans())
+    def requeue(self, expire_all: bool, resend: bool) -> None:
+        """The controller puts every pending entry (min idle 0) back as a new entry."""
+        if expire_all:
+            for rid, m in self.model.items():
+                if m.state == R:
+                    self.expire_lease(rid)
+        for step in STEPS:
+            rows = self.run(
+                self.client.xpending_range(self.keys.ready(0, step), GROUP, "-", "+", 100)
+            )
+            ids = [text(r["message_id"]) for r in rows]
+            fields = self.run(self.client.xrange(self.keys.ready(0, step), "-", "+"))
+            rid_of = {text(i): text(f[b"rid"]) for i, f in fields}
+            entries = [(e, rid_of[e]) for e in ids]
+            op = uuid.uuid4().hex
+            outs = self.run(requeue_idle(self.sm, step, 0, entries, min_idle_ms=0, op=op))
+            for (entry, rid), out in zip(entries, outs, strict=True):
+                expected = self.model[rid].predict_requeue(step, entry)
+                assert out.code == expected, (rid, entry, out, self.model[rid])
+                event(f"requeue: {expected.name}")
+                if expected == RC.OK:
+                    self.model[rid].entry = out.detail
+            if resend and entries:
+                again = requeue_idle(self.sm, step, 0, entries, min_idle_ms=0, op=op)
+                self.run(unchanged(self.client, self.keys, again))
 
     @precondition(lambda self: any(m.state == R and m.lease_live for m in self.model.values()))
     @rule(rid=st.sampled_from(RECORDS))
