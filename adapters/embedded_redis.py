@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import importlib.util
 import os
 import platform
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,8 @@ from saga.adapters.server_allocator import built_with, describe_process, for_bin
 from saga.state.errors import SagaError
 
 _PR_SET_PDEATHSIG = 1
+MAX_SOCKET_PATH = 107
+"""Bytes in a unix socket path (``sun_path`` holds 108 with the final NUL)."""
 
 
 class EmbeddedServerError(SagaError):
@@ -73,7 +78,8 @@ def _die_with_parent() -> None:
 
 @dataclass
 class EmbeddedServer:
-    """One server process serving ``data_dir/saga.sock`` (and optionally a TCP port)."""
+    """One server process serving ``data_dir/saga.sock`` (and optionally a TCP port);
+    the socket moves to a short private directory when that path is too long."""
 
     data_dir: Path
     port: int = 0
@@ -85,7 +91,7 @@ class EmbeddedServer:
 
     @property
     def socket_path(self) -> Path:
-        return self.data_dir / "saga.sock"
+        return socket_path_for(self.data_dir)
 
     @property
     def pid_file(self) -> Path:
@@ -174,6 +180,37 @@ class EmbeddedServer:
     def running(self) -> bool:
         pid = self.pid or read_pid(self.pid_file)
         return pid is not None and pid_alive(pid) and ping(self.socket_path)
+
+
+def socket_path_for(data_dir: Path) -> Path:
+    """``data_dir/saga.sock``; when that is longer than a unix socket path may be, a
+    short path named by a hash of ``data_dir`` in a private directory of the user's
+    under the temporary directory (the same for every command, so all find it)."""
+    path = data_dir / "saga.sock"
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        return path
+    digest = hashlib.sha256(os.fsencode(data_dir.resolve())).hexdigest()[:16]
+    short = _private_dir(Path(tempfile.gettempdir()) / f"saga-{os.getuid()}") / f"{digest}.sock"
+    if len(os.fsencode(short)) > MAX_SOCKET_PATH:
+        raise EmbeddedServerError(
+            f"the embedded server's socket path {str(path)!r} is longer than the "
+            f"{MAX_SOCKET_PATH} bytes a unix socket path may have; use a shorter SAGA_DATA_DIR"
+        )
+    return short
+
+
+def _private_dir(path: Path) -> Path:
+    """``path`` created 0700; refused unless it is a directory only we can enter (a
+    directory someone else made in /tmp could hand them our socket)."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    st = path.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise EmbeddedServerError(
+            f"{path} (for the embedded server's socket: SAGA_DATA_DIR is too long for one) "
+            "is not a private directory of this user; remove it or use a shorter SAGA_DATA_DIR"
+        )
+    return path
 
 
 def read_pid(path: Path) -> int | None:

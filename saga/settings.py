@@ -116,6 +116,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _STEP_VAR = re.compile(r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE|BACKOFF)")
+_NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT"})
+"""Settings of their own whose names look like a step's override (step ``llm``)."""
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
     "MAX_ATTEMPTS": "max_attempts",
@@ -163,7 +165,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     steps: dict[str, dict[str, float]] = {}
     for name, value in env.items():
         m = _STEP_VAR.fullmatch(name)
-        if m and value.strip():
+        if m and value.strip() and name not in _NOT_STEP_VARS:
             kind = int if m.group(2) in ("CONCURRENCY", "MAX_ATTEMPTS") else float
             steps.setdefault(m.group(1).lower(), {})[_STEP_FIELD[m.group(2)]] = num(name, 0, kind)
     log_format = get("SAGA_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")

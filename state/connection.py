@@ -8,15 +8,26 @@ op id, and a repeat is answered from the recorded result.
 
 from __future__ import annotations
 
+import re
+from enum import StrEnum
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
+from redis.exceptions import (
+    AuthenticationError,
+    ClusterDownError,
+    InvalidResponse,
+    NoPermissionError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from saga.state.errors import SagaError
 
 try:
     import hiredis
@@ -42,12 +53,69 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
 """Errors after which the server may be back soon: re-send, do not give up."""
 
 
+class RedisUrlError(SagaError, ValueError):
+    """A Redis URL that cannot be parsed (scheme, port, query)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{mask_url(url)!r} is not a Redis URL ({reason})")
+        self.url, self.reason = mask_url(url), reason
+
+
+class Failure(StrEnum):
+    """Why talking to Redis failed, as an operator would act on it."""
+
+    INVALID_URL = "invalid_url"
+    AUTH = "auth"
+    """The server refused the credentials (or asked for some)."""
+    PERMISSION = "permission"
+    """The credentials work, but the user may not run a command saga needs."""
+    NOT_REDIS = "not_redis"
+    """Something answered, but not in the Redis protocol."""
+    UNREACHABLE = "unreachable"
+
+
+def connection_failure(exc: BaseException) -> tuple[Failure, str] | None:
+    """What went wrong reaching Redis and a short reason, or None for any other error.
+
+    redis-py makes an authentication failure a ConnectionError: it is told apart
+    here, so nobody is sent to look for a network problem when a password is wrong.
+    """
+    if isinstance(exc, RedisUrlError):
+        return Failure.INVALID_URL, str(exc)
+    if isinstance(exc, AuthenticationError):
+        return Failure.AUTH, _first_line(exc)
+    if isinstance(exc, NoPermissionError):
+        return Failure.PERMISSION, _first_line(exc)
+    if isinstance(exc, InvalidResponse):
+        return Failure.NOT_REDIS, _first_line(exc)
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+        return Failure.UNREACHABLE, f"{type(exc).__name__}: {_first_line(exc)}"
+    return None
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``."""
+    return re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", url)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:200]
+
+
 def connect(url: str, *, cluster: bool = False, **options: Any) -> aioredis.Redis:
     """An asyncio client for ``url`` with automatic command retries disabled.
 
     Responses stay bytes: stream entries from outside may not be valid UTF-8,
-    and msgspec decodes bytes directly.
+    and msgspec decodes bytes directly. A URL that cannot be parsed raises
+    RedisUrlError before any connection is tried.
     """
+    try:
+        return _connect(url, cluster=cluster, **options)
+    except ValueError as exc:  # redis-py's and urllib's parse errors
+        raise RedisUrlError(url, _first_line(exc).rstrip(".")) from None
+
+
+def _connect(url: str, *, cluster: bool, **options: Any) -> aioredis.Redis:
     options.setdefault("socket_timeout", 10.0)
     options.setdefault("socket_connect_timeout", 5.0)
     options.setdefault("health_check_interval", 15)

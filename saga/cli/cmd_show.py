@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "with a bar on a time axis shared by all rows, so a slow or retried step "
             "stands out. Other events (started, promoted, retried, cancelled) are markers."
         ),
-        epilog="Exit codes: 0 shown, 2 invalid id, 3 Redis unreachable, 4 no such saga.",
+        epilog="Exit codes: 0 shown (with --follow: the saga ended), 2 invalid id, "
+        "3 Redis unreachable, 4 no such saga, 130 Ctrl-C.",
     )
     p.add_argument("record_id", help="the record whose saga to show")
     p.add_argument(
@@ -80,8 +81,8 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         return run(go)
-    except KeyboardInterrupt:
-        return Exit.OK
+    except KeyboardInterrupt:  # --follow ends by Ctrl-C: the shell's convention, not success
+        return Exit.INTERRUPTED
 
 
 def document(saga: Any, events: list[Any], now_ms: int) -> dict[str, Any]:

@@ -26,6 +26,12 @@ class Exit(IntEnum):
     """Redis could not be reached."""
     NOT_FOUND = 4
     """The record does not exist."""
+    TIMEOUT = 5
+    """``--wait --timeout S`` ran out: the saga is still on its way."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT), as shells report it."""
+    STDOUT_CLOSED = 141
+    """The reader of stdout went away (``| head``): 128 + SIGPIPE, printed nothing."""
 
 
 class CliError(Exception):

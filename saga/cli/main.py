@@ -1,5 +1,7 @@
 """``saga`` entry point: builds the parser from one module per command and maps
-errors to exit codes (0 ok, 1 failed, 2 usage, 3 Redis unreachable, 4 not found).
+errors to exit codes (``saga.cli.common.Exit``: 0 ok, 1 failed, 2 usage or invalid
+setting, 3 Redis unreachable, 4 not found, 5 timed out waiting, 130 Ctrl-C, 141
+stdout closed).
 
 Command modules import nothing heavy at module level, so ``saga show --json``
 starts without litellm, OpenTelemetry exporters or PDF parsing.
@@ -7,12 +9,16 @@ starts without litellm, OpenTelemetry exporters or PDF parsing.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from saga.cli.common import CliError, Exit
+from saga.cli.usage import SagaArgumentParser
+
+if TYPE_CHECKING:
+    from saga.state.connection import Failure
 
 COMMANDS = (
     "start",
@@ -36,8 +42,8 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> SagaArgumentParser:
+    parser = SagaArgumentParser(
         prog="saga",
         description="Durable sagas for medical document pipelines on Redis.",
         epilog="Without REDIS_URL every command uses an embedded server under SAGA_DATA_DIR.",
@@ -61,22 +67,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return Exit.USAGE
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here when the output was short
+        return code
     except KeyboardInterrupt:
-        return 130
+        return Exit.INTERRUPTED
     except Exception as exc:
-        code, message = classify(exc)
+        if stdout_closed(exc):
+            return quiet_exit_on_closed_stdout()
+        code, message = classify(leaf(exc))
         print(f"saga: {message}", file=sys.stderr)
         return code
 
 
+def leaf(exc: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups, else ``exc`` itself."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def stdout_closed(exc: BaseException) -> bool:
+    """True when ``exc`` is a broken pipe on stdout: its reader has gone (``| head -1``).
+    A broken pipe to Redis arrives as redis-py's ConnectionError, never as this."""
+    if not isinstance(leaf(exc), BrokenPipeError):
+        return False
+    import select
+
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poll.poll(0))
+    except (OSError, ValueError):  # stdout already closed
+        return True
+
+
+def quiet_exit_on_closed_stdout() -> int:
+    """The SIGPIPE convention: no message, exit 141. Python would complain when it
+    flushes stdout at exit, so stdout is pointed at /dev/null first."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return Exit.STDOUT_CLOSED
+
+
 def classify(exc: BaseException) -> tuple[Exit, str]:
     """The exit code and the one sentence for an error."""
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
     from saga.adapters.embedded_redis import EmbeddedServerError
     from saga.settings import SettingsError
+    from saga.state.connection import connection_failure
     from saga.state.errors import InvalidIdError, SagaNotFoundError, StateError
 
     if isinstance(exc, CliError):
@@ -87,12 +126,37 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         return Exit.NOT_FOUND, f"{exc}; check the id, or list sagas with `saga list`."
     if isinstance(exc, StateError):
         return Exit.FAILED, f"{exc}."
-    if isinstance(exc, RedisConnectionError | RedisTimeoutError | EmbeddedServerError | OSError):
-        return Exit.UNREACHABLE, (
-            f"cannot reach Redis ({type(exc).__name__}: {str(exc)[:200]}); "
-            "check REDIS_URL or run `saga server status`."
+    if isinstance(exc, EmbeddedServerError):
+        return Exit.UNREACHABLE, f"{exc}."
+    failure = connection_failure(exc)
+    if failure is None:
+        raise exc
+    return _connection_sentence(*failure)
+
+
+def _connection_sentence(failure: Failure, reason: str) -> tuple[Exit, str]:
+    from saga.state.connection import Failure
+
+    if failure == Failure.INVALID_URL:
+        return Exit.USAGE, f"REDIS_URL={reason}; unset it to use the embedded server."
+    if failure == Failure.AUTH:
+        return Exit.USAGE, (
+            f"Redis authentication failed ({reason}); check the user name and password "
+            "in REDIS_URL (redis://user:password@host:port/db)."
         )
-    raise exc
+    if failure == Failure.PERMISSION:
+        return Exit.USAGE, (
+            f"the Redis user of REDIS_URL lacks a permission saga needs ({reason}); "
+            "grant it streams, hashes, sorted sets and scripting on the saga keys."
+        )
+    if failure == Failure.NOT_REDIS:
+        return Exit.UNREACHABLE, (
+            f"the server at REDIS_URL does not speak the Redis protocol ({reason}); "
+            "check the host and port in it."
+        )
+    return Exit.UNREACHABLE, (
+        f"cannot reach Redis ({reason}); check REDIS_URL or run `saga server status`."
+    )
 
 
 if __name__ == "__main__":
