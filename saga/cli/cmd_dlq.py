@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table, tty
+from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table
 
 USAGE = "saga dlq list|show|replay|purge; see `saga dlq <verb> --help`."
+LIST_SHRINK = {"message": 16, "error": 14}
+LIST_DROP = ("attempt", "time", "user", "step")
+"""On a narrow terminal: the message is cut, then these columns left out, in order."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -89,7 +92,6 @@ async def _steps(client: Any, keys: Any, step: str | None) -> list[str]:
 
 
 async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespace) -> int:
-    from saga.cli.timeline import clip
     from saga.state.dead_letters import dead_letters
 
     found = await dead_letters(client, keys, steps, args.limit)
@@ -98,20 +100,13 @@ async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespa
     elif not found:
         print("no dead letters")
     else:
-        cut = 60 if tty() else None
         rows = [
-            [
-                d.record_id,
-                d.user_id,
-                d.step,
-                str(d.attempt),
-                d.error_class,
-                clip(d.error_message, cut),
-                fmt_ms(d.at_ms),
-            ]
+            [d.record_id, d.user_id, d.step, str(d.attempt), d.error_class, d.error_message,
+             fmt_ms(d.at_ms)]
             for d in found
-        ]
-        print(table(["record", "user", "step", "attempt", "error", "message", "time"], rows))
+        ]  # fmt: skip
+        headers = ["record", "user", "step", "attempt", "error", "message", "time"]
+        print(table(headers, rows, shrink=LIST_SHRINK, drop=LIST_DROP))
     return Exit.OK
 
 

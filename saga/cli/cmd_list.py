@@ -70,11 +70,14 @@ def main(args: argparse.Namespace) -> int:
     return run(go)
 
 
+SHRINK = {"error": 16}
+DROP = ("cost", "attempts", "updated", "user")
+"""On a narrow terminal: the error is cut, then these columns left out, in order."""
+
+
 def _table(rows: list) -> str:  # type: ignore[type-arg]
-    from saga.cli.common import tty
     from saga.cli.timeline import error_text, money
 
-    limit = 60 if tty() else None
     cells = [
         [
             r.record_id,
@@ -84,16 +87,14 @@ def _table(rows: list) -> str:  # type: ignore[type-arg]
             str(r.attempts),
             fmt_ms(r.updated_ms),
             money(r.cost),
-            error_text(r.error_class, r.error_message, limit) or _review(r.review, limit),
+            error_text(r.error_class, r.error_message, None) or _review(r.review),
         ]
         for r in rows
     ]
-    return table(["record", "user", "state", "step", "attempts", "updated", "cost", "error"], cells)
+    headers = ["record", "user", "state", "step", "attempts", "updated", "cost", "error"]
+    return table(headers, cells, shrink=SHRINK, drop=DROP)
 
 
-def _review(reason: str, limit: int | None) -> str:
+def _review(reason: str) -> str:
     """The review reason in the error column (a flagged saga has no error)."""
-    if not reason:
-        return "-"
-    text = f"review: {reason}"
-    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+    return f"review: {reason}" if reason else "-"

@@ -136,7 +136,8 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
         if rows:
             cells = [[r.record_id, r.user_id, r.review if args.review else r.error_class]
                      for r in rows]  # fmt: skip
-            print(table(["record", "user", "review" if args.review else "error"], cells))
+            head = ["record", "user", "review" if args.review else "error"]
+            print(table(head, cells, shrink={head[2]: 12}, drop=["user"]))
         for rid, err in errors:
             print(f"  {rid}: {err}")
     return Exit.FAILED if errors else Exit.OK

@@ -99,12 +99,12 @@ def document(saga: Any, events: list[Any], now_ms: int) -> dict[str, Any]:
 
 
 def render(saga: Any, events: list[Any], now_ms: int) -> str:
-    """The header block and the timeline table, for people."""
-    import shutil
-
+    """The header block and the timeline table, for people: fitted to the terminal's
+    width, where the header's error wraps (never cut); whole rows when piped."""
+    from saga.cli.tables import terminal_width, wrap
     from saga.cli.timeline import error_text, layout, money
 
-    fancy = tty()
+    columns = terminal_width()
     head: list[tuple[str, str]] = [
         ("record", saga.record_id),
         ("user", saga.user_id),
@@ -114,7 +114,7 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
         ("created", fmt_ms(saga.created_ms)),
         ("updated", fmt_ms(saga.updated_ms)),
         ("cost", money(saga.total_cost) if saga.total_cost else "$0"),
-        ("error", error_text(saga.error_class, saga.error_message, 100 if fancy else None)),
+        ("error", error_text(saga.error_class, saga.error_message, None)),
     ]
     for step, reason in saga.review.items():
         head.append(("review", f"{step}: {reason}"))
@@ -122,10 +122,9 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
         head.append(("lease", f"{saga.worker} until {fmt_ms(saga.lease_until_ms)}"))
     elif saga.state.value == "waiting_retry":
         head.append(("retry at", fmt_ms(saga.due_ms)))
-    lines = [f"{k:<9}{v or '-'}" for k, v in head]
-    columns = shutil.get_terminal_size((120, 24)).columns
-    headers, rows = layout(saga, events, now_ms, fancy=fancy, columns=columns)
-    return "\n".join(lines) + "\n\n" + table(headers, rows)
+    lines = [line for k, v in head for line in wrap(k, v or "-", columns)]
+    headers, rows = layout(saga, events, now_ms, fancy=tty(), columns=columns)
+    return "\n".join(lines) + "\n\n" + table(headers, rows, width=columns, shrink={})
 
 
 def event_line(e: Any) -> str:

@@ -5,13 +5,16 @@ Colour and box drawing only on a TTY; ``--json`` always prints one JSON document
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from enum import IntEnum
 from typing import Any, TypeVar
 
 import msgspec
+
+from saga.cli.tables import colour, table, tty
+
+__all__ = ["CliError", "Exit", "colour", "print_json", "run", "state_text", "table", "tty"]
 
 T = TypeVar("T")
 
@@ -42,14 +45,6 @@ class CliError(Exception):
         self.code = code
 
 
-def tty() -> bool:
-    return sys.stdout.isatty() and os.environ.get("NO_COLOR") is None
-
-
-def colour(text: str, code: str) -> str:
-    return f"\033[{code}m{text}\033[0m" if tty() else text
-
-
 STATE_COLOURS = {
     "completed": "32",
     "failed": "31",
@@ -72,30 +67,6 @@ def state_text(state: str, review: bool = False) -> str:
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(obj)).decode() + "\n")
-
-
-def _visible_len(s: str) -> int:
-    import re
-
-    return len(re.sub(r"\033\[[0-9;]*m", "", s))
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain aligned table; box lines only on a TTY."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for i, c in enumerate(row):
-            widths[i] = max(widths[i], _visible_len(c))
-
-    def line(values: Sequence[str]) -> str:
-        parts = [v + " " * (widths[i] - _visible_len(v)) for i, v in enumerate(values)]
-        return "  ".join(parts).rstrip()
-
-    sep = "─" if tty() else "-"
-    out = [colour(line(list(headers)), "1"), "  ".join(sep * w for w in widths)]
-    out += [line(r) for r in cells]
-    return "\n".join(out)
 
 
 def run(main: Callable[[], Awaitable[T]]) -> T:

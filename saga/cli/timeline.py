@@ -8,13 +8,13 @@ is a parameter, so tests can render a timeline from hand-built events.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import msgspec
 
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
+from saga.cli.tables import GAP, clip, fit, visible_len
 from saga.state.model import EventType, HistoryEvent, Saga
 
 E = EventType
@@ -119,10 +119,6 @@ def money(usd: float) -> str:
     return f"${usd:.6f}" if usd < 0.0001 else f"${usd:.4f}"
 
 
-def clip(s: str, n: int | None) -> str:
-    return s if n is None or len(s) <= n else s[: n - 1] + "…"
-
-
 def error_text(ec: str, em: str, limit: int | None) -> str:
     return clip(f"{ec}: {em}" if ec and em else ec or em, limit)
 
@@ -130,52 +126,53 @@ def error_text(ec: str, em: str, limit: int | None) -> str:
 # -- layout -------------------------------------------------------------------------
 
 HEADERS = ("step", "#", "ep", "worker", "start", "duration", "outcome", "error", "cost")
+SHRINK = {"error": 12}
+"""Cut first when the terminal is narrow: the error (full in ``--json``)."""
+DROP = ("ep", "worker", "cost", "start", "#")
+"""Then left out, in this order."""
+BAR_MIN, BAR_MAX, BAR_PIPED = 10, 80, 30
 
 
 def layout(
-    saga: Saga, events: Sequence[HistoryEvent], now_ms: int, *, fancy: bool, columns: int
+    saga: Saga, events: Sequence[HistoryEvent], now_ms: int, *, fancy: bool, columns: int | None
 ) -> tuple[list[str], list[list[str]]]:
-    """Headers and cells of the timeline table; the last column is the bar, as wide as
-    the terminal leaves (``fancy``: a TTY, block characters) or 30 characters."""
+    """Headers and cells of the timeline table; the last column is the bar. With
+    ``columns`` (a terminal's width) the rows fit it: the error is cut, then
+    low-value columns dropped, and the bar takes what is left (10 to 80
+    characters); without, every column is whole and the bar 30 characters wide.
+    ``fancy``: block characters and colour (a TTY)."""
     span = axis(events, not saga.state.terminal, now_ms)
-    limit = 48 if fancy else None
     rows = pair(events, now_ms, saga)
-    cells: list[list[str]] = []
-    for r in rows:
-        if isinstance(r, Attempt):
-            label, code = LABELS[r.outcome]
-            cells.append(
-                [
-                    r.step,
-                    str(r.attempt),
-                    str(r.epoch),
-                    r.worker or "-",
-                    _clock(r.start_ms),
-                    fmt_duration(r.duration_ms / 1000),
-                    colour(label, code),
-                    error_text(r.error_class, r.error_message, limit) or "-",
-                    money(r.cost),
-                ]
-            )
-        else:
-            cells.append(
-                [
-                    r.step,
-                    "",
-                    str(r.epoch or ""),
-                    r.worker,
-                    _clock(r.at_ms),
-                    "",
-                    colour(r.event.value, "2"),
-                    clip(_note(r), limit),
-                    "",
-                ]
-            )
-    used = sum(max([len(h), *(_width(c[i]) for c in cells)]) + 2 for i, h in enumerate(HEADERS))
-    width = min(max(columns - used - 1, 10), 80) if fancy else 30
+    cells = [_cells(r) for r in rows]
+    headers = list(HEADERS)
+    width = BAR_PIPED
+    if columns is not None:
+        headers, cells = fit(headers, cells, columns - BAR_MIN - GAP, shrink=SHRINK, drop=DROP)
+        used = sum(max([len(h), *(visible_len(c[i]) for c in cells)]) + GAP
+                   for i, h in enumerate(headers))  # fmt: skip
+        width = min(max(columns - used, BAR_MIN), BAR_MAX)
     bars = [_bar_of(r, span, width, fancy, now_ms) for r in rows]
-    head = f"timeline {fmt_duration((span[1] - span[0]) / 1000)}"
-    return [*HEADERS, head], [[*c, b] for c, b in zip(cells, bars, strict=True)]
+    took = fmt_duration((span[1] - span[0]) / 1000)
+    head = f"timeline {took}" if len(took) + 9 <= width else took
+    return [*headers, head], [[*c, b] for c, b in zip(cells, bars, strict=True)]
+
+
+def _cells(r: Row) -> list[str]:
+    if isinstance(r, Attempt):
+        label, code = LABELS[r.outcome]
+        return [
+            r.step,
+            str(r.attempt),
+            str(r.epoch),
+            r.worker or "-",
+            _clock(r.start_ms),
+            fmt_duration(r.duration_ms / 1000),
+            colour(label, code),
+            error_text(r.error_class, r.error_message, None) or "-",
+            money(r.cost),
+        ]
+    return [r.step, "", str(r.epoch or ""), r.worker, _clock(r.at_ms), "",
+            colour(r.event.value, "2"), _note(r), ""]  # fmt: skip
 
 
 def _note(e: HistoryEvent) -> str:
@@ -195,7 +192,3 @@ def _clock(ms: int) -> str:
     import time
 
     return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
-
-
-def _width(s: str) -> int:
-    return len(re.sub(r"\033\[[0-9;]*m", "", s))
