@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+from redis.exceptions import ResponseError
 
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
@@ -177,3 +178,15 @@ async def cost_totals(
         CostRow(user_id=u, step=s, attempts=int(a[1]), usd=round(a[0], 9))
         for (u, s), a in sorted(sums.items())
     ]
+
+
+async def live_consumers(
+    client: Any, keys: Keys, partition: int, step: str, *, active_ms: int = ACTIVE_WITHIN_MS
+) -> int:
+    """Consumers of ``step``'s group in ``partition`` that read within ``active_ms``
+    (0 when the stream or its group does not exist yet)."""
+    try:
+        consumers = await client.xinfo_consumers(keys.ready(partition, step), GROUP)
+    except ResponseError:  # no stream or no group: nobody reads it
+        return 0
+    return sum(int(c.get("idle") or 0) < active_ms for c in consumers)

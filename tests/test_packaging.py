@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path, redis_url: str) -> None:
-    """pip install of the built wheel imports every layer and runs `saga init` for real."""
+    """pip install of the built wheel imports every layer, ships the JSON schemas and runs
+    `saga init` for real."""
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -38,7 +39,10 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path, redis_url: str)
         "import saga, saga.state.scripts as s, saga.steps.router, saga.adapters.documents, "
         "saga.samples as m; "
         f"assert saga.__file__.startswith({str(env_dir)!r}), saga.__file__; "
-        "assert len(m.list_samples()) >= 4; print(s.version())"
+        "assert len(m.list_samples()) >= 4; "
+        "from importlib import resources; "
+        "assert resources.files('saga.cli').joinpath('schemas/show.json').is_file(); "
+        "print(s.version())"
     )
     out = subprocess.run(
         [py, "-c", probe], check=False, capture_output=True, text=True, cwd=tmp_path

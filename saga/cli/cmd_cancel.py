@@ -36,8 +36,15 @@ def main(args: argparse.Namespace) -> int:
         async with SagaClient.from_settings(settings) as sagas:
             previous = await sagas.cancel(args.record_id, actor=actor())
         if args.json:
+            from saga.cli.shapes import CancelResult
+            from saga.state.model import SagaState
+
             print_json(
-                {"record_id": args.record_id, "previous_state": previous, "state": "cancelled"}
+                CancelResult(
+                    record_id=args.record_id,
+                    previous_state=SagaState(previous),
+                    state=SagaState.CANCELLED,
+                )
             )
         elif previous == "cancelled":
             print(f"saga {args.record_id} was already cancelled")

@@ -72,18 +72,20 @@ def main(args: argparse.Namespace) -> int:
     return run(go)
 
 
-def document(rows: list[Any], days: list[str]) -> dict[str, Any]:
+def document(rows: list[Any], days: list[str]) -> Any:
+    from saga.cli.shapes import CostsDocument
+
     by_user: dict[str, float] = {}
     for r in rows:
         by_user[r.user_id] = by_user.get(r.user_id, 0.0) + r.usd
-    return {
-        "from": days[0],
-        "to": days[-1],
-        "rows": rows,
-        "by_user": {u: round(v, 9) for u, v in by_user.items()},
-        "total_usd": round(sum(r.usd for r in rows), 9),
-        "total_attempts": sum(r.attempts for r in rows),
-    }
+    return CostsDocument(
+        from_day=days[0],
+        to_day=days[-1],
+        rows=rows,
+        by_user={u: round(v, 9) for u, v in by_user.items()},
+        total_usd=round(sum(r.usd for r in rows), 9),
+        total_attempts=sum(r.attempts for r in rows),
+    )
 
 
 def render(rows: list[Any], days: list[str]) -> str:

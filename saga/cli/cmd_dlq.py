@@ -92,11 +92,12 @@ async def _steps(client: Any, keys: Any, step: str | None) -> list[str]:
 
 
 async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespace) -> int:
+    from saga.cli.shapes import DeadLettersDocument
     from saga.state.dead_letters import dead_letters
 
     found = await dead_letters(client, keys, steps, args.limit)
     if args.json:
-        print_json({"dead_letters": found})
+        print_json(DeadLettersDocument(dead_letters=found))
     elif not found:
         print("no dead letters")
     else:
@@ -111,6 +112,7 @@ async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespa
 
 
 async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
+    from saga.cli.shapes import DeadLettersDocument
     from saga.state.dead_letters import dead_letter_of
 
     found = await dead_letter_of(client, keys, args.record_id)
@@ -120,7 +122,7 @@ async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
             f"`saga show {args.record_id}` tells where it is."
         )
     if args.json:
-        print_json({"dead_letters": found})
+        print_json(DeadLettersDocument(dead_letters=found))
         return Exit.OK
     for d in found:
         print(
@@ -176,9 +178,16 @@ async def _split_stale(client: Any, keys: Any, letters: list[Any]) -> tuple[list
 def _print_replay(args: argparse.Namespace, done: list, skipped: list, errors: list) -> None:  # type: ignore[type-arg]
     import sys
 
+    import msgspec
+
     if args.json:
+        from saga.cli.shapes import ReplayDocument
+
         print_json(
-            {"dry_run": args.dry_run, "replayed": done, "skipped": skipped, "errors": errors}
+            msgspec.convert(
+                {"dry_run": args.dry_run, "replayed": done, "skipped": skipped, "errors": errors},
+                ReplayDocument,
+            )
         )
         return
     verb = "would replay" if args.dry_run else "replayed"
@@ -196,7 +205,9 @@ async def _purge(client: Any, keys: Any, steps: list[str], args: argparse.Namesp
 
     count = await purge_dead_letters(client, keys, steps)
     if args.json:
-        print_json({"purged": count, "steps": steps})
+        from saga.cli.shapes import PurgeDocument
+
+        print_json(PurgeDocument(purged=count, steps=steps))
     else:
         print(f"purged {count} dead letter(s) of {', '.join(steps) or 'no steps'}")
     return Exit.OK

@@ -31,14 +31,17 @@ def main(args: argparse.Namespace) -> int:
         async with client_for(settings) as client:
             await scripts.ensure_loaded(client)
             created = await streams.ensure_groups(client, keys, pipeline.names)
-        report = {
-            "steps": list(pipeline.names),
-            "partitions": settings.partitions,
-            "groups_created": created,
-            "scripts_version": scripts.version(),
-        }
         if args.json:
-            print_json(report)
+            from saga.cli.shapes import InitDocument
+
+            print_json(
+                InitDocument(
+                    steps=list(pipeline.names),
+                    partitions=settings.partitions,
+                    groups_created=created,
+                    scripts_version=scripts.version(),
+                )
+            )
         else:
             print(
                 f"{created} consumer group(s) created for {', '.join(pipeline.names)} "

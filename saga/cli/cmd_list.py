@@ -31,7 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--since", help="only sagas created since T: 30m, 2h, 7d or an ISO date")
     p.add_argument("--limit", type=int, default=50, help="at most N sagas (default 50)")
-    p.add_argument("--json", action="store_true", help='one JSON document {"sagas": [...]}')
+    p.add_argument(
+        "--json", action="store_true", help='one JSON document {"sagas": [...]} (docs/json.md)'
+    )
     p.set_defaults(func=main)
 
 
@@ -60,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         async with client_for(settings) as client:
             rows = await list_sagas(client, keys_of(settings), query)
         if args.json:
-            print_json({"sagas": rows})
+            print_json(_document(rows))
         elif not rows:
             print("no sagas match; try without filters, or a longer --since")
         else:
@@ -68,6 +70,30 @@ def main(args: argparse.Namespace) -> int:
         return Exit.OK
 
     return run(go)
+
+
+def _document(rows: list) -> object:  # type: ignore[type-arg]
+    from saga.cli.shapes import ListDocument, SagaSummary
+
+    return ListDocument(
+        sagas=[
+            SagaSummary(
+                record_id=r.record_id,
+                user_id=r.user_id,
+                state=r.state,
+                step=r.step,
+                step_attempts=r.attempts,
+                created_ms=r.created_ms,
+                updated_ms=r.updated_ms,
+                total_cost=r.cost,
+                error_class=r.error_class,
+                error_message=r.error_message,
+                needs_review=bool(r.review),
+                review_reason=r.review,
+            )
+            for r in rows
+        ]
+    )
 
 
 SHRINK = {"error": 16}

@@ -62,13 +62,15 @@ def main(args: argparse.Namespace) -> int:
                     args.record_id, step=args.step, force=args.force, actor=actor()
                 )
                 if args.json:
+                    from saga.cli.shapes import RetryResult
+
                     print_json(
-                        {
-                            "record_id": args.record_id,
-                            "epoch": res.epoch,
-                            "step": res.step,
-                            "duplicate": res.duplicate,
-                        }
+                        RetryResult(
+                            record_id=args.record_id,
+                            step=res.step,
+                            epoch=res.epoch,
+                            duplicate=res.duplicate,
+                        )
                     )
                 else:
                     note = ""
@@ -118,14 +120,16 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
             except StateError as exc:
                 errors.append((rid, str(exc)))
     if args.json:
+        from saga.cli.shapes import BulkRetryDocument, RecordError
+
         print_json(
-            {
-                "step": args.step,
-                "dry_run": args.dry_run,
-                "matched": [r.record_id for r in rows],
-                "retried": done,
-                "errors": [{"record_id": r, "error": e} for r, e in errors],
-            }
+            BulkRetryDocument(
+                step=args.step,
+                dry_run=args.dry_run,
+                matched=[r.record_id for r in rows],
+                retried=done,
+                errors=[RecordError(record_id=r, error=e) for r, e in errors],
+            )
         )
     else:
         verb = "would retry" if args.dry_run else "retried"

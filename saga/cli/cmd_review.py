@@ -45,7 +45,11 @@ def main(args: argparse.Namespace) -> int:
         async with SagaClient.from_settings(settings) as sagas:
             cleared = await sagas.accept_review(args.record_id, actor=who[:500])
         if args.json:
-            print_json({"record_id": args.record_id, "accepted": True, "flags_cleared": cleared})
+            from saga.cli.shapes import ReviewAccepted
+
+            print_json(
+                ReviewAccepted(record_id=args.record_id, accepted=True, flags_cleared=cleared)
+            )
         else:
             print(f"saga {args.record_id}: review accepted ({cleared} flag(s) cleared)")
         return Exit.OK

@@ -27,16 +27,20 @@ def main(args: argparse.Namespace) -> int:
     elif args.action == "stop":
         was = server.running()
         server.stop()
-        print(f"embedded server {'stopped' if was else 'was not running'}")
-        return Exit.OK
+        if not args.json:
+            print(f"embedded server {'stopped' if was else 'was not running'}")
+            return Exit.OK
+    from saga.cli.shapes import ServerStatus
+
     running = server.running()
-    info = {"running": running, "url": server.url, "data_dir": str(settings.data_dir)}
-    if running:
-        info["malloc"] = server.allocator_in_use()
+    malloc = server.allocator_in_use() if running else ""
+    info = ServerStatus(
+        running=running, url=server.url, data_dir=str(settings.data_dir), malloc=malloc
+    )
     if args.json:
         print_json(info)
     else:
         state = "running" if running else "stopped"
-        malloc = f", malloc {info['malloc']}" if running else ""
-        print(f"embedded server {state} at {server.url} (data in {settings.data_dir}{malloc})")
-    return Exit.OK if running or args.action == "status" else Exit.FAILED
+        extra = f", malloc {malloc}" if running else ""
+        print(f"embedded server {state} at {server.url} (data in {settings.data_dir}{extra})")
+    return Exit.OK if running or args.action != "start" else Exit.FAILED

@@ -65,12 +65,7 @@ def main(args: argparse.Namespace) -> int:
                 return await follow(client, keys, args.record_id, as_json=args.json)
             saga, events = await get_saga_and_history(client, keys, args.record_id)
         if args.json:
-            doc = document(saga, events, _now_ms())
-            if args.output:
-                from saga.cli.outputs import decoded
-
-                doc["outputs"] = decoded(saga.outputs)
-            print_json(doc)
+            print_json(document(saga, events, _now_ms(), outputs=args.output))
         else:
             print(render(saga, events, _now_ms()))
             if args.output:
@@ -85,17 +80,23 @@ def main(args: argparse.Namespace) -> int:
         return Exit.INTERRUPTED
 
 
-def document(saga: Any, events: list[Any], now_ms: int) -> dict[str, Any]:
-    """``--json``: the saga, its attempts and its raw events, with stable field names."""
+def document(saga: Any, events: list[Any], now_ms: int, *, outputs: bool = False) -> Any:
+    """``--json``: the saga, its attempts and its raw events (``shapes.ShowDocument``);
+    with ``outputs``, what each step produced too (``shapes.ShowOutputDocument``)."""
     from saga.cli.attempts import Attempt, pair
+    from saga.cli.shapes import ShowDocument, ShowOutputDocument
     from saga.cli.timeline import saga_view
 
     rows = pair(events, now_ms, saga)
-    return {
-        "saga": saga_view(saga),
-        "attempts": [r for r in rows if isinstance(r, Attempt)],
-        "events": events,
-    }
+    attempts = [r for r in rows if isinstance(r, Attempt)]
+    view = saga_view(saga)
+    if not outputs:
+        return ShowDocument(saga=view, attempts=attempts, events=events)
+    from saga.cli.outputs import decoded
+
+    return ShowOutputDocument(
+        saga=view, attempts=attempts, events=events, outputs=decoded(saga.outputs)
+    )
 
 
 def render(saga: Any, events: list[Any], now_ms: int) -> str:

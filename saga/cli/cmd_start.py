@@ -1,12 +1,17 @@
-"""saga start <record_id> <user_id> [--document D] [--wait]"""
+"""saga start <record_id> <user_id> [--document D] [--wait [--timeout S]]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from typing import Any
 
 from saga.cli.common import CliError, Exit, print_json, run, state_text, table
+
+NO_WORKER_AFTER_S = 3.0
+"""How long ``--wait`` sees a saga pending with nobody reading its step before saying so."""
+POLL_S = 0.25
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -14,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "start",
         help="start the saga of a record (idempotent)",
         description="Start the saga of a record. Starting it again returns the existing saga.",
+        epilog="Exit codes: 0 started (with --wait: completed), 1 failed or cancelled "
+        "(--wait), or owned by another user, 2 bad input, 3 Redis unreachable, "
+        "5 --timeout ran out (the saga goes on).",
     )
     p.add_argument("record_id")
     p.add_argument("user_id")
@@ -23,9 +31,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="path or URL of the document "
         "(default: resolved from SAGA_DOCUMENT_SOURCE by the router)",
     )
-    p.add_argument("--wait", action="store_true", help="wait for a terminal state")
-    p.add_argument("--timeout", type=float, default=0, help="give up waiting after S seconds")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for a terminal state; says so once if no worker reads the saga's step",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=0, help="with --wait: give up after S seconds (exit 5)"
+    )
+    p.add_argument("--json", action="store_true", help='print {"created", "saga"}')
     p.set_defaults(func=main)
 
 
@@ -33,6 +47,8 @@ def main(args: argparse.Namespace) -> int:
     from saga.settings import load_settings
     from saga.telemetry.tracing import configure_tracing
 
+    if args.timeout < 0:
+        raise CliError("--timeout must not be negative.", Exit.USAGE)
     settings = load_settings()
     stop_tracing = configure_tracing(settings.otel_endpoint, "saga-cli", announce=False)
 
@@ -41,12 +57,13 @@ def main(args: argparse.Namespace) -> int:
 
         async with SagaClient.from_settings(settings) as sagas:
             res = await sagas.start(args.record_id, args.user_id, document=args.document)
-            if not args.wait:
-                _print_started(args, res)
-                return Exit.OK
             if not args.json:
                 _print_started(args, res)
-            return await _wait(sagas, args)
+            if not args.wait:
+                if args.json:
+                    _print_document(res.created, await sagas.get(args.record_id))
+                return Exit.OK
+            return await _wait(sagas, args, res.created)
 
     try:
         return run(go)
@@ -54,22 +71,14 @@ def main(args: argparse.Namespace) -> int:
         stop_tracing()  # flushes the saga's root span
 
 
-def _print_started(args: argparse.Namespace, res: object) -> None:
-    from saga.state.requests import StartResult
+def _print_document(created: bool, saga: Any) -> None:
+    from saga.cli.shapes import StartDocument
+    from saga.cli.timeline import saga_view
 
-    assert isinstance(res, StartResult)
-    if args.json:
-        print_json(
-            {
-                "record_id": args.record_id,
-                "user_id": args.user_id,
-                "created": res.created,
-                "state": res.state,
-                "step": res.step,
-                "epoch": res.epoch,
-            }
-        )
-        return
+    print_json(StartDocument(created=created, saga=saga_view(saga)))
+
+
+def _print_started(args: argparse.Namespace, res: Any) -> None:
     verb = "started" if res.created else "already exists"
     print(f"saga {args.record_id} {verb}")
     print(
@@ -80,34 +89,85 @@ def _print_started(args: argparse.Namespace, res: object) -> None:
     )
 
 
-async def _wait(sagas: object, args: argparse.Namespace) -> int:
+async def _wait(sagas: Any, args: argparse.Namespace, created: bool) -> int:
+    """Poll until the saga ends (exit 0 completed, 1 otherwise) or --timeout (exit 5)."""
     import anyio
 
-    from saga.client import SagaClient
     from saga.state.model import SagaState
 
-    assert isinstance(sagas, SagaClient)
     deadline = time.monotonic() + args.timeout if args.timeout else None
-    last = ""
+    watch = _NoWorkerWatch(sagas)
+    progress = _Progress(quiet=args.json)
     while True:
         saga = await sagas.get(args.record_id)
-        line = f"{saga.state.value} at {saga.step} (attempt {saga.attempts.get(saga.step, 0)})"
-        if line != last and not args.json:
-            end = "\n" if not sys.stdout.isatty() else ""
-            print(("\r\033[K" if sys.stdout.isatty() else "") + "  " + line, end=end, flush=True)
-            last = line
+        progress.show(
+            f"{saga.state.value} at {saga.step} (attempt {saga.attempts.get(saga.step, 0)})"
+        )
         if saga.state.terminal:
-            if sys.stdout.isatty() and not args.json:
-                print()
+            progress.end()
             if args.json:
-                print_json(saga)
-            elif saga.state != SagaState.COMPLETED:
-                print(f"  {saga.error_class}: {saga.error_message}" if saga.error_class else "")
+                _print_document(created, saga)
+            elif saga.state != SagaState.COMPLETED and saga.error_class:
+                print(f"  {saga.error_class}: {saga.error_message}")
             return Exit.OK if saga.state == SagaState.COMPLETED else Exit.FAILED
+        await watch.check(saga)
         if deadline is not None and time.monotonic() > deadline:
+            progress.end()
+            if args.json:
+                _print_document(created, saga)
             raise CliError(
                 f"saga {args.record_id} is still {saga.state.value} at {saga.step} after "
                 f"{args.timeout:g}s; follow it with `saga show {args.record_id} --follow`",
-                Exit.FAILED,
+                Exit.TIMEOUT,
             )
-        await anyio.sleep(0.25)
+        await anyio.sleep(POLL_S)
+
+
+class _Progress:
+    """The saga's state as it changes: one line redrawn on a TTY, a line each elsewhere."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet, self.last, self.redraw = quiet, "", sys.stdout.isatty()
+
+    def show(self, line: str) -> None:
+        if self.quiet or line == self.last:
+            return
+        self.last = line
+        if self.redraw:
+            print("\r\033[K  " + line, end="", flush=True)
+        else:
+            print("  " + line, flush=True)
+
+    def end(self) -> None:
+        if self.redraw and self.last and not self.quiet:
+            print()
+
+
+class _NoWorkerWatch:
+    """Says once, on stderr, when a pending saga's step has had no live reader for
+    NO_WORKER_AFTER_S: the wait goes on (a worker may be started meanwhile)."""
+
+    def __init__(self, sagas: Any) -> None:
+        self.sagas, self.since, self.said = sagas, time.monotonic(), False
+
+    async def check(self, saga: Any) -> None:
+        from saga.state.model import SagaState
+        from saga.state.queries import live_consumers
+
+        if self.said or saga.state != SagaState.PENDING:
+            self.since = time.monotonic()
+            return
+        if time.monotonic() - self.since < NO_WORKER_AFTER_S:
+            return
+        keys = self.sagas.keys
+        part = keys.partition_of(saga.record_id)
+        if await live_consumers(self.sagas.redis, keys, part, saga.step):
+            self.since = time.monotonic()
+            return
+        self.said = True
+        print(
+            f"saga: no worker is reading the {saga.step} queue; start one with "
+            f"`saga worker {saga.step}` or `saga up` (still waiting; Ctrl-C to stop).",
+            file=sys.stderr,
+            flush=True,
+        )

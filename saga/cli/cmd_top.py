@@ -105,18 +105,17 @@ def rates(prev: Sample | None, cur: Sample) -> dict[str, float | None]:
     return {s.step: max(0, s.committed - before.get(s.step, s.committed)) / dt for s in cur.steps}
 
 
-def document(cur: Sample, prev: Sample | None) -> dict[str, Any]:
+def document(cur: Sample, prev: Sample | None) -> Any:
     import msgspec
 
+    from saga.cli.shapes import TopDocument, TopStep
+
     r = rates(prev, cur)
-    steps = [{**msgspec.structs.asdict(s), "throughput": _round(r[s.step])} for s in cur.steps]
+    steps = [TopStep(**msgspec.structs.asdict(s), throughput=_round(r[s.step])) for s in cur.steps]
     window = round(cur.at - prev.at, 3) if prev else None
-    return {
-        "at_ms": int(time.time() * 1000),
-        "window_s": window,
-        "steps": steps,
-        "breakers": cur.breakers,
-    }
+    return TopDocument(
+        at_ms=int(time.time() * 1000), window_s=window, steps=steps, breakers=cur.breakers
+    )
 
 
 def _round(v: float | None) -> float | None:

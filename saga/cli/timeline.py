@@ -15,7 +15,7 @@ import msgspec
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
-from saga.state.model import EventType, HistoryEvent, Saga
+from saga.state.model import EventType, HistoryEvent, Saga, SagaState
 
 E = EventType
 LABELS = {
@@ -37,7 +37,7 @@ class SagaView(msgspec.Struct, kw_only=True):
 
     record_id: str
     user_id: str
-    state: str
+    state: SagaState
     step: str
     epoch: int
     created_ms: int
@@ -60,7 +60,7 @@ def saga_view(s: Saga) -> SagaView:
     return SagaView(
         record_id=s.record_id,
         user_id=s.user_id,
-        state=s.state.value,
+        state=s.state,
         step=s.step,
         epoch=s.epoch,
         created_ms=s.created_ms,

@@ -24,7 +24,7 @@ def test_start_twice_is_idempotent(keys: Keys, redis_url: str) -> None:
     first = cli_json(keys, redis_url, "start", "mr-1", "u-1", "--document", "/x.pdf")
     again = cli_json(keys, redis_url, "start", "mr-1", "u-1")
     assert first["created"] is True and again["created"] is False
-    assert again["state"] == "pending" and again["step"] == "router"
+    assert again["saga"]["state"] == "pending" and again["saga"]["step"] == "router"
 
 
 def test_start_for_another_user_fails(keys: Keys, redis_url: str) -> None:

@@ -57,8 +57,8 @@ async def test_table_and_json_newest_first(redis: Any, keys: Keys, redis_url: st
     rows = cli_json(keys, redis_url, "list")["sagas"]
     assert [r["record_id"] for r in rows] == ["mr-a", "mr-c", "mr-b"]
     assert set(rows[0]) == {
-        "record_id", "user_id", "state", "step", "attempts", "created_ms", "updated_ms",
-        "cost", "error_class", "error_message", "review",
+        "record_id", "user_id", "state", "step", "step_attempts", "created_ms", "updated_ms",
+        "total_cost", "error_class", "error_message", "needs_review", "review_reason",
     }  # fmt: skip
 
 

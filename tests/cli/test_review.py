@@ -73,7 +73,7 @@ async def test_list_review_shows_only_flagged_sagas(redis: Any, keys: Keys, redi
     assert [line.split()[0] for line in res.stdout.splitlines()[2:]] == ["mr-flag"]
     assert "completed, needs review" in res.stdout
     rows = cli_json(keys, redis_url, "list")["sagas"]
-    assert {r["record_id"]: r["review"] for r in rows} == {
+    assert {r["record_id"]: r["review_reason"] for r in rows} == {
         "mr-flag": f"parser: {REASON}",
         "mr-ok": "",
     }

@@ -1,0 +1,274 @@
+"""The JSON documents commands print with ``--json``: one Struct per shape.
+
+A saga is printed as the same object everywhere (``SagaView``: ``saga show``,
+``saga start``, ``saga start --wait``); a row of ``saga list`` uses the same
+names for the same fields. Every shape has a JSON Schema under
+``saga/cli/schemas/`` generated from these Structs (``python -m saga.cli.shapes``
+writes them; a test fails when they drift, and validates real output against
+them). docs/json.md says which command prints which shape.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from saga.adapters.breaker import BreakerStatus
+from saga.bench.report import Report as BenchReport
+from saga.cli.attempts import Attempt
+from saga.cli.timeline import SagaView
+from saga.settings import Settings
+from saga.state.dead_letters import DeadLetter
+from saga.state.model import HistoryEvent, SagaState
+from saga.state.queries import CostRow, StepStats
+
+SCHEMAS = Path(__file__).with_name("schemas")
+
+
+class StartDocument(msgspec.Struct, kw_only=True):
+    """``saga start --json``, with or without ``--wait``."""
+
+    created: bool
+    """False when the record already had this saga (start is idempotent)."""
+    saga: SagaView
+    """The saga as started; with ``--wait``, as it ended (or stood at ``--timeout``)."""
+
+
+class ShowDocument(msgspec.Struct, kw_only=True):
+    """``saga show --json``: the saga, its attempts and its raw history events."""
+
+    saga: SagaView
+    attempts: list[Attempt]
+    events: list[HistoryEvent]
+
+
+class ShowOutputDocument(ShowDocument, kw_only=True):
+    """``saga show --output --json``: also what each step produced."""
+
+    outputs: dict[str, Any]
+    """Step -> its output as the step returned it (``steps/models.py`` for the document
+    pipeline's steps)."""
+
+
+class SagaSummary(msgspec.Struct, kw_only=True):
+    """A row of ``saga list``: the saga's fields under the names ``saga show`` uses."""
+
+    record_id: str
+    user_id: str
+    state: SagaState
+    step: str
+    step_attempts: int
+    """Attempts at the current step in the current epoch."""
+    created_ms: int
+    updated_ms: int
+    total_cost: float
+    error_class: str
+    error_message: str
+    needs_review: bool
+    review_reason: str
+    """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
+
+
+class ListDocument(msgspec.Struct, kw_only=True):
+    """``saga list --json``: newest first."""
+
+    sagas: list[SagaSummary]
+
+
+class RetryResult(msgspec.Struct, kw_only=True):
+    """``saga retry <record> --json``."""
+
+    record_id: str
+    step: str
+    """The step it re-runs from (the router when its pages expired)."""
+    epoch: int
+    duplicate: bool
+    """The same retry was already applied (an operation id seen before)."""
+
+
+class RecordError(msgspec.Struct, kw_only=True):
+    record_id: str
+    error: str
+
+
+class BulkRetryDocument(msgspec.Struct, kw_only=True):
+    """``saga retry --step S --failed --json``: sagas dead-lettered at S."""
+
+    step: str
+    dry_run: bool
+    matched: list[str]
+    retried: list[str]
+    errors: list[RecordError]
+
+
+class CancelResult(msgspec.Struct, kw_only=True):
+    """``saga cancel --json``."""
+
+    record_id: str
+    previous_state: SagaState
+    state: SagaState
+
+
+class DeadLettersDocument(msgspec.Struct, kw_only=True):
+    """``saga dlq list --json`` (newest first) and ``saga dlq show --json``."""
+
+    dead_letters: list[DeadLetter]
+
+
+class RecordStep(msgspec.Struct, kw_only=True):
+    record_id: str
+    step: str
+
+
+class SkippedLetter(msgspec.Struct, kw_only=True):
+    record_id: str
+    step: str
+    reason: str
+
+
+class StepError(msgspec.Struct, kw_only=True):
+    record_id: str
+    step: str
+    error: str
+
+
+class ReplayDocument(msgspec.Struct, kw_only=True):
+    """``saga dlq replay --json``."""
+
+    dry_run: bool
+    replayed: list[RecordStep]
+    skipped: list[SkippedLetter]
+    """Dead letters whose saga moved on or is gone."""
+    errors: list[StepError]
+
+
+class PurgeDocument(msgspec.Struct, kw_only=True):
+    """``saga dlq purge --yes --json``."""
+
+    purged: int
+    steps: list[str]
+
+
+class TopStep(StepStats, frozen=True, kw_only=True):
+    throughput: float | None
+    """Commits per second over the sampling window; None with one sample."""
+
+
+class TopDocument(msgspec.Struct, kw_only=True):
+    """``saga top --json``: one document with ``--once``, else one line per refresh."""
+
+    at_ms: int
+    window_s: float | None
+    steps: list[TopStep]
+    breakers: dict[str, BreakerStatus]
+
+
+class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "to_day": "to"}):
+    """``saga costs --json``: UTC days, per user and step."""
+
+    from_day: str
+    to_day: str
+    rows: list[CostRow]
+    by_user: dict[str, float]
+    total_usd: float
+    total_attempts: int
+
+
+class InitDocument(msgspec.Struct, kw_only=True):
+    """``saga init --json``."""
+
+    steps: list[str]
+    partitions: int
+    groups_created: int
+    scripts_version: str
+
+
+class ReviewAccepted(msgspec.Struct, kw_only=True):
+    """``saga review accept --json``."""
+
+    record_id: str
+    accepted: bool
+    flags_cleared: int
+
+
+class ServerStatus(msgspec.Struct, kw_only=True):
+    """``saga server status|start|stop --json``: the embedded server after the action."""
+
+    running: bool
+    url: str
+    data_dir: str
+    malloc: str
+    """The allocator it runs with; "" when it is not running."""
+
+
+ConfigDocument = msgspec.defstruct(
+    "ConfigDocument",
+    [
+        *((f.name, str if f.type is Path else f.type) for f in msgspec.structs.fields(Settings)),
+        ("scripts_version", str),
+    ],
+    kw_only=True,
+)
+"""``saga config --json``: the effective settings (``Settings``), secrets masked
+(``***``), paths as strings, and the version of the Lua scripts."""
+
+
+SHAPES: dict[str, Any] = {
+    "start": StartDocument,
+    "show": ShowDocument,
+    "show-output": ShowOutputDocument,
+    "event": HistoryEvent,
+    "list": ListDocument,
+    "retry": RetryResult,
+    "retry-bulk": BulkRetryDocument,
+    "cancel": CancelResult,
+    "review-accept": ReviewAccepted,
+    "dlq-letters": DeadLettersDocument,
+    "dlq-replay": ReplayDocument,
+    "dlq-purge": PurgeDocument,
+    "top": TopDocument,
+    "costs": CostsDocument,
+    "init": InitDocument,
+    "server": ServerStatus,
+    "config": ConfigDocument,
+    "bench": BenchReport,
+}
+"""Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
+``saga show --follow --json``."""
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The strict JSON Schema of a shape: every field required (commands always print
+    every field), no others allowed."""
+    out: dict[str, Any] = msgspec.json.schema(SHAPES[name])
+    for definition in out.get("$defs", {}).values():
+        if definition.get("type") == "object" and "properties" in definition:
+            definition["required"] = sorted(definition["properties"])
+            definition["additionalProperties"] = False
+            for prop in definition["properties"].values():
+                prop.pop("default", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **out}
+
+
+def rendered(name: str) -> str:
+    """The file text of a schema (what ``schemas/<name>.json`` must hold)."""
+    return json.dumps(schema(name), indent=2, sort_keys=True) + "\n"
+
+
+def write_all(folder: Path = SCHEMAS) -> list[Path]:
+    folder.mkdir(exist_ok=True)
+    paths = []
+    for name in SHAPES:
+        path = folder / f"{name}.json"
+        path.write_text(rendered(name))
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    for p in write_all():
+        sys.stdout.write(f"wrote {p}\n")
