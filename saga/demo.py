@@ -5,6 +5,10 @@ in-process, submits the samples (one of them deliberately broken), shows
 progress, then each saga's timeline and what was extracted and grouped. The
 grouper's optional LLM naming runs through litellm's own ``mock_response``, so
 costs are attributed per user and step without any network.
+
+The demo always works under its own key prefix (``<prefix>-demo``): a worker
+already running on the same Redis never sees its queues, so it cannot run demo
+steps with its own settings, and the demo's sagas stay out of ``saga list``.
 """
 
 from __future__ import annotations
@@ -21,14 +25,22 @@ import msgspec
 from saga.settings import Settings
 
 MOCK_NAMES = '{"names": {}}'
+DEMO_SUFFIX = "-demo"
+
+
+def demo_prefix(prefix: str) -> str:
+    """The demo's key prefix: never the one workers use (prefixes are 32 characters)."""
+    return prefix[: 32 - len(DEMO_SUFFIX)] + DEMO_SUFFIX
 
 
 def demo_settings(settings: Settings) -> Settings:
-    """Offline LLM (mock answers, real cost accounting), quick retries, no health port."""
+    """Its own key prefix, offline LLM (mock answers, real cost accounting), quick
+    retries, no health port."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     cfg = replace_struct(settings.step_config, llm_group_names=True)
     new: Settings = replace_struct(
         settings,
+        key_prefix=demo_prefix(settings.key_prefix),
         step_config=cfg,
         llm_mock_response=settings.llm_mock_response or MOCK_NAMES,
         block_ms=200,
@@ -81,7 +93,7 @@ async def run_demo(settings: Settings, *, timeout_s: float = 60.0, out: Any = No
                 await sagas.start(rid, sample.user_id, document=str(sample.path))
             await _progress(sagas, list(records), timeout_s, out)
             executor.stop()
-        return await _report(sagas, records, out)
+        return await _report(sagas, records, out, settings.key_prefix)
     finally:
         await ports.aclose()
         await client.aclose()
@@ -103,7 +115,7 @@ async def _progress(sagas: Any, records: list[str], timeout_s: float, out: Any) 
         await anyio.sleep(0.2)
 
 
-async def _report(sagas: Any, records: dict[str, Any], out: Any) -> int:
+async def _report(sagas: Any, records: dict[str, Any], out: Any, prefix: str) -> int:
     from saga.cli.cmd_show import render
     from saga.steps.models import GrouperOutput, ParserOutput, RouterOutput
 
@@ -131,8 +143,9 @@ async def _report(sagas: Any, records: dict[str, Any], out: Any) -> int:
         print(file=out)
     verdict = "all sagas ended as expected" if not unexpected else f"{unexpected} unexpected"
     print(
-        f"saga demo: {verdict}. Inspect one with `saga show <record>`; "
-        f"see the dead letter with `saga dlq list`.",
+        f"saga demo: {verdict}. Its sagas are under the key prefix {prefix}: inspect one "
+        f"with `SAGA_KEY_PREFIX={prefix} saga show <record>`, see the dead letter with "
+        f"`SAGA_KEY_PREFIX={prefix} saga dlq list`.",
         file=out,
     )
     return unexpected

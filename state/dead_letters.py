@@ -53,6 +53,22 @@ async def dead_letter_of(client: Any, keys: Keys, record_id: str) -> list[DeadLe
     return [_dead(i, f) for i, f in rows if text(f.get(b"rid")) == record_id]
 
 
+async def have_dead_letters(client: Any, keys: Keys, record_ids: list[str]) -> list[bool]:
+    """For each record, whether its saga names a dead letter that is still in its step's
+    stream (``saga dlq purge`` deletes letters and leaves the sagas failed)."""
+    pipe = client.pipeline(transaction=False)
+    for rid in record_ids:
+        pipe.hmget(keys.saga(rid), "step", "dead_id")
+    named = await pipe.execute()
+    pipe = client.pipeline(transaction=False)
+    for rid, (step, dead_id) in zip(record_ids, named, strict=True):
+        if step and dead_id:
+            dead = keys.dead(keys.partition_of(rid), text(step))
+            pipe.xrange(dead, min=text(dead_id), max=text(dead_id), count=1)
+    found = iter(await pipe.execute()) if len(pipe) else iter(())
+    return [bool(step and dead_id and next(found)) for step, dead_id in named]
+
+
 async def purge_dead_letters(client: Any, keys: Keys, steps: Iterable[str]) -> int:
     """Delete the dead-letter streams of the given steps (not the sagas); returns entries."""
     pipe = client.pipeline(transaction=False)

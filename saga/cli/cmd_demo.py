@@ -13,7 +13,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="run the pipeline on the shipped sample PDFs (offline, under a minute)",
         description="Start (or reuse) the embedded server, run workers for every step "
         "in-process, submit the sample lab reports (one deliberately broken), and print "
-        "each saga's timeline and what was extracted and grouped.",
+        "each saga's timeline and what was extracted and grouped. The demo uses its own "
+        "key prefix (SAGA_KEY_PREFIX plus -demo), so a worker already running never takes "
+        "its work.",
     )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the sagas")
     p.set_defaults(func=main)

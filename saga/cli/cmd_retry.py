@@ -15,8 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "With a record id: re-run that saga from --step (default: where it stopped), "
             "keeping its history. Without one: re-run every saga dead-lettered at --step "
-            "(the dead-letter replay), or with --review every saga flagged for review, "
-            "from --step (say, once the parser has improved)."
+            "whose dead letter is still there, as `saga dlq list --step S` shows them (the "
+            "dead-letter replay; sagas whose letter was purged stay failed), or with --review "
+            "every saga flagged for review, from --step (say, once the parser has improved)."
         ),
     )
     p.add_argument("record_id", nargs="?")
@@ -96,29 +97,46 @@ def _known_step(sagas: object, step: str) -> None:
 
 
 async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -> int:
+    """Re-run the sagas dead-lettered at --step whose dead letter is still there (the set
+    `saga dlq list --step S` shows: a purged letter's saga stays failed, left out), or
+    with --review the sagas flagged for review, from --step."""
     from saga.client import SagaClient
+    from saga.state.dead_letters import have_dead_letters
     from saga.state.errors import StateError
     from saga.state.listing import ListQuery, list_sagas
     from saga.state.model import SagaState
 
     assert isinstance(sagas, SagaClient)
-    # The same index-served read as `saga list --state failed --step S` (or `--review`).
-    if args.review:
+    if args.review:  # the same index-served read as `saga list --review`
         query = ListQuery(review=True, user=args.user, since_ms=since, limit=args.limit)
-    else:
+        rows, purged = await list_sagas(sagas.redis, sagas.keys, query), []
+    else:  # as `saga list --state failed --step S`, less the sagas whose letter was purged
         query = ListQuery(
             state=SagaState.FAILED, step=args.step, user=args.user, since_ms=since, limit=args.limit
         )
-    rows = await list_sagas(sagas.redis, sagas.keys, query)
+        failed = await list_sagas(sagas.redis, sagas.keys, query)
+        present = await have_dead_letters(sagas.redis, sagas.keys, [r.record_id for r in failed])
+        rows = [r for r, ok in zip(failed, present, strict=True) if ok]
+        purged = [r.record_id for r, ok in zip(failed, present, strict=True) if not ok]
     done, errors = [], []
     if not args.dry_run:
         for row in rows:
-            rid = row.record_id
             try:
-                await sagas.retry(rid, step=args.step, actor=who)
-                done.append(rid)
+                await sagas.retry(row.record_id, step=args.step, actor=who)
+                done.append(row.record_id)
             except StateError as exc:
-                errors.append((rid, str(exc)))
+                errors.append((row.record_id, str(exc)))
+    _print_bulk(args, rows, purged, done, errors)
+    return Exit.FAILED if errors else Exit.OK
+
+
+def _print_bulk(
+    args: argparse.Namespace,
+    rows: list,  # type: ignore[type-arg]
+    purged: list[str],
+    done: list[str],
+    errors: list[tuple[str, str]],
+) -> None:
     if args.json:
         from saga.cli.shapes import BulkRetryDocument, RecordError
 
@@ -129,19 +147,25 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
                 matched=[r.record_id for r in rows],
                 retried=done,
                 errors=[RecordError(record_id=r, error=e) for r, e in errors],
+                without_dead_letter=purged,
             )
         )
-    else:
-        verb = "would retry" if args.dry_run else "retried"
-        count = len(rows) if args.dry_run else len(done)
-        which = f"flagged for review, from {args.step}" if args.review else (
-            f"dead-lettered at {args.step}")  # fmt: skip
-        print(f"{verb} {count} saga(s) {which}")
-        if rows:
-            cells = [[r.record_id, r.user_id, r.review if args.review else r.error_class]
-                     for r in rows]  # fmt: skip
-            head = ["record", "user", "review" if args.review else "error"]
-            print(table(head, cells, shrink={head[2]: 12}, drop=["user"]))
-        for rid, err in errors:
-            print(f"  {rid}: {err}")
-    return Exit.FAILED if errors else Exit.OK
+        return
+    verb = "would retry" if args.dry_run else "retried"
+    count = len(rows) if args.dry_run else len(done)
+    which = f"flagged for review, from {args.step}" if args.review else (
+        f"dead-lettered at {args.step}")  # fmt: skip
+    print(f"{verb} {count} saga(s) {which}")
+    if rows:
+        cells = [[r.record_id, r.user_id, r.review if args.review else r.error_class]
+                 for r in rows]  # fmt: skip
+        head = ["record", "user", "review" if args.review else "error"]
+        print(table(head, cells, shrink={head[2]: 12}, drop=["user"]))
+    if purged:
+        print(
+            f"left out {len(purged)} failed saga(s) whose dead letter was purged; "
+            f"`saga list --state failed --step {args.step}` lists them, "
+            "`saga retry <record>` re-runs one"
+        )
+    for rid, err in errors:
+        print(f"  {rid}: {err}")

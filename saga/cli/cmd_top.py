@@ -15,10 +15,11 @@ BREAKER_COLOURS = {"closed": "32", "open": "31", "half_open": "33"}
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "top",
-        help="live view per step: queue, lag, pending, dead letters, throughput, workers",
+        help="live view per step: ready, pending, retrying, dead letters, throughput, workers",
         description=(
-            "Per registered step, summed over partitions: ready stream length, consumer-group "
-            "lag (not yet delivered), pending (delivered, not acknowledged), retries waiting, "
+            "Per registered step, summed over partitions: ready (entries no worker has taken "
+            "yet: the consumer group's lag; ? when the server cannot tell), pending "
+            "(delivered, not acknowledged), retries waiting, "
             "dead letters, throughput (commits per second over the last interval) and active "
             "workers (consumers seen within 60 s); then each circuit breaker. Refreshes until "
             "Ctrl-C. Throughput is a rate, so --once samples twice, --interval apart "
@@ -130,7 +131,6 @@ def render(cur: Sample, prev: Sample | None) -> str:
         rows = [
             [
                 s.step,
-                str(s.length),
                 "?" if s.lag is None else str(s.lag),
                 str(s.pending),
                 str(s.delayed),
@@ -140,7 +140,9 @@ def render(cur: Sample, prev: Sample | None) -> str:
             ]
             for s in cur.steps
         ]
-        headers = ["step", "ready", "lag", "pending", "retrying", "dead", "done/s", "workers"]
+        # ready: entries no worker has taken yet (the group's lag), not the stream's
+        # length, which keeps delivered and done entries until they are trimmed.
+        headers = ["step", "ready", "pending", "retrying", "dead", "done/s", "workers"]
         body = table(headers, rows)
     return body + "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
 

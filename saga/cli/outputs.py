@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from saga.cli.common import table
-from saga.cli.timeline import clip
+from saga.cli.tables import clip
 
 CELL = 40
 """Longest text cell in an output table (names, reasons, ranges); the rest is cut with …."""

@@ -101,8 +101,11 @@ class BulkRetryDocument(msgspec.Struct, kw_only=True):
     step: str
     dry_run: bool
     matched: list[str]
+    """Failed at the step with their dead letter present (what ``saga dlq list`` shows)."""
     retried: list[str]
     errors: list[RecordError]
+    without_dead_letter: list[str]
+    """Failed at the step, their dead letter purged: left out (``saga retry <record>``)."""
 
 
 class CancelResult(msgspec.Struct, kw_only=True):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from saga.state.keys import Keys
@@ -156,3 +157,25 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
         assert "cost     $0.0000" in res.stdout  # the mocked LLM naming is billed
     finally:
         _embedded(tmp_path, "server", "stop")
+
+
+async def test_demo_keeps_its_queues_from_a_running_worker(
+    keys: Keys, redis_url: str, tmp_path: Path
+) -> None:
+    """A worker already running on the same Redis and prefix takes no demo step: the
+    demo's sagas live under `<prefix>-demo`, none under the worker's prefix."""
+    from tests.executor.support import spawn_worker, worker_base_env, worker_env
+
+    env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
+    worker = spawn_worker(env, tmp_path / "worker.log", ["router", "parser", "grouper"])
+    try:
+        await worker.wait_ready(within=60)
+        demo = await anyio.to_thread.run_sync(lambda: cli(keys, redis_url, "demo", timeout=180))
+    finally:
+        worker.kill()
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    assert f"SAGA_KEY_PREFIX={keys.prefix}-demo saga show" in demo.stdout
+    assert cli_json(keys, redis_url, "list")["sagas"] == []
+    assert not [e for e in worker.events() if str(e.get("record_id", "")).startswith("sample-")]
+    demo_keys = Keys(prefix=f"{keys.prefix}-demo", partitions=keys.partitions)
+    assert len(cli_json(demo_keys, redis_url, "list")["sagas"]) == 5

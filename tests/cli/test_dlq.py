@@ -132,3 +132,22 @@ async def test_bad_usage_exits_2(redis: Any, keys: Keys, redis_url: str) -> None
     res = cli(keys, redis_url, "dlq", "list", "--step", "nosuch")
     assert res.returncode == 2 and "grouper, parser, router" in res.stderr
     assert cli(keys, redis_url, "dlq", "list", "--limit", "0").returncode == 2
+
+
+async def test_bulk_retry_agrees_with_dlq_list_after_a_purge(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """After a purge, `retry --failed --dry-run` counts what `dlq list` shows (1, not 4),
+    names the purged sagas it left out, and retries only the one."""
+    sm = await machine(redis, keys)
+    for rid in ("mr-a", "mr-b", "mr-c"):
+        await run_to_dead(sm, rid, "parser")
+    assert cli_json(keys, redis_url, "dlq", "purge", "--step", "parser", "--yes")["purged"] == 3
+    await run_to_dead(sm, "mr-d", "parser")
+    letters = cli_json(keys, redis_url, "dlq", "list", "--step", "parser")["dead_letters"]
+    dry = cli_json(keys, redis_url, "retry", "--step", "parser", "--failed", "--dry-run")
+    assert [d["record_id"] for d in letters] == dry["matched"] == ["mr-d"]
+    assert sorted(dry["without_dead_letter"]) == ["mr-a", "mr-b", "mr-c"]
+    text = cli(keys, redis_url, "retry", "--step", "parser", "--failed", "--dry-run").stdout
+    assert "would retry 1 saga(s)" in text and "left out 3 failed saga(s)" in text
+    assert cli_json(keys, redis_url, "retry", "--step", "parser", "--failed")["retried"] == ["mr-d"]

@@ -17,6 +17,7 @@ from saga.state.queries import StepStats
 from tests.cli.inspect_support import (
     cli,
     cli_json,
+    commit,
     fail,
     machine,
     python,
@@ -81,10 +82,23 @@ async def test_once_table_shows_steps_and_breakers(redis: Any, keys: Keys,
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
-        "step", "ready", "lag", "pending", "retrying", "dead", "done/s", "workers",
+        "step", "ready", "pending", "retrying", "dead", "done/s", "workers",
     ]  # fmt: skip
-    assert lines[4].split() == ["router", "4", "1", "1", "1", "0", "-", "2"]
+    # ready is what waits for a worker (1 undelivered), not the stream's 4 entries
+    assert lines[4].split() == ["router", "1", "1", "1", "0", "-", "2"]
     assert "llm open" in lines[-1] and "billing closed" in lines[-1]
+
+
+async def test_ready_is_zero_when_nothing_waits(redis: Any, keys: Keys, redis_url: str) -> None:
+    """Every entry taken and committed: `ready` reads 0 though the stream still holds them."""
+    sm = await machine(redis, keys)
+    for rid in ("mr-1", "mr-2", "mr-3"):
+        await start(sm, rid)
+        await commit(sm, "router")
+    assert await redis.xlen(keys.ready(0, "router")) == 3
+    res = cli(keys, redis_url, "top", "--once", "--interval", "0")
+    row = next(line.split() for line in res.stdout.splitlines() if line.startswith("router"))
+    assert row[:3] == ["router", "0", "0"], res.stdout
 
 
 async def test_once_samples_twice_for_throughput(redis: Any, keys: Keys,
