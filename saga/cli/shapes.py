@@ -18,7 +18,6 @@ from typing import Any
 import msgspec
 
 from saga.adapters.breaker import BreakerStatus
-from saga.bench.report import Report as BenchReport
 from saga.cli.attempts import Attempt
 from saga.cli.timeline import SagaView
 from saga.settings import Settings
@@ -238,16 +237,26 @@ SHAPES: dict[str, Any] = {
     "init": InitDocument,
     "server": ServerStatus,
     "config": ConfigDocument,
-    "bench": BenchReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""
+NAMES = (*SHAPES, "bench")
+"""Every schema; ``bench`` (``saga bench --json``, the benchmark's own ``Report``) is
+imported only when its schema is made, to keep the other commands' start-up lean."""
+
+
+def shape(name: str) -> Any:
+    if name == "bench":
+        from saga.bench.report import Report
+
+        return Report
+    return SHAPES[name]
 
 
 def schema(name: str) -> dict[str, Any]:
     """The strict JSON Schema of a shape: every field required (commands always print
     every field), no others allowed."""
-    out: dict[str, Any] = msgspec.json.schema(SHAPES[name])
+    out: dict[str, Any] = msgspec.json.schema(shape(name))
     for definition in out.get("$defs", {}).values():
         if definition.get("type") == "object" and "properties" in definition:
             definition["required"] = sorted(definition["properties"])
@@ -265,7 +274,7 @@ def rendered(name: str) -> str:
 def write_all(folder: Path = SCHEMAS) -> list[Path]:
     folder.mkdir(exist_ok=True)
     paths = []
-    for name in SHAPES:
+    for name in NAMES:
         path = folder / f"{name}.json"
         path.write_text(rendered(name))
         paths.append(path)

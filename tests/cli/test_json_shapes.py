@@ -33,7 +33,7 @@ def output(keys: Keys, redis_url: str, *argv: str) -> Any:
     return json.loads(res.stdout)
 
 
-@pytest.mark.parametrize("name", sorted(shapes.SHAPES))
+@pytest.mark.parametrize("name", sorted(shapes.NAMES))
 def test_schema_files_match_the_structs(name: str) -> None:
     """A shipped schema is what its Struct generates (`python -m saga.cli.shapes`)."""
     path = shapes.SCHEMAS / f"{name}.json"
@@ -43,7 +43,7 @@ def test_schema_files_match_the_structs(name: str) -> None:
 def test_every_schema_is_documented() -> None:
     """docs/json.md names every schema file."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()
-    missing = [n for n in shapes.SHAPES if f"schemas/{n}.json" not in doc]
+    missing = [n for n in shapes.NAMES if f"schemas/{n}.json" not in doc]
     assert not missing
 
 
