@@ -93,4 +93,6 @@ def test_eval_usage_errors_exit_2_with_one_sentence(tmp_path: Path) -> None:
         f"saga: {missing} is not a directory; build one with python -m tests.corpus.build DIR."
     )
     assert sentences[str(tmp_path)] == f"saga: {tmp_path} holds no *.truth.json files."
-    assert sentences["2"] == "saga eval: error: argument --min-recall: 2 is not between 0 and 1"
+    assert sentences["2"] == (
+        "saga eval: argument --min-recall: 2 is not between 0 and 1; see `saga eval --help`."
+    )

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import httpx
+import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
@@ -93,7 +94,7 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
     assert buckets == [*DURATION_BUCKETS_S, float("inf")]
     assert value(samples, "saga_circuit_state", dependency="llm") == 0
 
-    (top,) = [document(await sample(redis, keys), None)]
+    (top,) = [msgspec.to_builtins(document(await sample(redis, keys), None))]  # as printed
     by_step = {s["step"]: s for s in top["steps"]}
     for stats in await queue_stats(redis, keys, steps):
         row = by_step[stats.step]
