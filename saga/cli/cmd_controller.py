@@ -54,7 +54,9 @@ async def _check(settings: object, steps: tuple[str, ...], as_json: bool) -> int
         checks = await run_checks(client, keys_of(settings), list(steps))
     failed = any(c.status == Status.FAIL for c in checks)
     if as_json:
-        print_json({"ok": not failed, "checks": checks})
+        from saga.cli.shapes import ControllerCheckDocument
+
+        print_json(ControllerCheckDocument(ok=not failed, checks=checks))
     else:
         marks = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31"}
         rows = [(c.name, colour(c.status.value, marks[c.status]), c.detail) for c in checks]

@@ -20,6 +20,7 @@ import msgspec
 from saga.adapters.breaker import BreakerStatus
 from saga.cli.attempts import Attempt
 from saga.cli.timeline import SagaView
+from saga.controller.check import Check
 from saga.settings import Settings
 from saga.state.dead_letters import DeadLetter
 from saga.state.model import HistoryEvent, SagaState
@@ -189,6 +190,14 @@ class InitDocument(msgspec.Struct, kw_only=True):
     scripts_version: str
 
 
+class ControllerCheckDocument(msgspec.Struct, kw_only=True):
+    """``saga controller --check --json``: is Redis ready for saga."""
+
+    ok: bool
+    """No check failed (warnings allowed)."""
+    checks: list[Check]
+
+
 class ReviewAccepted(msgspec.Struct, kw_only=True):
     """``saga review accept --json``."""
 
@@ -237,19 +246,22 @@ SHAPES: dict[str, Any] = {
     "init": InitDocument,
     "server": ServerStatus,
     "config": ConfigDocument,
+    "controller-check": ControllerCheckDocument,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""
-NAMES = (*SHAPES, "bench")
-"""Every schema; ``bench`` (``saga bench --json``, the benchmark's own ``Report``) is
-imported only when its schema is made, to keep the other commands' start-up lean."""
+_LAZY = {"bench": "saga.bench.report", "eval": "saga.evaluation.evaluate"}
+"""``saga bench --json`` and ``saga eval --json`` print their own ``Report``: imported
+only when their schema is made, to keep the other commands' start-up lean."""
+NAMES = (*SHAPES, *_LAZY)
+"""Every schema."""
 
 
 def shape(name: str) -> Any:
-    if name == "bench":
-        from saga.bench.report import Report
+    if name in _LAZY:
+        import importlib
 
-        return Report
+        return importlib.import_module(_LAZY[name]).Report
     return SHAPES[name]
 
 
@@ -257,13 +269,40 @@ def schema(name: str) -> dict[str, Any]:
     """The strict JSON Schema of a shape: every field required (commands always print
     every field), no others allowed."""
     out: dict[str, Any] = msgspec.json.schema(shape(name))
-    for definition in out.get("$defs", {}).values():
+    omitting = _omitting_defaults(shape(name))
+    for title, definition in out.get("$defs", {}).items():
         if definition.get("type") == "object" and "properties" in definition:
-            definition["required"] = sorted(definition["properties"])
+            if title not in omitting:  # omit_defaults Structs leave defaults out
+                definition["required"] = sorted(definition["properties"])
+                for prop in definition["properties"].values():
+                    prop.pop("default", None)
             definition["additionalProperties"] = False
-            for prop in definition["properties"].values():
-                prop.pop("default", None)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **out}
+
+
+def _omitting_defaults(t: Any) -> set[str]:
+    """Names of the Structs reachable from ``t`` that are encoded with omit_defaults."""
+    from msgspec import inspect
+
+    found: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(info: Any) -> None:
+        if id(info) in seen:
+            return
+        seen.add(id(info))
+        if isinstance(info, inspect.StructType):
+            if info.cls.__struct_config__.omit_defaults:
+                found.add(info.cls.__name__)
+            for f in info.fields:
+                walk(f.type)
+        for attr in ("type", "item_type", "key_type", "value_type", "types", "item_types"):
+            sub = getattr(info, attr, None)
+            for s in sub if isinstance(sub, tuple) else [sub] if sub is not None else []:
+                walk(s)
+
+    walk(inspect.type_info(t))
+    return found
 
 
 def rendered(name: str) -> str:

@@ -78,7 +78,7 @@ async def test_saga_commands_print_their_shapes(redis: Any, keys: Keys, redis_ur
 
 
 async def test_operator_commands_print_their_shapes(redis: Any, keys: Keys, redis_url: str) -> None:
-    """dlq list/show/replay/purge, top, costs, init and config: valid documents."""
+    """dlq list/show/replay/purge, top, costs, init, config, controller --check: valid."""
     sm = await machine(redis, keys)
     await start(sm, "mr-x", "u-2")
     await fail(sm, "router", FailAction.DEAD, cost=0.01)
@@ -91,6 +91,8 @@ async def test_operator_commands_print_their_shapes(redis: Any, keys: Keys, redi
     assert costs["total_usd"] == 0.01
     validate("init", output(keys, redis_url, "init"))
     validate("config", output(keys, redis_url, "config"))
+    check = cli(keys, redis_url, "controller", "--check", "--json")  # exit 1 if a check fails
+    validate("controller-check", json.loads(check.stdout))
     validate("dlq-purge", output(keys, redis_url, "dlq", "purge", "--yes"))
 
 
