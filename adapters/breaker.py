@@ -8,7 +8,8 @@ parks the whole fleet at once instead of each process rediscovering it::
       └──────────── probe succeeds ─────────┼── probe fails ────────┘
 
 While open, ``before_call`` raises ``CircuitOpenError(name, retry_at)`` and the
-executor parks the step until ``retry_at`` without spending an attempt. Past
+executor parks the step until ``retry_at`` without spending an attempt; so does
+``record_failure`` for a failed probe (see there). Past
 the cool-down exactly one caller at a time becomes the probe (a ``SET NX PX``
 lease, so a probe that dies is replaced after ``probe_ttl_s``); the others are
 refused until the probe reports.
@@ -20,6 +21,7 @@ server's clock, so executors with skewed clocks agree.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
@@ -29,6 +31,7 @@ from typing import Any
 import anyio
 import msgspec
 import structlog
+from redis.exceptions import NoScriptError
 
 from saga.state.keys import Keys
 from saga.steps.errors import CircuitOpenError
@@ -38,6 +41,7 @@ __all__ = [
     "BreakerState",
     "BreakerStatus",
     "CircuitBreaker",
+    "Script",
     "load_script",
     "read_all",
 ]
@@ -68,9 +72,26 @@ def _source(name: str) -> str:
     return (resources.files("saga.adapters") / "lua" / f"{name}.lua").read_text("utf-8")
 
 
-def load_script(redis: Any, name: str) -> Any:
-    """Register ``adapters/lua/<name>.lua`` on ``redis``; redis-py reloads it on NOSCRIPT."""
-    return redis.register_script(_source(name))
+class Script:
+    """``adapters/lua/<name>.lua``, called by SHA, and by its source (EVAL, which caches
+    it again) when the server has lost it. redis-py's ``register_script`` reloads with
+    SCRIPT LOAD then repeats EVALSHA, which a second flush in between (a failover, a
+    ``SCRIPT FLUSH`` storm) turns into an unhandled NoScriptError."""
+
+    def __init__(self, redis: Any, source: str) -> None:
+        self.redis, self.source = redis, source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    async def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
+        try:
+            return await self.redis.evalsha(self.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await self.redis.eval(self.source, len(keys), *keys, *args)
+
+
+def load_script(redis: Any, name: str) -> Script:
+    """``adapters/lua/<name>.lua`` on ``redis``, safe against NOSCRIPT."""
+    return Script(redis, _source(name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +173,14 @@ class CircuitBreaker:
             _log.info("circuit_closed", breaker=self.name)
 
     async def record_failure(self) -> None:
-        """The dependency failed (outage-class error); may open the circuit."""
+        """The dependency failed (outage-class error); may open the circuit.
+
+        Raises CircuitOpenError when the circuit was open before this failure counted:
+        this call was the half-open probe and failed, or it was let through before
+        another opened the circuit. Such a failure says the dependency is down, not that
+        the step failed, so the attempt parks without being spent; otherwise a long
+        outage would dead-letter sagas through probes alone. The failures that open the
+        circuit spend their attempts as any failure does."""
         p = self.policy
         code, failures, retry_at_ms = await self._failure(
             keys=self._keys, args=[p.failures, _ms(p.window_s), _ms(p.cooldown_s)]
@@ -165,6 +193,8 @@ class CircuitBreaker:
                 probe_failed=code == _Failure.REOPENED,
                 retry_at=int(retry_at_ms) / 1000,
             )
+        if code in (_Failure.REOPENED, _Failure.IGNORED):
+            raise CircuitOpenError(self.name, int(retry_at_ms) / 1000)
 
     async def state(self) -> BreakerStatus:
         """The breaker's current state, failure count in the window and times."""

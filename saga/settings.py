@@ -63,7 +63,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     key_prefix: str = "saga"
     document_source: str = ""
     """``SAGA_DOCUMENT_SOURCE``: template resolving a record's document, ``{record_id}``."""
-    health_port: int = 8080
+    health_port: int | None = None
+    """``SAGA_HEALTH_PORT``: /livez, /readyz, /metrics. Unset: 8080, or a free port (logged
+    and shown by ``saga top``) when another process holds 8080; set: that port or exit 2."""
+    health_host: str = "127.0.0.1"
+    """``SAGA_HEALTH_HOST``: the health server's bind address. Default: loopback, except in
+    Kubernetes (``KUBERNETES_SERVICE_HOST`` set), where probes come from the node: 0.0.0.0."""
     log_format: str = "console"
     log_level: str = "info"
     billing_url: str = ""
@@ -190,7 +195,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             partitions=int(num("SAGA_PARTITIONS", 1, int)),
             key_prefix=get("SAGA_KEY_PREFIX", "saga"),
             document_source=get("SAGA_DOCUMENT_SOURCE"),
-            health_port=int(num("SAGA_HEALTH_PORT", 8080, int)),
+            health_port=int(num("SAGA_HEALTH_PORT", 0, int)) if get("SAGA_HEALTH_PORT") else None,
+            health_host=get("SAGA_HEALTH_HOST")
+            or ("0.0.0.0" if get("KUBERNETES_SERVICE_HOST") else "127.0.0.1"),
             log_format=log_format,
             log_level=get("SAGA_LOG_LEVEL", "info").lower(),
             billing_url=get("SAGA_BILLING_URL"),

@@ -139,6 +139,14 @@ class Keys:
     def billing_lock(self, user_id: str) -> str:
         return f"{self.prefix}:billing:lock:{validate_id(user_id, 'user_id')}"
 
+    def worker_presence(self, worker: str) -> str:
+        """A live worker's presence (steps, health address), expiring unless renewed."""
+        return f"{self.prefix}:worker:{validate_id(worker, 'worker')}"
+
+    def workers_registry(self) -> str:
+        """A sorted set of worker names by when they last announced themselves (ms)."""
+        return f"{self.prefix}:workers"
+
     def steps_registry(self) -> str:
         """A set of every step name a worker or client has created groups for."""
         return f"{self.prefix}:steps"

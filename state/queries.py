@@ -20,10 +20,12 @@ from redis.exceptions import ResponseError
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
 from saga.state.keys import GROUP, Keys
+from saga.state.presence import Presence, live_workers
 from saga.state.replies import num, text
 
 ACTIVE_WITHIN_MS = 60_000
-"""A consumer that read within this window counts as an active worker."""
+"""A consumer that read within this window counts as reading (``live_consumers``);
+``saga top`` counts live workers by their presence instead (``state.presence``)."""
 
 
 class StepStats(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,7 +43,7 @@ class StepStats(msgspec.Struct, frozen=True, kw_only=True):
     dead: int
     """Dead letters in the streams now."""
     workers: int
-    """Consumers of the group active within ACTIVE_WITHIN_MS."""
+    """Live workers serving the step (their presence renewed within PRESENCE_TTL_S)."""
     committed: int
     failed: int
     retried: int
@@ -58,9 +60,13 @@ async def registered_steps(client: Any, keys: Keys) -> list[str]:
 
 
 async def queue_stats(
-    client: Any, keys: Keys, steps: Sequence[str], *, active_ms: int = ACTIVE_WITHIN_MS
+    client: Any, keys: Keys, steps: Sequence[str], *, workers: Sequence[Presence] | None = None
 ) -> list[StepStats]:
-    """Queue numbers of every step over every partition, in one pipeline."""
+    """Queue numbers of every step over every partition, in one pipeline (and the live
+    workers, unless given)."""
+    if workers is None:
+        workers = await live_workers(client, keys)
+    serving = Counter(step for w in workers for step in set(w.steps))
     pipe = client.pipeline(transaction=False)
     for p in keys.all_partitions():
         pipe.hgetall(keys.stats(p))
@@ -69,7 +75,6 @@ async def queue_stats(
             pipe.xlen(ready)
             pipe.xinfo_groups(ready)
             pipe.xpending(ready, GROUP)
-            pipe.xinfo_consumers(ready, GROUP)
             pipe.zcard(keys.delayed(p, step))
             pipe.xlen(keys.dead(p, step))
     replies = iter(await pipe.execute(raise_on_error=False))
@@ -78,8 +83,8 @@ async def queue_stats(
     for _ in keys.all_partitions():
         counters.update({text(k): num(v) for k, v in _ok(next(replies), {}).items()})
         for step in steps:
-            sums[step].add([next(replies) for _ in range(6)], active_ms)
-    return [sums[s].result(s, counters) for s in steps]
+            sums[step].add([next(replies) for _ in range(5)])
+    return [sums[s].result(s, counters, serving[s]) for s in steps]
 
 
 def _ok(reply: Any, default: Any) -> Any:
@@ -91,24 +96,20 @@ class _StepSums:
     def __init__(self) -> None:
         self.length = self.pending = self.delayed = self.dead = 0
         self.lag: int | None = 0
-        self.workers: set[str] = set()
 
-    def add(self, replies: list[Any], active_ms: int) -> None:
-        length, groups, pending, consumers, delayed, dead = replies
+    def add(self, replies: list[Any]) -> None:
+        length, groups, pending, delayed, dead = replies
         self.length += _ok(length, 0)
         self.pending += int(_ok(pending, {}).get("pending") or 0)
         self.delayed += _ok(delayed, 0)
         self.dead += _ok(dead, 0)
         lag = _group_lag(_ok(groups, []))
         self.lag = None if self.lag is None or lag is None else self.lag + lag
-        self.workers |= {
-            text(c.get("name")) for c in _ok(consumers, []) if int(c.get("idle") or 0) < active_ms
-        }
 
-    def result(self, step: str, counters: Counter[str]) -> StepStats:
+    def result(self, step: str, counters: Counter[str], workers: int) -> StepStats:
         own = {"length": self.length, "pending": self.pending, "delayed": self.delayed}
         done = {k: counters[f"{f}:{step}"] for k, f in _COUNTERS}
-        return StepStats(step=step, lag=self.lag, dead=self.dead, workers=len(self.workers),
+        return StepStats(step=step, lag=self.lag, dead=self.dead, workers=workers,
                          **own, **done)  # fmt: skip
 
 

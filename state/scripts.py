@@ -1,9 +1,11 @@
 """Loads the Lua transitions: inlines includes, injects the shared tables, calls by SHA.
 
 Each script is called with EVALSHA of its own content, so two releases never run
-each other's scripts during a rolling deploy; on NOSCRIPT (a restarted or new
-server) the script is loaded and the call repeated — safe, because NOSCRIPT
-means it did not run.
+each other's scripts during a rolling deploy; on NOSCRIPT (a restarted, failed-over
+or flushed server) the call is repeated with EVAL and the source — safe, because
+NOSCRIPT means it did not run, and EVAL caches the script again. Not SCRIPT LOAD
+then EVALSHA: a second flush between the two (a ``SCRIPT FLUSH`` storm) made the
+repeat fail with NOSCRIPT again, and the worker exit.
 """
 
 from __future__ import annotations
@@ -112,20 +114,19 @@ async def ensure_loaded(client: Any) -> None:
 
 
 async def evalsha(client: Any, name: str, keys: list[str], args: list[Any]) -> Any:
-    """Run one script by SHA, loading it once if the server does not have it."""
+    """Run one script by SHA; by its source (EVAL) if the server does not have it."""
     script = load_all()[name]
     try:
         return await client.evalsha(script.sha, len(keys), *keys, *args)
     except NoScriptError:
-        await client.script_load(script.source)
-        return await client.evalsha(script.sha, len(keys), *keys, *args)
+        return await client.eval(script.source, len(keys), *keys, *args)
 
 
 async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
     """Run several scripts in one pipeline (one round trip); each stays its own atomic call.
 
     Results are returned in order; an exception is returned in place of a failed
-    call's result. NOSCRIPT entries are loaded and re-run (they did not execute).
+    call's result. NOSCRIPT entries are re-run with EVAL (they did not execute).
     A call refused for an outage (a cluster client's pipeline returns CLUSTERDOWN or
     TRYAGAIN in place) is raised, so the caller's resend repeats the whole batch:
     every script is idempotent, and the calls that did run answer as duplicates.
@@ -138,16 +139,20 @@ async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]
         raise refused
     missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
     if missing:
-        await ensure_loaded(client)
-        again = await _pipeline(client, [calls[i] for i in missing])
+        again = await _pipeline(client, [calls[i] for i in missing], by_source=True)
         for i, r in zip(missing, again, strict=True):
             results[i] = r
     return results
 
 
-async def _pipeline(client: Any, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+async def _pipeline(
+    client: Any, calls: list[tuple[str, list[str], list[Any]]], *, by_source: bool = False
+) -> list[Any]:
     scripts = load_all()
-    commands = [("EVALSHA", scripts[n].sha, len(keys), *keys, *args) for n, keys, args in calls]
+    if by_source:
+        commands = [("EVAL", scripts[n].source, len(k), *k, *a) for n, k, a in calls]
+    else:
+        commands = [("EVALSHA", scripts[n].sha, len(k), *k, *a) for n, k, a in calls]
     if not isinstance(client, Redis):  # a cluster client routes each call: its own pipeline
         pipe = client.pipeline(transaction=False)
         for command in commands:

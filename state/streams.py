@@ -30,6 +30,13 @@ async def ensure_groups(client: Any, keys: Keys, steps: Iterable[str]) -> int:
     return created
 
 
+def group_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` is Redis saying a ready stream's consumer group (or the stream)
+    is gone: NOGROUP, after ``XGROUP DESTROY`` or a server that restarted empty. Its
+    cure is ``ensure_groups`` (at ID 0: nothing enqueued meanwhile is skipped)."""
+    return isinstance(exc, ResponseError) and "NOGROUP" in str(exc)
+
+
 async def groups_present(client: Any, keys: Keys, steps: Iterable[str]) -> bool:
     for step in steps:
         for p in keys.all_partitions():

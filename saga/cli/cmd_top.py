@@ -20,8 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "Per registered step, summed over partitions: ready (entries no worker has taken "
             "yet: the consumer group's lag; ? when the server cannot tell), pending "
             "(delivered, not acknowledged), retries waiting, "
-            "dead letters, throughput (commits per second over the last interval) and active "
-            "workers (consumers seen within 60 s); then each circuit breaker. Refreshes until "
+            "dead letters, throughput (commits per second over the last interval) and live "
+            "workers (each renews a presence every 5 s; one unseen for 15 s, killed or hung, "
+            "is not counted); then each circuit breaker, and the live workers with their "
+            "health address. Refreshes until "
             "Ctrl-C. Throughput is a rate, so --once samples twice, --interval apart "
             "(--interval 0: one sample, throughput null)."
         ),
@@ -69,10 +71,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 class Sample:
-    """One reading: queue numbers per step, breakers, and when (monotonic seconds)."""
+    """One reading: queue numbers per step, breakers, live workers, when (monotonic s)."""
 
-    def __init__(self, steps: list[Any], breakers: dict[str, Any], at: float) -> None:
-        self.steps, self.breakers, self.at = steps, breakers, at
+    def __init__(
+        self, steps: list[Any], breakers: dict[str, Any], at: float, workers: list[Any]
+    ) -> None:
+        self.steps, self.breakers, self.at, self.workers = steps, breakers, at, workers
 
 
 async def sample(client: Any, keys: Any) -> Sample:
@@ -80,13 +84,15 @@ async def sample(client: Any, keys: Any) -> Sample:
     import anyio
 
     from saga.adapters.breaker import read_all
+    from saga.state.presence import live_workers
     from saga.state.queries import queue_stats, registered_steps
 
     steps = await registered_steps(client, keys)
     found: dict[str, Any] = {}
 
     async def queues() -> None:
-        found["steps"] = await queue_stats(client, keys, steps)
+        found["workers"] = await live_workers(client, keys)
+        found["steps"] = await queue_stats(client, keys, steps, workers=found["workers"])
 
     async def breakers() -> None:
         found["breakers"] = await read_all(client, keys, list(BREAKERS))
@@ -94,7 +100,7 @@ async def sample(client: Any, keys: Any) -> Sample:
     async with anyio.create_task_group() as tg:
         tg.start_soon(queues)
         tg.start_soon(breakers)
-    return Sample(found["steps"], found["breakers"], time.monotonic())
+    return Sample(found["steps"], found["breakers"], time.monotonic(), found["workers"])
 
 
 def rates(prev: Sample | None, cur: Sample) -> dict[str, float | None]:
@@ -115,7 +121,11 @@ def document(cur: Sample, prev: Sample | None) -> Any:
     steps = [TopStep(**msgspec.structs.asdict(s), throughput=_round(r[s.step])) for s in cur.steps]
     window = round(cur.at - prev.at, 3) if prev else None
     return TopDocument(
-        at_ms=int(time.time() * 1000), window_s=window, steps=steps, breakers=cur.breakers
+        at_ms=int(time.time() * 1000),
+        window_s=window,
+        steps=steps,
+        breakers=cur.breakers,
+        workers=cur.workers,
     )
 
 
@@ -144,7 +154,18 @@ def render(cur: Sample, prev: Sample | None) -> str:
         # length, which keeps delivered and done entries until they are trimmed.
         headers = ["step", "ready", "pending", "retrying", "dead", "done/s", "workers"]
         body = table(headers, rows)
-    return body + "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
+    body += "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
+    return body + _workers(cur.workers)
+
+
+def _workers(workers: list[Any], most: int = 10) -> str:
+    """The live workers, one line each (the first ``most``): where to find their health."""
+    if not workers:
+        return ""
+    lines = [f"  {w.worker}  {','.join(w.steps)}  health {w.health or '-'}" for w in workers[:most]]
+    if len(workers) > most:
+        lines.append(f"  … and {len(workers) - most} more (--json lists them all)")
+    return "\n\nworkers\n" + "\n".join(lines)
 
 
 def _breaker(name: str, b: Any) -> str:

@@ -17,7 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("steps", nargs="*", help="steps to serve, e.g. router parser grouper")
     p.add_argument("--concurrency", type=int, help="attempts per step at once (overrides)")
-    p.add_argument("--health-port", type=int, help="health/metrics port (-1: none)")
+    p.add_argument(
+        "--health-port",
+        type=int,
+        help="health/metrics port (0: any free port, -1: none); overrides SAGA_HEALTH_PORT",
+    )
     p.set_defaults(func=main)
 
 
@@ -34,6 +38,7 @@ def main(args: argparse.Namespace) -> int:
     from saga.logs import configure_logging
     from saga.settings import load_settings
     from saga.worker.gc_tuning import settle
+    from saga.worker.health import HealthPortError
     from saga.worker.service import serve
 
     settings = load_settings()
@@ -61,4 +66,7 @@ def main(args: argparse.Namespace) -> int:
         )
         return Exit.OK
 
-    return run(go)
+    try:
+        return run(go)
+    except HealthPortError as exc:
+        raise CliError(str(exc), Exit.USAGE) from None

@@ -24,6 +24,7 @@ from saga.controller.check import Check
 from saga.settings import Settings
 from saga.state.dead_letters import DeadLetter
 from saga.state.model import HistoryEvent, SagaState
+from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
 
 SCHEMAS = Path(__file__).with_name("schemas")
@@ -168,6 +169,8 @@ class TopDocument(msgspec.Struct, kw_only=True):
     window_s: float | None
     steps: list[TopStep]
     breakers: dict[str, BreakerStatus]
+    workers: list[Presence]
+    """Live workers (presence renewed within 15 s), most recently seen first."""
 
 
 class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "to_day": "to"}):

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import structlog
+from redis.exceptions import ResponseError
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.retry import decide
@@ -20,6 +21,7 @@ from saga.state.errors import LeaseLostError
 from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction
 from saga.state.requests import CommitRequest, FailRequest, Outcome
+from saga.state.streams import group_missing
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
 from saga.telemetry import tracing
 from saga.telemetry.redact import safe_error
@@ -170,6 +172,12 @@ class AttemptRunner:
                 return
             except TRANSIENT_ERRORS as exc:
                 log.warning("heartbeat_failed", error=type(exc).__name__)
+            except ResponseError as exc:
+                if not group_missing(exc):
+                    raise
+                # The lease was extended; only the entry's XCLAIM found no group (the
+                # read loop recreates it). Not the step's failure.
+                log.warning("heartbeat_failed", error="NOGROUP")
             await asyncio.sleep(spec.lease_s / 3)
 
     def _commit_request(

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import structlog
+from redis.exceptions import ResponseError
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
@@ -20,6 +21,7 @@ from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
+from saga.state.presence import PRESENCE_EVERY_S
 from saga.state.scripts import ensure_loaded
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
@@ -49,6 +51,7 @@ class Executor:
         observer: Observer | None = None,
         health: HealthState | None = None,
         on_ready: Callable[[], None] | None = None,
+        health_address: str = "",
     ) -> None:
         self.client, self.keys, self.settings = client, keys, settings
         self.on_ready = on_ready
@@ -68,13 +71,20 @@ class Executor:
         self._inflight: set[tuple[str, int, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._all_idle = anyio.Event()
-        self.upkeep = Upkeep(self.sm, self.specs, worker, self.health)
+        self.upkeep = Upkeep(self.sm, self.specs, worker, self.health, health_address)
         self.drain_s = drain_seconds(settings, self.specs)
 
     # -- lifecycle ------------------------------------------------------------
     async def run(self) -> None:
-        """Run until ``stop()`` (SIGTERM/SIGINT: ``service.run_with_signals``), then drain."""
-        await self._prepare()
+        """Run until ``stop()`` (SIGTERM/SIGINT: ``service.run_with_signals``), then drain.
+        A stop while Redis is still unreachable at start-up returns at once."""
+        if not await self._prepare():
+            log.info(
+                "worker_stopped",
+                worker=self.worker,
+                detail="stopped before Redis answered; nothing was claimed",
+            )
+            return
         if self.on_ready is not None:
             self.on_ready()
         async with anyio.create_task_group() as outer:
@@ -89,6 +99,7 @@ class Executor:
                         up.every, "promote", self.settings.promote_interval_s, up.promote_once
                     )
                     loops.start_soon(up.every, "maintenance", 60.0, up.maintain_once)
+                    loops.start_soon(up.every, "presence", PRESENCE_EVERY_S, up.announce_once)
                     await self.stopping.wait()
                     loops.cancel_scope.cancel()
                 await self._drain()
@@ -96,11 +107,15 @@ class Executor:
                 await self._cancel_attempts()
                 self.committer.close()
                 self.watchdog.close()
+                await self.upkeep.withdraw()
         log.info("worker_stopped", worker=self.worker)
 
-    def stop(self) -> None:
+    def stop(self, reason: str = "") -> None:
+        """Drain and stop (``reason``: the signal's name, for the log)."""
         if not self.stopping.is_set():
-            log.info("worker_draining", worker=self.worker, inflight=len(self._inflight))
+            log.info(
+                "worker_draining", worker=self.worker, inflight=len(self._inflight), signal=reason
+            )
             self.health.draining = True
             self.stopping.set()
 
@@ -122,8 +137,16 @@ class Executor:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _prepare(self) -> None:
-        """Load scripts and create groups, retrying (at most ~1/s) until Redis answers."""
+    async def _prepare(self) -> bool:
+        """Load scripts and create groups, retrying (at most ~1/s) until Redis answers;
+        False if ``stop()`` came first (a SIGTERM must not wait for Redis)."""
+        waiting: list[str] = []
+
+        def down(exc: BaseException) -> None:
+            if not waiting:  # once: the health endpoint says it for as long as it lasts
+                waiting.append(type(exc).__name__)
+                log.warning("waiting_for_redis", worker=self.worker, error=waiting[0])
+            self.health.redis_down(exc)
 
         async def prepare() -> None:
             await ensure_loaded(self.client)
@@ -132,53 +155,104 @@ class Executor:
             self.health.groups_present = True
             await self.upkeep.sync_clock()
 
-        await resending(attempts=None, on_retry=self.health.redis_down)(prepare)
+        ready = False
+        async with anyio.create_task_group() as tg:
+
+            async def cancel_on_stop() -> None:
+                await self.stopping.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(cancel_on_stop)
+            await resending(attempts=None, on_retry=down)(prepare)
+            ready = True
+            tg.cancel_scope.cancel()
+        if not ready:
+            return False
         self.health.redis_up()
         log.info("worker_started", worker=self.worker, steps=[s.name for s in self.specs])
+        return True
+
+    async def _regroup(self, spec: StepSpec) -> None:
+        """A ready stream's consumer group is gone (``XGROUP DESTROY``, a server restarted
+        empty): not ready until the groups are back, recreated at ID 0 so nothing
+        enqueued meanwhile is skipped (entries already done are refused as stale)."""
+        if self.health.groups_present:
+            self.health.groups_present = False
+            log.warning(
+                "consumer_group_missing",
+                step=spec.name,
+                detail="recreating the consumer groups at 0 (a group was destroyed, or "
+                "Redis restarted empty)",
+            )
+        await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
+        if not self.health.groups_present:
+            self.health.groups_present = True
+            log.info("consumer_groups_recreated", steps=[s.name for s in self.specs])
 
     # -- reading and claiming ---------------------------------------------------
     async def _read_loop(self, spec: StepSpec) -> None:
-        slots = self.slots[spec.name]
         streams_of = {self.keys.ready(p, spec.name): p for p in self.keys.all_partitions()}
         groups = (
             [{s: ">"} for s in streams_of]
             if self.settings.cluster
             else [dict.fromkeys(streams_of, ">")]
         )
-        delay = 0.1
-        recover_at = 0.0
+        delay, recover_at = 0.1, 0.0
         while True:
-            self.health.tick(f"read:{spec.name}")
-            await self._wait_capacity(slots, f"read:{spec.name}")
-            if time.monotonic() >= recover_at:
-                # Recovery runs here, between reads: a loop of its own would find every
-                # free slot reserved by the blocking XREADGROUP below, and never run.
-                recover_at = time.monotonic() + self.settings.recovery_interval_s
+            try:
+                recover_at = await self._read_once(spec, groups, streams_of, recover_at)
+                delay = 0.1
+            except TRANSIENT_ERRORS as exc:
+                self.health.redis_down(exc)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+            except ResponseError as exc:
+                if not streams.group_missing(exc):
+                    raise
                 try:
-                    await self._recover_once(spec)
-                except TRANSIENT_ERRORS as exc:
-                    self.health.redis_down(exc)
-            for group in groups:
-                n = slots.reserve(self.settings.read_batch)
-                if n == 0:
-                    break
-                # An idle read wakes up for the next recovery pass: SAGA_RECOVERY_INTERVAL
-                # holds even when it is shorter than SAGA_BLOCK_MS.
-                until_recovery_ms = int((recover_at - time.monotonic()) * 1000)
-                block = max(1, min(self.settings.block_ms, until_recovery_ms))
-                try:
-                    reply = await self.client.xreadgroup(
-                        GROUP, self.worker, group, count=n, block=block
-                    )
-                    delay = 0.1
-                except TRANSIENT_ERRORS as exc:
-                    slots.release(n)
-                    self.health.redis_down(exc)
+                    await self._regroup(spec)
+                except TRANSIENT_ERRORS as down:
+                    self.health.redis_down(down)
                     await anyio.sleep(delay)
-                    delay = min(delay * 2, 1.0)
-                    continue
-                self.health.redis_up()
-                await self._claim_read(spec, reply, streams_of, n)
+
+    async def _read_once(
+        self,
+        spec: StepSpec,
+        groups: list[dict[str, str]],
+        streams_of: dict[str, int],
+        recover_at: float,
+    ) -> float:
+        """One pass: recovery if due, then one blocking read per group of streams, whose
+        entries are claimed and started. Returns when recovery is next due."""
+        slots = self.slots[spec.name]
+        self.health.tick(f"read:{spec.name}")
+        await self._wait_capacity(slots, f"read:{spec.name}")
+        if time.monotonic() >= recover_at:
+            # Recovery runs here, between reads: a loop of its own would find every
+            # free slot reserved by the blocking XREADGROUP below, and never run.
+            recover_at = time.monotonic() + self.settings.recovery_interval_s
+            try:
+                await self._recover_once(spec)
+            except TRANSIENT_ERRORS as exc:
+                self.health.redis_down(exc)
+        for group in groups:
+            n = slots.reserve(self.settings.read_batch)
+            if n == 0:
+                break
+            # An idle read wakes up for the next recovery pass: SAGA_RECOVERY_INTERVAL
+            # holds even when it is shorter than SAGA_BLOCK_MS.
+            until_recovery_ms = int((recover_at - time.monotonic()) * 1000)
+            block = max(1, min(self.settings.block_ms, until_recovery_ms))
+            try:
+                reply = await self.client.xreadgroup(
+                    GROUP, self.worker, group, count=n, block=block
+                )
+            except BaseException:
+                slots.release(n)
+                raise
+            self.health.redis_up()
+            await self._claim_read(spec, reply, streams_of, n)
+        return recover_at
 
     async def _claim_read(
         self, spec: StepSpec, reply: Any, streams_of: dict[str, int], reserved: int

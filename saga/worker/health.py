@@ -7,8 +7,10 @@ to restart a pod). ``/readyz``: Redis reachable, scripts loaded, groups present.
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 import structlog
@@ -58,18 +60,59 @@ class HealthState:
         return True, "ok"
 
 
+class HealthPortError(Exception):
+    """The health server cannot listen where it was told to (one sentence for the operator)."""
+
+
+DEFAULT_PORT = 8080
+
+
+async def bind_health(host: str, port: int | None, setting: str) -> Any:
+    """A listener for the health server. ``port=None``: the default port, or a free one
+    when another process (a second worker on this host) holds it. An explicit port
+    that cannot be bound raises HealthPortError naming it and ``setting``."""
+    wanted = DEFAULT_PORT if port is None else port
+    try:
+        return await anyio.create_tcp_listener(local_host=host, local_port=wanted, reuse_port=False)
+    except OSError as exc:
+        if port is not None or exc.errno != errno.EADDRINUSE:
+            why = "is already in use" if exc.errno == errno.EADDRINUSE else f"({exc.strerror})"
+            raise HealthPortError(
+                f"the health server cannot listen on {host}:{wanted}: the port {why}; "
+                f"set {setting} to another port (0 picks a free one)"
+            ) from None
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=0, reuse_port=False)
+    log.warning(
+        "health_port_taken",
+        wanted=wanted,
+        port=listener.extra(anyio.abc.SocketAttribute.local_port),
+        hint=f"another process holds {wanted}; set {setting} to choose the port",
+    )
+    return listener
+
+
+def bound_port(listener: Any) -> int:
+    return int(listener.extra(anyio.abc.SocketAttribute.local_port))
+
+
 async def serve_health(
     state: HealthState,
     port: int,
     metrics: Callable[[], str] | None = None,
     *,
-    host: str = "0.0.0.0",
+    host: str = "127.0.0.1",
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled. ``port=0`` picks a free port (reported via task_status)."""
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port, reuse_port=False)
-    bound = listener.extra(anyio.abc.SocketAttribute.local_port)
-    task_status.started(bound)
+    task_status.started(bound_port(listener))
+    await serve_listener(state, listener, metrics)
+
+
+async def serve_listener(
+    state: HealthState, listener: Any, metrics: Callable[[], str] | None = None
+) -> None:
+    """Answer /livez, /readyz and /metrics on ``listener`` until cancelled."""
 
     async def handle(stream: SocketStream) -> None:
         async with stream:

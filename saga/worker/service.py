@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import anyio
 import structlog
@@ -12,7 +13,7 @@ import structlog
 from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.worker.executor import Executor
-from saga.worker.health import HealthState, serve_health
+from saga.worker.health import HealthState, bind_health, bound_port, serve_listener
 from saga.worker.naming import worker_name
 from saga.worker.observer import Observer
 
@@ -32,9 +33,12 @@ async def serve(
 ) -> None:
     """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return.
 
-    ``on_ready`` runs once the process is wired and warmed up and its scripts and
-    consumer groups are in place, right before the first read (the CLI settles the
-    garbage collector there; ``saga bench`` holds its workers there until it says go)."""
+    ``health_port`` (the CLI's ``--health-port``) overrides ``settings.health_port``;
+    -1 serves no health endpoints. A port that cannot be bound raises HealthPortError
+    before anything else starts. ``on_ready`` runs once the process is wired and warmed
+    up and its scripts and consumer groups are in place, right before the first read
+    (the CLI settles the garbage collector there; ``saga bench`` holds its workers there
+    until it says go)."""
     from saga.ports import DefaultPorts
     from saga.runtime import document_pipeline, keys_of, open_client
     from saga.telemetry.worker import WorkerTelemetry
@@ -44,6 +48,8 @@ async def serve(
         pipeline = pipeline.with_overrides(lambda s: replace(s, concurrency=concurrency))
     for step in steps:
         pipeline.get(step)  # unknown step: a clear KeyError before anything starts
+    listener = await _listen(settings, health_port)
+    address = f"{settings.health_host}:{bound_port(listener)}" if listener else ""
     client = open_client(settings)
     keys = keys_of(settings)
     ports = DefaultPorts(settings, client, keys)
@@ -60,16 +66,17 @@ async def serve(
         observer=observer or telemetry.metrics.observer,
         health=health,
         on_ready=on_ready,
+        health_address=address,
     )
-    port = settings.health_port if health_port is None else health_port
     try:
         async with anyio.create_task_group() as tg:
-            if port >= 0:
-                render = metrics or telemetry.metrics.render
-                bound = await tg.start(serve_health, health, port, render)
-                log.info("health_listening", port=bound)
+            # Signals first: a SIGTERM while Redis is still unreachable stops the worker.
+            tg.start_soon(_stop_on_signals, executor)
+            if listener is not None:
+                tg.start_soon(serve_listener, health, listener, metrics or telemetry.metrics.render)
+                log.info("health_listening", port=bound_port(listener), address=address)
                 tg.start_soon(telemetry.refresh_loop, client, keys)
-            await run_with_signals(executor)
+            await executor.run()
             tg.cancel_scope.cancel()
     finally:
         telemetry.shutdown()
@@ -77,15 +84,26 @@ async def serve(
         await client.aclose()
 
 
+async def _listen(settings: Settings, override: int | None) -> Any:
+    """The health listener, or None for ``--health-port -1``."""
+    if override is not None:
+        return (
+            None
+            if override < 0
+            else await bind_health(settings.health_host, override, "--health-port")
+        )
+    return await bind_health(settings.health_host, settings.health_port, "SAGA_HEALTH_PORT")
+
+
+async def _stop_on_signals(executor: Executor) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for sig in signals:
+            executor.stop(signal.Signals(sig).name)
+
+
 async def run_with_signals(executor: Executor) -> None:
     """Run ``executor`` until SIGTERM or SIGINT asks it to drain (Kubernetes' stop)."""
     async with anyio.create_task_group() as tg:
-
-        async def watch() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                async for _ in signals:
-                    executor.stop()
-
-        tg.start_soon(watch)
+        tg.start_soon(_stop_on_signals, executor)
         await executor.run()
         tg.cancel_scope.cancel()

@@ -3,14 +3,18 @@ consumers and retired sagas' index entries, and keeping its offset to the server
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 import structlog
+from redis.exceptions import ResponseError
 
 from saga.pipeline import StepSpec
-from saga.state import retention, streams
+from saga.state import presence, retention, streams
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
 from saga.worker.health import HealthState
@@ -20,13 +24,26 @@ log = structlog.get_logger("saga.worker")
 
 class Upkeep:
     def __init__(
-        self, sm: StateMachine, specs: Sequence[StepSpec], worker: str, health: HealthState
+        self,
+        sm: StateMachine,
+        specs: Sequence[StepSpec],
+        worker: str,
+        health: HealthState,
+        health_address: str = "",
     ) -> None:
         self.sm, self.specs, self.worker, self.health = sm, specs, worker, health
         self.keys, self.client = sm.keys, sm.client
         self.clock_offset_ms = 0
         self.promoted: dict[str, int] = {}
         """Retries promoted by this process, per step (the controller's metrics read it)."""
+        self.presence = presence.Presence(
+            worker=worker,
+            steps=tuple(s.name for s in specs),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            health=health_address,
+            started_ms=int(time.time() * 1000),
+        )
 
     async def every(self, name: str, interval: float, fn: Callable[[], Awaitable[object]]) -> None:
         """Run ``fn`` every ``interval`` seconds until cancelled; Redis outages are waited out."""
@@ -36,6 +53,11 @@ class Upkeep:
                 await fn()
             except TRANSIENT_ERRORS as exc:
                 self.health.redis_down(exc)
+            except ResponseError as exc:
+                if not streams.group_missing(exc):
+                    raise
+                # The read loops recreate the groups; this pass just waits for them.
+                log.debug("upkeep_skipped", loop=name, error="NOGROUP")
             # Waiting is not being stuck: tick while asleep (an interval may exceed the
             # liveness window); only a call that hangs stops the ticks.
             end = time.monotonic() + interval
@@ -73,6 +95,20 @@ class Upkeep:
             pruned = await retention.prune_retired(self.sm, p)
             if pruned:
                 log.info("retired_sagas_pruned", partition=p, count=pruned)
+
+    async def announce_once(self) -> None:
+        """Renew this worker's presence (what ``saga top`` counts as a live worker)."""
+        now_ms = int(time.time() * 1000 + self.clock_offset_ms)
+        await presence.announce(self.client, self.keys, self.presence, now_ms)
+
+    async def withdraw(self) -> None:
+        """Leave ``saga top`` at once on a clean stop (best effort: it expires anyway)."""
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(2),
+            contextlib.suppress(*TRANSIENT_ERRORS, ResponseError),
+        ):
+            await presence.withdraw(self.client, self.keys, self.worker)
 
     async def sync_clock(self) -> None:
         secs, micros = await self.client.time()

@@ -127,21 +127,41 @@ async def test_probe_success_closes(redis: Any, keys: Keys) -> None:
 
 
 async def test_probe_failure_reopens(redis: Any, keys: Keys) -> None:
-    """A failed probe opens the circuit again for a fresh cool-down."""
+    """A failed probe opens the circuit again for a fresh cool-down, and its caller is
+    told the circuit is open (it parks instead of spending an attempt)."""
     breaker = make(redis, keys)
     await trip(breaker)
     first = await breaker.state()
     await half_open(breaker)
     await breaker.before_call()
-    with capture_logs() as logs:
+    with capture_logs() as logs, pytest.raises(CircuitOpenError) as parked:
         await breaker.record_failure()
     status = await breaker.state()
     assert status.state is BreakerState.OPEN
     assert status.retry_at is not None and first.retry_at is not None
     assert status.retry_at > first.retry_at
+    assert parked.value.retry_at == pytest.approx(status.retry_at)
     assert logs[0]["event"] == "circuit_opened" and logs[0]["probe_failed"] is True
     with pytest.raises(CircuitOpenError):
         await breaker.before_call()
+
+
+async def test_a_failure_while_open_parks_its_caller(redis: Any, keys: Keys) -> None:
+    """A call let through before the circuit opened, failing after, is told it is open."""
+    breaker = make(redis, keys)
+    await trip(breaker)
+    with pytest.raises(CircuitOpenError):
+        await breaker.record_failure()
+    assert (await breaker.state()).state is BreakerState.OPEN
+
+
+async def test_script_lost_by_the_server_runs_from_source(redis: Any, keys: Keys) -> None:
+    """After SCRIPT FLUSH the breaker's scripts still run (EVAL of the source)."""
+    breaker = make(redis, keys)
+    await breaker.before_call()
+    await redis.script_flush()
+    await breaker.record_failure()
+    assert (await breaker.state()).failures == 1
 
 
 async def test_lost_probe_is_replaced_after_its_lease(redis: Any, keys: Keys) -> None:

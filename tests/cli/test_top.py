@@ -68,7 +68,8 @@ async def test_once_json_agrees_with_the_keyspace(redis: Any, keys: Keys, redis_
     router, parser = steps["router"], steps["parser"]
     assert (router["length"], router["lag"], router["pending"], router["delayed"]) == (4, 1, 1, 1)
     assert (parser["dead"], parser["dead_lettered"], parser["failed"]) == (1, 1, 1)
-    assert (router["committed"], router["retried"], router["workers"]) == (1, 1, 2)
+    # w1 and w2 are consumers with no presence (no worker process): not live workers.
+    assert (router["committed"], router["retried"], router["workers"]) == (1, 1, 0)
     assert router["throughput"] is None and doc["window_s"] is None
     assert doc["breakers"]["llm"]["state"] == "closed"
 
@@ -84,8 +85,9 @@ async def test_once_table_shows_steps_and_breakers(redis: Any, keys: Keys,
     assert lines[0].split() == [
         "step", "ready", "pending", "retrying", "dead", "done/s", "workers",
     ]  # fmt: skip
-    # ready is what waits for a worker (1 undelivered), not the stream's 4 entries
-    assert lines[4].split() == ["router", "1", "1", "1", "0", "-", "2"]
+    # ready is what waits for a worker (1 undelivered), not the stream's 4 entries;
+    # w1 and w2 are consumers with no presence (no worker process): not live workers.
+    assert lines[4].split() == ["router", "1", "1", "1", "0", "-", "0"]
     assert "llm open" in lines[-1] and "billing closed" in lines[-1]
 
 
@@ -118,7 +120,7 @@ def test_throughput_is_commits_per_second_between_samples() -> None:
                          workers=0, committed=committed, failed=0, retried=0,
                          dead_lettered=0)  # fmt: skip
 
-    before, after = Sample([stats(10)], {}, 100.0), Sample([stats(30)], {}, 102.0)
+    before, after = Sample([stats(10)], {}, 100.0, []), Sample([stats(30)], {}, 102.0, [])
     assert rates(before, after) == {"parser": 10.0}
     assert rates(None, after) == {"parser": None}
 

@@ -10,10 +10,19 @@ from saga.settings import SettingsError, load_settings
 def test_defaults() -> None:
     """An empty environment gives the documented defaults."""
     s = load_settings({"SAGA_DATA_DIR": "/tmp/x"})
-    assert (s.redis_url, s.partitions, s.health_port, s.key_prefix) == (None, 1, 8080, "saga")
+    assert (s.redis_url, s.partitions, s.health_port, s.key_prefix) == (None, 1, None, "saga")
+    assert s.health_host == "127.0.0.1"
     assert s.limits.retention_s == 7 * 86400 and s.limits.pages_ttl_s == 3600
     assert s.parser == "rules" and s.drain_s is None  # None: the longest step timeout
     assert s.gc_threshold == 50_000
+
+
+def test_health_host_defaults_to_every_address_in_kubernetes_only() -> None:
+    """SAGA_HEALTH_HOST: loopback by default, 0.0.0.0 in a pod (probes come from the node)."""
+    pod = load_settings({"SAGA_DATA_DIR": "/t", "KUBERNETES_SERVICE_HOST": "10.0.0.1"})
+    assert pod.health_host == "0.0.0.0"
+    own = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_HEALTH_HOST": "::1", "SAGA_HEALTH_PORT": "0"})
+    assert (own.health_host, own.health_port) == ("::1", 0)
 
 
 def test_per_step_overrides() -> None:
