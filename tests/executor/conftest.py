@@ -43,9 +43,16 @@ def spawn(
     """Start ``saga worker`` processes; every one is killed (by pid) at teardown."""
     started: list[Worker] = []
 
-    def start(*steps: str, env: dict[str, str] | None = None, **overrides: str) -> Worker:
+    def start(
+        *steps: str, env: dict[str, str] | None = None, own_port: bool = True, **overrides: str
+    ) -> Worker:
         log = tmp_path / f"worker-{len(started)}.log"
-        w = spawn_worker(worker_env(env or base_env, **overrides), log, steps or pipelines.STEPS)
+        w = spawn_worker(
+            worker_env(env or base_env, **overrides),
+            log,
+            steps or pipelines.STEPS,
+            own_port=own_port,
+        )
         started.append(w)
         return w
 

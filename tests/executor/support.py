@@ -122,6 +122,19 @@ class Worker:
             ready, within=within, what=f"worker {self.pid} ready", every=0.05, on_timeout=self.tail
         )
 
+    async def learn_port(self, within: float = 30.0) -> int:
+        """The health port the worker logged it listens on (a fallback port, say)."""
+
+        async def listening() -> bool:
+            assert self.alive(), f"worker exited with {self.proc.returncode}:\n{self.tail()}"
+            found = self.logged("health_listening")
+            if found:
+                self.port = int(found[0]["port"])
+            return bool(found)
+
+        await wait_until(listening, within=within, what="health_listening", on_timeout=self.tail)
+        return self.port
+
     def events(self) -> list[dict[str, Any]]:
         """The JSON log lines written so far (anything else is skipped)."""
         out = []
@@ -171,9 +184,13 @@ def worker_env(base: dict[str, str], **overrides: str) -> dict[str, str]:
     return {k: v for k, v in env.items() if v != ""}
 
 
-def spawn_worker(env: dict[str, str], log: Path, steps: Iterable[str]) -> Worker:
-    port = free_port()
-    full = {**env, "SAGA_HEALTH_PORT": str(port)}
+def spawn_worker(
+    env: dict[str, str], log: Path, steps: Iterable[str], *, own_port: bool = True
+) -> Worker:
+    """A worker on a free health port of its own; ``own_port=False`` leaves
+    SAGA_HEALTH_PORT to ``env`` (``Worker.learn_port`` then reads the bound one)."""
+    port = free_port() if own_port else 0
+    full = {**env, "SAGA_HEALTH_PORT": str(port)} if own_port else env
     steps = list(steps)
     out = open(log, "ab")  # noqa: SIM115 - the child keeps it; closed when we return
     try:
