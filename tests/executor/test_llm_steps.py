@@ -118,3 +118,41 @@ async def test_open_circuit_parks_steps_without_spending_attempts(
         spent = [e for e in events if e.step == "router" and e.event == EventType.RETRY_SCHEDULED]
         assert len(spent) <= 2, "only the calls that failed spend attempts"
         assert not any(e.event == EventType.DEAD_LETTERED for e in events)
+
+
+async def test_failed_probes_of_a_long_outage_park_and_spend_nothing(
+    spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys
+) -> None:
+    """An outage longer than several cool-downs: the failure that opens the circuit spends
+    one attempt, every failed probe after it parks; with two attempts allowed the saga
+    is not dead-lettered and completes once the provider is back."""
+    down = threading.Event()
+    down.set()
+
+    def provider(_: Request) -> Reply:
+        return error_reply(503, "upstream down") if down.is_set() else chat_reply('{"ok": 1}')
+
+    with serve(provider) as stub:
+        worker = spawn(
+            SAGA_LLM_API_BASE=f"{stub.url}/v1",
+            SAGA_LLM_API_KEY="sk-test-key",
+            SAGA_BREAKER_FAILURES="1",
+            SAGA_BREAKER_COOLDOWN="0.3",
+            SAGA_ROUTER_MAX_ATTEMPTS="2",
+        )
+        await worker.wait_ready(within=90)  # litellm loads at start: slow on a busy host
+        rid = f"llm-0-probe-{uuid.uuid4().hex[:6]}"
+        await sagas.start(rid, "u1")
+
+        async def probes_failed() -> bool:
+            assert await states(redis, keys, [rid]) != ["failed"], "dead-lettered by probes"
+            return len(stub.requests) >= 4  # the opening failure, then three probes
+
+        await wait_until(probes_failed, within=60, what="three failed probes")
+        down.clear()
+        await wait_completed(redis, keys, rid, within=30)
+    saga, events = await saga_and_history(redis, keys, rid)
+    assert_one_commit_per_step(saga, events, ("router", "parser", "grouper"))
+    router = [e.event for e in events if e.step == "router"]
+    assert router.count(EventType.RETRY_SCHEDULED) == 1, router
+    assert router.count(EventType.PARKED) >= 3, router
