@@ -8,6 +8,12 @@ costs a fraction of that. What the parsed request holds is the same as the SDK's
 (tests compare the two). A span with events, links or attribute values other than
 str, bool, int, float, bytes or flat sequences of those takes the SDK's encoder,
 span by span; resources and scopes take it too, once each (cached).
+
+It leans on private parts of the exporter (``_internal``, and the module-level
+``encode_spans`` the exporter calls), so ``install`` checks them: any import error,
+missing name, changed signature or a request that differs from the SDK's on a probe
+span keeps the SDK's encoder, with one warning; so does any error at export time.
+pyproject.toml bounds the exporter's version, and ``.ci/deps-matrix`` tests both ends.
 """
 
 from __future__ import annotations
@@ -16,19 +22,38 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry.exporter.otlp.proto.common._internal import (
-    _encode_instrumentation_scope,
-    _encode_resource,
-)
-from opentelemetry.exporter.otlp.proto.common._internal import trace_encoder as sdk
+import structlog
 from opentelemetry.sdk.trace import ReadableSpan
+
+log = structlog.get_logger("saga.telemetry")
 
 _FIXED64 = struct.Struct("<Q").pack
 _DOUBLE = struct.Struct("<d").pack
 _FIXED32 = struct.Struct("<I").pack
 _HAS_IS_REMOTE = 0x100  # SpanFlags: the parent's remoteness is known ...
 _IS_REMOTE = 0x200  # ... and it is remote
-_KINDS = {kind: int(value) for kind, value in sdk._SPAN_KIND_MAP.items()}
+
+
+class _Sdk:
+    """The exporter's private encoders this module calls, bound by ``_bind``."""
+
+    encode_span: Callable[[Any], Any]
+    encode_resource: Callable[[Any], Any]
+    encode_scope: Callable[[Any], Any]
+    kinds: dict[Any, int] = {}
+
+
+def _bind() -> None:
+    from opentelemetry.exporter.otlp.proto.common._internal import (
+        _encode_instrumentation_scope,
+        _encode_resource,
+        trace_encoder,
+    )
+
+    _Sdk.encode_span = trace_encoder._encode_span
+    _Sdk.encode_resource = _encode_resource
+    _Sdk.encode_scope = _encode_instrumentation_scope
+    _Sdk.kinds = {kind: int(value) for kind, value in trace_encoder._SPAN_KIND_MAP.items()}
 
 
 class Encoded:
@@ -48,19 +73,81 @@ class Encoded:
 
 def install() -> bool:
     """Have the OTLP/HTTP span exporter encode with ``encode_spans``: it calls the
-    SDK's module-level function by name, which is replaced here. False (and the SDK's
-    encoder kept) if the exporter no longer has that function."""
+    SDK's module-level function by name, which is replaced here. False, with one
+    warning, and the SDK's encoder kept, if anything it relies on is not as expected."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http import trace_exporter
+
+        original = getattr(trace_exporter, "encode_spans")  # noqa: B009 - not re-exported
+        original = getattr(original, "saga_original", original)  # installed twice
+        if not callable(original):
+            raise AttributeError("trace_exporter.encode_spans is not callable")
+        _bind()
+        _self_test(original)
+    except Exception as exc:  # an upstream change: import, name, signature or output
+        _Sdk.kinds = {}  # bound again on next use, should the SDK's parts come back
+        log.warning(
+            "span_encoder_unavailable",
+            reason=f"{type(exc).__name__}: {exc}"[:300],
+            detail="the OTLP exporter's own encoder is used",
+        )
+        return False
+    trace_exporter.encode_spans = _guarded(original)  # type: ignore[attr-defined,assignment]
+    return True
+
+
+def _self_test(original: Callable[[Sequence[ReadableSpan]], Any]) -> None:
+    """Encode a span like ours with both encoders; they must give the same request."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("saga.self-test")
+    with tracer.start_as_current_span("probe") as span:
+        span.set_attributes({"saga.step": "parser", "saga.attempt": 1, "saga.ok": True})
+        with tracer.start_as_current_span("with an event") as child:
+            child.add_event("left to the SDK's encoder", {"n": 1})
+    provider.shutdown()
+    spans = memory.get_finished_spans()
+    ours = ExportTraceServiceRequest.FromString(encode_spans(spans).data)
+    if ours != original(spans):
+        raise ValueError("the hand-written request differs from the SDK's")
+
+
+def _guarded(
+    original: Callable[[Sequence[ReadableSpan]], Any],
+) -> Callable[[Sequence[ReadableSpan]], Any]:
+    """``encode_spans``, falling back to ``original`` for good (one warning) on any error."""
     from opentelemetry.exporter.otlp.proto.http import trace_exporter
 
-    if not callable(getattr(trace_exporter, "encode_spans", None)):
-        return False
-    trace_exporter.encode_spans = encode_spans  # type: ignore[attr-defined,assignment]
-    return True
+    def encode(spans: Sequence[ReadableSpan]) -> Any:
+        try:
+            return encode_spans(spans)
+        except Exception as exc:
+            trace_exporter.encode_spans = original  # type: ignore[attr-defined,assignment]
+            log.warning(
+                "span_encoder_unavailable",
+                reason=f"{type(exc).__name__}: {exc}"[:300],
+                detail="the OTLP exporter's own encoder is used from now on",
+            )
+            return original(spans)
+
+    encode.saga_fast = True  # type: ignore[attr-defined]
+    encode.saga_original = original  # type: ignore[attr-defined]
+    return encode
 
 
 def encode_spans(spans: Sequence[ReadableSpan]) -> Encoded:
     """An ExportTraceServiceRequest: spans grouped by resource, then by scope (by the
     objects: one provider has one of each; the SDK also merges equal copies)."""
+    if not _Sdk.kinds:
+        _bind()
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
     for span in spans:
         scopes = groups.setdefault(id(span.resource), (span.resource, {}))[1]
@@ -68,9 +155,9 @@ def encode_spans(spans: Sequence[ReadableSpan]) -> Encoded:
         scopes.setdefault(id(scope), (scope, []))[1].append(_span(span))
     out = bytearray()
     for resource, scopes in groups.values():
-        body = bytearray(_once(resource, _encode_resource))
+        body = bytearray(_once(resource, _Sdk.encode_resource))
         for scope, encoded in scopes.values():
-            scope_body = bytearray(_once(scope, _encode_instrumentation_scope))
+            scope_body = bytearray(_once(scope, _Sdk.encode_scope))
             for span_bytes in encoded:
                 scope_body += _len(0x12, span_bytes)  # ScopeSpans.spans = 2
             if scope is not None and scope.schema_url:
@@ -105,7 +192,7 @@ def _span(span: ReadableSpan) -> bytes:
         out += b"\x22\x08"  # parent_span_id = 4
         out += parent.span_id.to_bytes(8, "big")
     out += _len(0x2A, span.name.encode())  # name = 5
-    kind = _KINDS[span.kind]
+    kind = _Sdk.kinds[span.kind]
     if kind:
         out += b"\x30" + _varint(kind)  # kind = 6
     if span.start_time:
@@ -125,7 +212,7 @@ def _span(span: ReadableSpan) -> bytes:
 
 
 def _by_the_sdk(span: ReadableSpan) -> bytes:
-    return bytes(sdk._encode_span(span).SerializePartialToString())
+    return bytes(_Sdk.encode_span(span).SerializePartialToString())
 
 
 def _status(span: ReadableSpan) -> bytes:

@@ -3,10 +3,12 @@ the spans saga makes and for the ones it leaves to the SDK (events, links, odd v
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 pytest.importorskip(
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
@@ -31,6 +33,15 @@ from opentelemetry.trace.propagation.tracecontext import (
 from saga.telemetry import span_encoding
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+@pytest.fixture(autouse=True)
+def unbound() -> Iterator[None]:
+    """The SDK's private parts are bound on first use: bind them within each test (from
+    what it patched), and never let a test's patch outlive it."""
+    span_encoding._Sdk.kinds = {}
+    yield
+    span_encoding._Sdk.kinds = {}
 
 
 @pytest.fixture
@@ -126,22 +137,103 @@ def test_two_providers_stay_two_resources(made: Any) -> None:
     assert len(request.resource_spans) == 2
 
 
-def test_install_makes_the_exporter_use_it() -> None:
+@pytest.fixture
+def exporter() -> Iterator[Any]:
+    """The OTLP/HTTP exporter module, its encoder restored after the test."""
     from opentelemetry.exporter.otlp.proto.http import trace_exporter
 
     before = trace_exporter.encode_spans
-    try:
+    yield trace_exporter
+    trace_exporter.encode_spans = before
+
+
+def _fell_back(logs: list[dict[str, Any]]) -> None:
+    """Exactly one warning said the SDK's own encoder is used."""
+    warned = [e for e in logs if e["event"] == "span_encoder_unavailable"]
+    assert len(warned) == 1 and warned[0]["log_level"] == "warning", logs
+
+
+def test_install_makes_the_exporter_use_it(exporter: Any) -> None:
+    """Installed, the exporter's encode_spans is ours (behind a guard)."""
+    with capture_logs() as logs:
         assert span_encoding.install()
-        assert trace_exporter.encode_spans is span_encoding.encode_spans
-    finally:
-        trace_exporter.encode_spans = before  # type: ignore[assignment]
+    assert getattr(exporter.encode_spans, "saga_fast", False)
+    assert logs == []
 
 
 def test_install_keeps_the_sdks_encoder_when_the_exporter_has_no_such_function(
-    monkeypatch: pytest.MonkeyPatch,
+    exporter: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from opentelemetry.exporter.otlp.proto.http import trace_exporter
+    """The exporter no longer calls a module-level encode_spans: nothing is replaced."""
+    monkeypatch.delattr(exporter, "encode_spans")
+    with capture_logs() as logs:
+        assert span_encoding.install() is False
+    assert not hasattr(exporter, "encode_spans")
+    _fell_back(logs)
 
-    monkeypatch.delattr(trace_exporter, "encode_spans")
-    assert span_encoding.install() is False
-    assert not hasattr(trace_exporter, "encode_spans")
+
+def test_a_private_module_that_moved_keeps_the_sdks_encoder(
+    exporter: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter's ``_internal`` package renamed (an import error): SDK's encoder kept."""
+    before = exporter.encode_spans
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.common._internal", None)
+    with capture_logs() as logs:
+        assert span_encoding.install() is False
+    assert exporter.encode_spans is before
+    _fell_back(logs)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("_encode_span", None),  # removed
+        ("_encode_span", lambda span, extra: None),  # its signature changed
+        ("_SPAN_KIND_MAP", {}),  # its content changed
+    ],
+)
+def test_a_changed_private_function_keeps_the_sdks_encoder(
+    exporter: Any, monkeypatch: pytest.MonkeyPatch, name: str, value: Any
+) -> None:
+    """A private name gone, a signature changed or a table changed: the self-test at
+    install sees it and the SDK's encoder stays, with one warning."""
+    before = exporter.encode_spans
+    if value is None:
+        monkeypatch.delattr(sdk, name)
+    else:
+        monkeypatch.setattr(sdk, name, value)
+    with capture_logs() as logs:
+        assert span_encoding.install() is False
+    assert exporter.encode_spans is before
+    _fell_back(logs)
+
+
+def test_output_that_differs_from_the_sdks_keeps_the_sdks_encoder(
+    exporter: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the hand-written request ever parses differently from the SDK's, not installed."""
+    before = exporter.encode_spans
+    monkeypatch.setattr(span_encoding, "_status", lambda span: b"")
+    with capture_logs() as logs:
+        assert span_encoding.install() is False
+    assert exporter.encode_spans is before
+    _fell_back(logs)
+
+
+def test_an_error_at_export_time_falls_back_for_good(
+    exporter: Any, monkeypatch: pytest.MonkeyPatch, made: Any
+) -> None:
+    """Installed, then failing on a batch: that batch and every later one take the SDK's
+    encoder; one warning."""
+    tracer, memory = made
+    with tracer.start_as_current_span("s"):
+        pass
+    spans = memory.get_finished_spans()
+    assert span_encoding.install()
+    monkeypatch.setattr(span_encoding, "_span", lambda span: 1 / 0)
+    with capture_logs() as logs:
+        request = exporter.encode_spans(spans)
+        again = exporter.encode_spans(spans)
+    assert request == sdk.encode_spans(spans) == again
+    assert not getattr(exporter.encode_spans, "saga_fast", False)
+    _fell_back(logs)
