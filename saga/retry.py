@@ -25,6 +25,11 @@ class RetryPolicy:
     """Up to this fraction of the delay is added at random, to spread retries."""
     non_retryable: tuple[type[BaseException], ...] = field(default=())
     """Exception types that dead-letter at once besides PermanentError."""
+    max_lease_expiries: int = 8
+    """Attempts that may end by lease expiry (their worker died or stalled) before the
+    saga is dead-lettered, counted apart from ``max_attempts``: a worker killed on the
+    last allowed attempt does not dead-letter a healthy saga, and a record that crashes
+    its executor every time still ends in the dead letters."""
 
 
 def backoff_s(attempt: int, policy: RetryPolicy, rnd: random.Random | None = None) -> float:

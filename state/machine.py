@@ -98,7 +98,7 @@ class StateMachine:
         *,
         worker: str,
         lease_ms: int,
-        max_attempts: int,
+        max_lease_expiries: int,
         load_pages: bool = False,
         extra_fields: tuple[str, ...] = (),
         prev_step: str = "",
@@ -119,7 +119,7 @@ class StateMachine:
             *self._state_indexes(partition),
         ]
         args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
-        args += [self.limits.history_maxlen, "1" if load_pages else "0", max_attempts]
+        args += [self.limits.history_maxlen, "1" if load_pages else "0", max_lease_expiries]
         args += [prev_step, len(extra_fields), *extra_fields]
         for entry_id, record_id in entries:
             rk = k.record(record_id)

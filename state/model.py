@@ -130,9 +130,17 @@ class Claim(msgspec.Struct, frozen=True, kw_only=True):
     trace: str
     created_ms: int
     pages: bytes | None = None
+    expired: int = 0
+    """Attempts at this step in this epoch that ended by lease expiry (this one not
+    included): they do not count against the step's max attempts."""
     extra: dict[str, bytes] = {}
 
     @property
     def idempotency_key(self) -> str:
         """Stable across re-runs of the same step in the same epoch (not per attempt)."""
         return f"{self.record_id}:{self.step}:e{self.epoch}"
+
+    @property
+    def charged(self) -> int:
+        """Attempts spent against the step's max attempts, this one included."""
+        return self.attempt - self.expired

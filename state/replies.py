@@ -39,7 +39,7 @@ def claim_outcome(reply: list[Any], step: str, extra_fields: tuple[str, ...]) ->
     entry, record = text(reply[1]), text(reply[2])
     if code not in (RC.OK, RC.DUPLICATE):
         return ClaimOutcome(code, entry, record, None, text(reply[3]) if len(reply) > 3 else "")
-    extra = {name: bytes(reply[13 + j] or b"") for j, name in enumerate(extra_fields)}
+    extra = {name: bytes(reply[14 + j] or b"") for j, name in enumerate(extra_fields)}
     claim = Claim(
         record_id=record,
         user_id=text(reply[3]),
@@ -54,6 +54,7 @@ def claim_outcome(reply: list[Any], step: str, extra_fields: tuple[str, ...]) ->
         trace=text(reply[10]),
         created_ms=num(reply[11]),
         pages=bytes(reply[12]) if reply[12] else None,
+        expired=num(reply[13]),
         extra=extra,
     )
     return ClaimOutcome(code, entry, record, claim)

@@ -193,7 +193,8 @@ class AttemptRunner:
         )
 
     def _fail_request(self, spec: StepSpec, claim: Claim, exc: Exception) -> FailRequest:
-        d = decide(exc, claim.attempt, spec.retry, now=time.time())
+        # Attempts that ended by lease expiry have their own budget (the claim's).
+        d = decide(exc, claim.charged, spec.retry, now=time.time())
         return FailRequest(
             action=d.action,
             delay_ms=d.delay_ms,

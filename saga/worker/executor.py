@@ -299,7 +299,7 @@ class Executor:
                 pairs[i : i + 100],
                 worker=self.worker,
                 lease_ms=int(spec.lease_s * 1000),
-                max_attempts=spec.retry.max_attempts,
+                max_lease_expiries=spec.retry.max_lease_expiries,
                 load_pages=spec.loads_pages,
                 prev_step=self._prev[spec.name],
             )

@@ -17,8 +17,11 @@
 -- ARGV[5]  operation id
 -- ARGV[6]  history MAXLEN
 -- ARGV[7]  "1" to return the pages blob
--- ARGV[8]  max attempts: a lease that expired on the last attempt dead-letters the saga
---          (an executor that crashes on a record must not crash forever)
+-- ARGV[8]  max lease expiries: the attempt whose lease expiry reaches it dead-letters the
+--          saga (an executor that crashes on a record must not crash forever). Expiries
+--          have their own budget ('lx:<step>'), apart from the failures' (max attempts,
+--          decided in Python from attempt - expired): a worker killed on its last allowed
+--          attempt, or a slow one whose lease lapsed, does not dead-letter a healthy saga.
 -- ARGV[9]  the step whose output is this step's input, as the pipeline says ("" = unknown):
 --          read with the saga's fields in one HMGET; the saga's own 'prev' decides
 -- ARGV[10] n: number of extra saga fields to return (e.g. "ckpt:parser"), at most 32
@@ -26,12 +29,13 @@
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
---    input, document, trace, created_ms, pages|nil, extra_1..extra_n}
+--    input, document, trace, created_ms, pages|nil, expired, extra_1..extra_n}
+--    (expired: attempts at this step in this epoch that ended by lease expiry)
 --   {RC.NOT_FOUND, entry, record}      no saga: entry quarantined and acknowledged
 --   {RC.STALE_ENTRY, entry, record, state}  superseded entry: acknowledged, dropped
 --   {RC.LEASE_HELD, entry, record, worker}  another live lease: left pending
 --   {RC.SCHEMA_NEWER, entry, record}   written by a newer release: left pending
---   {RC.DEAD_LETTERED, entry, record}  lease expired on the last attempt: dead-lettered
+--   {RC.DEAD_LETTERED, entry, record}  the lease expiries reached their cap: dead-lettered
 -- Emits: history 'reclaimed' (with the lost attempt: pa, pw, pt) or 'dead_lettered';
 --        quarantine entry for a missing saga; dead letter after too many expired leases.
 --        A plain claim appends no event: the running attempt is in the saga hash
@@ -49,7 +53,7 @@ local ready, quarantine = KEYS[1], KEYS[2]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
 local lease_ms, op, maxlen = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local want_pages = ARGV[7] == '1'
-local max_attempts = tonumber(ARGV[8])
+local max_expiries = tonumber(ARGV[8])
 local guess = ARGV[9]
 local n_extra = tonumber(ARGV[10])
 if n_extra > 32 then return redis.error_reply('claim_steps: at most 32 extra fields') end
@@ -64,19 +68,20 @@ local replies = {}
 -- extra fields: each redis.call costs ~2 µs of conversion, so they are not split.
 local fields = {'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token', 'lease', 'entry', 'worker',
                 'doc', 'trace', 'created', 'op', 'att:' .. step, 'prev', 'out:' .. guess,
-                'claimed'}
+                'claimed', 'lx:' .. step}
 local N_BASE = #fields
 for j = 1, n_extra do fields[N_BASE + j] = ARGV[10 + j] end
 
-local function claim_data(code, saga, pages_key, entry, record, s, attempt, token, lease_until)
+local function claim_data(code, saga, pages_key, entry, record, s, attempt, expired, token,
+                          lease_until)
   local prev = s[16] or '_input'
   local input = s[17]
   if prev ~= guess then input = redis.call('HGET', saga, 'out:' .. prev) end
   local pages = false
   if want_pages then pages = redis.call('GET', pages_key) or false end
   local reply = {code, entry, record, s[2], attempt, tonumber(s[5]), token, lease_until,
-                 input or '', s[11] or '', s[12] or '', tonumber(s[13]), pages}
-  for j = 1, n_extra do reply[13 + j] = s[N_BASE + j] or '' end
+                 input or '', s[11] or '', s[12] or '', tonumber(s[13]), pages, expired}
+  for j = 1, n_extra do reply[14 + j] = s[N_BASE + j] or '' end
   return reply
 end
 
@@ -98,16 +103,17 @@ for i = 1, n do
   elseif s[14] == op and s[3] == STATE.RUNNING and s[9] == entry and s[10] == worker then
     local epoch = tonumber(s[5])
     replies[i] = claim_data(RC.DUPLICATE, saga, pages_key, entry, record, s,
-                            attempts_of(s[15], epoch), s[7], tonumber(s[8]))
+                            attempts_of(s[15], epoch), attempts_of(s[19], epoch), s[7],
+                            tonumber(s[8]))
   elseif s[9] ~= entry or s[4] ~= step or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING) then
     redis.call('XACK', ready, group, entry)
     replies[i] = {RC.STALE_ENTRY, entry, record, s[3]}
   elseif s[3] == STATE.RUNNING and tonumber(s[8]) > now then
     replies[i] = {RC.LEASE_HELD, entry, record, s[10]}
-  elseif s[3] == STATE.RUNNING and attempts_of(s[15], tonumber(s[5])) >= max_attempts then
+  elseif s[3] == STATE.RUNNING and attempts_of(s[19], tonumber(s[5])) + 1 >= max_expiries then
     local epoch, attempt = tonumber(s[5]), attempts_of(s[15], tonumber(s[5]))
-    local em = 'the lease expired on attempt ' .. attempt .. ' of ' .. max_attempts ..
-               ' (last worker ' .. (s[10] or '?') .. '); the executor may be crashing on this record'
+    local em = 'the lease expired ' .. max_expiries .. ' times, last on attempt ' .. attempt ..
+               ' (worker ' .. (s[10] or '?') .. '); the executor may be crashing on this record'
     dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5},
                 {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
                  from = s[3], ec = 'LeaseExpired', em = em, now = now})
@@ -121,6 +127,7 @@ for i = 1, n do
     local epoch = tonumber(s[5])
     local seq = tonumber(s[6]) + 1
     local attempt = attempts_of(s[15], epoch) + 1
+    local expired = attempts_of(s[19], epoch)
     local token = epoch .. ':' .. seq
     local lease_until = now + lease_ms
     redis.call('HSET', saga, 'state', STATE.RUNNING, 'seq', seq, 'token', token,
@@ -128,12 +135,16 @@ for i = 1, n do
                'att:' .. step, epoch .. ':' .. attempt, 'op', op)
     index_state(5, record, s[3], STATE.RUNNING, now)
     if takeover then
+      -- The lost attempt ended by lease expiry: counted apart from failures.
+      expired = expired + 1
+      redis.call('HSET', saga, 'lx:' .. step, epoch .. ':' .. expired)
       history_append(hist, maxlen, {'e', 'reclaimed', 's', step, 'a', attempt, 'ep', epoch,
                                     'w', worker, 't', now, 'op', op,
                                     'x', 'lease of ' .. (s[10] or '?') .. ' expired',
                                     'pa', attempt - 1, 'pw', s[10] or '', 'pt', s[18] or ''})
     end
-    replies[i] = claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, token, lease_until)
+    replies[i] = claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, expired, token,
+                            lease_until)
   end
 end
 return replies

@@ -57,7 +57,7 @@ if s[9] == token then
 end
 local now = now_ms()
 if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
-  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], ARGV[7])
+  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], ARGV[7], '')
   return {RC.LEASE_LOST, s[1]}
 end
 

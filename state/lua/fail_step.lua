@@ -33,6 +33,7 @@
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}      stale token: only a 'fenced' event is written
+--                                      (once per op id), naming the late error
 -- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter
 --@include now
 --@include history
@@ -51,7 +52,8 @@ if not s[1] then return {RC.NOT_FOUND} end
 if s[9] == token then return {RC.DUPLICATE, s[1]} end
 local now = now_ms()
 if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
-  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], ARGV[9])
+  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], ARGV[9],
+         'error ' .. ec .. ': ' .. em)
   return {RC.LEASE_LOST, s[1]}
 end
 

@@ -51,7 +51,7 @@ async def test_paid_answer_of_a_killed_attempt_is_billed_once(redis: Any, keys: 
     found = await recovery.recover_idle(sm, "router", 0, worker="w2", min_idle_ms=0)
     pairs = [(e, text(f[b"rid"])) for e, f in found.entries]
     second = (await sm.claim("router", 0, pairs, worker="w2", lease_ms=30_000,
-                             max_attempts=5))[0].claim  # fmt: skip
+                             max_lease_expiries=5))[0].claim  # fmt: skip
     assert second is not None and second.attempt == 2
     client2, meter2 = llm(redis, keys, second)
     assert (await client2.complete(PROMPT, purpose="names")).cached

@@ -144,7 +144,9 @@ async def retried_and_reclaimed(sm: StateMachine, record: str, user: str = "u-1"
     await wait_lease_expired(sm.client, late.lease_until_ms)
     found = await recovery.recover_idle(sm, "parser", 0, worker="w2", min_idle_ms=0)
     entries = [(entry, text(fields[b"rid"])) for entry, fields in found.entries]
-    outcomes = await sm.claim("parser", 0, entries, worker="w2", lease_ms=30_000, max_attempts=3)
+    outcomes = await sm.claim(
+        "parser", 0, entries, worker="w2", lease_ms=30_000, max_lease_expiries=3
+    )
     taken = outcomes[0].claim
     assert taken is not None, outcomes
     fenced = await sm.commit(late, CommitRequest(output=b"{}", next_step="grouper", worker="w1"))

@@ -84,7 +84,9 @@ async def test_scripts_flushed_from_every_node_are_loaded_again(client: Any, key
     for p in keys.all_partitions():  # each partition on its node, as the executor reads
         reply = await client.xreadgroup(GROUP, "w-a", {keys.ready(p, "router"): ">"}, count=100)
         pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
-        outs = await sm.claim("router", p, pairs, worker="w-a", lease_ms=30_000, max_attempts=3)
+        outs = await sm.claim(
+            "router", p, pairs, worker="w-a", lease_ms=30_000, max_lease_expiries=3
+        )
         claims += [o.claim for o in outs if o.claim is not None]
     assert len(claims) == len(rids)
     await client.script_flush()

@@ -40,7 +40,7 @@ async def seed(sm: StateMachine) -> None:
     for p in range(PARTITIONS):
         while got := await read_ready(sm.client, sm.keys, "router", "w", count=100, partition=p):
             for out in await sm.claim(
-                "router", p, got, worker="w", lease_ms=60_000, max_attempts=5
+                "router", p, got, worker="w", lease_ms=60_000, max_lease_expiries=5
             ):
                 assert out.claim is not None
                 await sm.fail(out.claim, retry)

@@ -41,7 +41,7 @@ async def left_by_a_dead_consumer(redis: Any, keys: Keys, settings: Settings, ri
     reply = await redis.xreadgroup(GROUP, "dead-pod", {keys.ready(0, "router"): ">"}, count=1)
     entry_id = reply[0][1][0][0].decode()
     [out] = await StateMachine(redis, keys).claim(
-        "router", 0, [(entry_id, rid)], worker="dead-pod", lease_ms=300, max_attempts=5
+        "router", 0, [(entry_id, rid)], worker="dead-pod", lease_ms=300, max_lease_expiries=5
     )
     assert out.claim is not None
     return Executor(

@@ -18,7 +18,7 @@ STEPS = ("router", "parser", "grouper")
 NEXT = {"router": "parser", "parser": "grouper", "grouper": ""}
 PREV = {"router": "_input", "parser": "router", "grouper": "parser"}
 LEASE_MS = 30_000
-MAX_ATTEMPTS = 3
+MAX_LEASE_EXPIRIES = 3
 
 
 # -- executor-side reads --------------------------------------------------------
@@ -42,17 +42,28 @@ async def claim_next(
     worker: str,
     *,
     lease_ms: int = LEASE_MS,
-    max_attempts: int = MAX_ATTEMPTS,
+    max_lease_expiries: int = MAX_LEASE_EXPIRIES,
     **kwargs: Any,
 ) -> Claim:
     """Read exactly one ready entry of ``step`` and claim it; the claim must succeed."""
     entries = await read_ready(sm.client, sm.keys, step, worker, count=1)
     assert len(entries) == 1, entries
     outcomes = await sm.claim(
-        step, 0, entries, worker=worker, lease_ms=lease_ms, max_attempts=max_attempts, **kwargs
+        step,
+        0,
+        entries,
+        worker=worker,
+        lease_ms=lease_ms,
+        max_lease_expiries=max_lease_expiries,
+        **kwargs,
     )
     assert outcomes[0].claim is not None, outcomes
     return outcomes[0].claim
+
+
+def but_fop(h: dict[str, str]) -> dict[str, str]:
+    """A saga hash without 'fop' (the op id of the last refused zombie's call)."""
+    return {k: v for k, v in h.items() if k != "fop"}
 
 
 async def server_ms(client: Any) -> int:

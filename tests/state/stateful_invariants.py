@@ -140,7 +140,8 @@ def check_streams(sagas: dict[str, dict[str, str]], streams: dict[str, Any]) -> 
 async def check_refusal(
     client: Any, keys: Keys, rid: str, code: RC, before: dict[str, Any]
 ) -> None:
-    """A duplicate writes nothing; a stale token writes nothing but one 'fenced' event."""
+    """A duplicate writes nothing; a stale token writes nothing but one 'fenced' event
+    (and the refusal's op id in the saga's 'fop', so a re-sent refusal writes none)."""
     if code == RC.OK:
         return
     after = await snapshot(client, keys.prefix)
@@ -149,7 +150,11 @@ async def check_refusal(
     if code == RC.DUPLICATE:
         assert changed == set()
         return
-    assert changed == {hist}, changed
+    saga = keys.saga(rid)
+    assert changed <= {hist, saga} and hist in changed, changed
+    if saga in changed:
+        old_h, new_h = before[saga]["value"], after[saga]["value"]
+        assert {k for k in old_h.keys() | new_h.keys() if old_h.get(k) != new_h.get(k)} == {"fop"}
     old, new = before[hist]["value"]["entries"], after[hist]["value"]["entries"]
     assert new[: len(old)] == old and len(new) == len(old) + 1
     assert new[-1][1]["e"] == "fenced"

@@ -16,7 +16,7 @@ STEPS = ("router", "parser")
 NEXT = {"router": "parser", "parser": ""}
 PREV = {"router": "_input", "parser": "router"}
 WORKERS = ("w-a", "w-b")
-MAX_ATTEMPTS = 2
+MAX_LEASE_EXPIRIES = 2
 LEASE_MS = 600_000
 LATER_MS = 600_000
 
@@ -57,6 +57,8 @@ class Rec:
     due_past: bool = False
     failtok: str = ""
     attempts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    expiries: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Attempts per step that ended by lease expiry (a separate budget), by epoch."""
     done: dict[str, str] = field(default_factory=dict)
     outputs: set[str] = field(default_factory=lambda: {"_input"})
     review: dict[str, str] = field(default_factory=dict)
@@ -75,6 +77,10 @@ class Rec:
             return RC.LEASE_HELD
         return RC.OK
 
+    def expiries_at(self, step: str) -> int:
+        epoch, n = self.expiries.get(step, (0, 0))
+        return n if epoch == self.epoch else 0
+
     def predict_claim(self, step: str, entry: str) -> RC:
         """The outcome of claiming ``entry`` at ``step``; the model follows it."""
         m = self
@@ -82,9 +88,11 @@ class Rec:
             return RC.STALE_ENTRY
         if m.state == R and m.lease_live:
             return RC.LEASE_HELD
-        if m.state == R and m.attempts_at(step) >= MAX_ATTEMPTS:
+        if m.state == R and m.expiries_at(step) + 1 >= MAX_LEASE_EXPIRIES:
             m.state, m.token, m.entry, m.lease_live = F, "", "", False
             return RC.DEAD_LETTERED
+        if m.state == R:  # a takeover: the lost attempt ended by lease expiry
+            m.expiries[step] = (m.epoch, m.expiries_at(step) + 1)
         m.seq += 1
         m.attempts[step] = (m.epoch, m.attempts_at(step) + 1)
         m.state, m.token, m.lease_live = R, f"{m.epoch}:{m.seq}", True

@@ -62,7 +62,7 @@ async def test_heartbeat_with_stale_token_raises_lease_lost(sm: StateMachine, ke
     await wait_lease_expired(sm.client, zombie.lease_until_ms)
     got = await recover_idle(sm, "router", 0, worker="w-b", min_idle_ms=0)
     entries = [(e, f[b"rid"].decode()) for e, f in got.entries]
-    await sm.claim("router", 0, entries, worker="w-b", lease_ms=60_000, max_attempts=3)
+    await sm.claim("router", 0, entries, worker="w-b", lease_ms=60_000, max_lease_expiries=3)
     before = await snapshot(sm.client, keys.prefix)
     with pytest.raises(LeaseLostError):
         await sm.heartbeat(zombie, worker="w-a", lease_ms=60_000)

@@ -37,7 +37,7 @@ async def _claim(sm: StateMachine) -> Call:
     await sm.start("r2", "u1", "router")
     entries = await read_ready(sm.client, sm.keys, "router", "w-a")
     return lambda: sm.claim(
-        "router", 0, entries, worker="w-a", lease_ms=60_000, max_attempts=3, op=OP
+        "router", 0, entries, worker="w-a", lease_ms=60_000, max_lease_expiries=3, op=OP
     )
 
 
@@ -45,18 +45,18 @@ async def _claim_orphan(sm: StateMachine) -> Call:
     await sm.client.xadd(sm.keys.ready(0, "router"), {"rid": "ghost", "ep": "1", "v": "1"})
     entries = await read_ready(sm.client, sm.keys, "router", "w-a")
     return lambda: sm.claim(
-        "router", 0, entries, worker="w-a", lease_ms=60_000, max_attempts=3, op=OP
+        "router", 0, entries, worker="w-a", lease_ms=60_000, max_lease_expiries=3, op=OP
     )
 
 
 async def _claim_dead_letter(sm: StateMachine) -> Call:
     await sm.start("r1", "u1", "router")
-    c = await claim_next(sm, "router", "w-a", lease_ms=1, max_attempts=1)
+    c = await claim_next(sm, "router", "w-a", lease_ms=1, max_lease_expiries=1)
     await wait_lease_expired(sm.client, c.lease_until_ms)
     got = await recover_idle(sm, "router", 0, worker="w-b", min_idle_ms=0)
     entries = [(e, f[b"rid"].decode()) for e, f in got.entries]
     return lambda: sm.claim(
-        "router", 0, entries, worker="w-b", lease_ms=60_000, max_attempts=1, op=OP
+        "router", 0, entries, worker="w-b", lease_ms=60_000, max_lease_expiries=1, op=OP
     )
 
 
@@ -81,7 +81,7 @@ async def _commit_many(sm: StateMachine) -> Call:
     for rid in ("r1", "r2", "r3"):
         await sm.start(rid, "u1", "router")
     entries = await read_ready(sm.client, sm.keys, "router", "w-a")
-    outs = await sm.claim("router", 0, entries, worker="w-a", lease_ms=60_000, max_attempts=3)
+    outs = await sm.claim("router", 0, entries, worker="w-a", lease_ms=60_000, max_lease_expiries=3)
     items: list[Any] = [
         (o.claim, CommitRequest(output=b"{}", next_step="parser", op=f"{OP}-{i}"))
         for i, o in enumerate(outs)

@@ -38,7 +38,7 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         [(e, f[b"rid"].decode()) for e, f in got.entries],
         worker="w-b",
         lease_ms=60_000,
-        max_attempts=3,
+        max_lease_expiries=3,
     )
     assert out.claim is not None
     await sm.commit(c, CommitRequest(output=b"{}", next_step="parser"))  # zombie: fenced

@@ -90,7 +90,7 @@ async def test_round_trips_of_one_full_saga(meter: Meter, keys: Keys) -> None:
 
         async def claim(step: str = step, box: dict[str, Any] = box) -> None:
             [out] = await sm.claim(
-                step, 0, box["entries"], worker="w-a", lease_ms=60_000, max_attempts=3
+                step, 0, box["entries"], worker="w-a", lease_ms=60_000, max_lease_expiries=3
             )
             box["claim"] = out.claim
 
@@ -138,7 +138,7 @@ async def test_round_trips_of_batches_fail_and_promote(meter: Meter, keys: Keys)
 
     async def claim() -> None:
         box["outs"] = await sm.claim(
-            "router", 0, entries, worker="w-a", lease_ms=60_000, max_attempts=3
+            "router", 0, entries, worker="w-a", lease_ms=60_000, max_lease_expiries=3
         )
 
     claim_cost = await meter.cost(claim)

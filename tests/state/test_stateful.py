@@ -53,7 +53,7 @@ from tests.state.stateful_invariants import check_invariants, check_refusal, unc
 from tests.state.stateful_model import (
     LATER_MS,
     LEASE_MS,
-    MAX_ATTEMPTS,
+    MAX_LEASE_EXPIRIES,
     NEXT,
     PREV,
     RECORDS,
@@ -133,7 +133,12 @@ class SagaMachine(RedisMachine):
             return []
         outs = self.run(
             self.sm.claim(
-                step, 0, entries, worker=worker, lease_ms=LEASE_MS, max_attempts=MAX_ATTEMPTS
+                step,
+                0,
+                entries,
+                worker=worker,
+                lease_ms=LEASE_MS,
+                max_lease_expiries=MAX_LEASE_EXPIRIES,
             )
         )
         issued = []
@@ -144,6 +149,7 @@ class SagaMachine(RedisMachine):
             if out.claim is not None:
                 assert out.claim.token == self.model[rid].token
                 assert out.claim.attempt == self.model[rid].attempts_at(step)
+                assert out.claim.expired == self.model[rid].expiries_at(step)
                 issued.append((worker, out.claim))
         return issued
 

@@ -1,12 +1,18 @@
 -- A commit or fail whose token is stale is refused. The refusal is recorded in
--- the history (a zombie executor stays visible), and its input entry is
--- acknowledged only if a newer entry superseded it: acknowledging the current
--- entry would hide it from the executor that now owns it. A re-sent refusal
--- (same op id as the last event) is not recorded twice.
-local function fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s_entry, op)
+-- the history (a zombie executor stays visible; a late failure's error with it, as
+-- `why`), and its input entry is acknowledged only if a newer entry superseded it:
+-- acknowledging the current entry would hide it from the executor that now owns it.
+-- A re-sent refusal (the op id of the last refusal, kept in the saga's 'fop') is
+-- not recorded twice, even when other events were appended in between.
+local function fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s_entry,
+                      op, why)
   if s_entry ~= entry then redis.call('XACK', ready, group, entry) end
-  local last = redis.call('XREVRANGE', hist, '+', '-', 'COUNT', 1)[1]
-  if op ~= '' and last and last[2][2] == 'fenced' and last[2][12] == op then return end
+  if op ~= '' then
+    if redis.call('HGET', saga, 'fop') == op then return end
+    redis.call('HSET', saga, 'fop', op)
+  end
+  local detail = 'stale token ' .. token
+  if why and why ~= '' then detail = detail .. '; late ' .. why end
   history_append(hist, maxlen, {'e', 'fenced', 's', step, 'w', worker, 't', now,
-                                'x', 'stale token ' .. token, 'op', op})
+                                'x', detail, 'op', op})
 end
