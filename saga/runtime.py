@@ -124,6 +124,8 @@ def apply_overrides(pipeline: Pipeline, settings: Settings) -> Pipeline:
         retry = spec.retry
         if o.max_attempts:
             retry = replace(retry, max_attempts=o.max_attempts)
+        if o.max_lease_expiries:
+            retry = replace(retry, max_lease_expiries=o.max_lease_expiries)
         if o.backoff_s:
             retry = replace(retry, base_s=o.backoff_s)
         return replace(

@@ -30,6 +30,9 @@ class StepSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Attempts of this step one worker runs at once."""
     max_attempts: int | None = None
     """Attempts before the saga is dead-lettered at this step."""
+    max_lease_expiries: int | None = None
+    """Attempts that may end by lease expiry (worker killed or stalled) before the saga
+    is dead-lettered at this step; counted apart from ``max_attempts`` (default 8)."""
     timeout_s: float | None = None
     """An attempt running longer is cancelled and counts as a retryable failure."""
     lease_s: float | None = None
@@ -120,12 +123,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return data
 
 
-_STEP_VAR = re.compile(r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE|BACKOFF)")
+_STEP_VAR = re.compile(
+    r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF)"
+)
 _NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT"})
 """Settings of their own whose names look like a step's override (step ``llm``)."""
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
     "MAX_ATTEMPTS": "max_attempts",
+    "MAX_LEASE_EXPIRIES": "max_lease_expiries",
     "TIMEOUT": "timeout_s",
     "LEASE": "lease_s",
     "BACKOFF": "backoff_s",
@@ -171,7 +177,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     for name, value in env.items():
         m = _STEP_VAR.fullmatch(name)
         if m and value.strip() and name not in _NOT_STEP_VARS:
-            kind = int if m.group(2) in ("CONCURRENCY", "MAX_ATTEMPTS") else float
+            kind = float if m.group(2) in ("TIMEOUT", "LEASE", "BACKOFF") else int
             steps.setdefault(m.group(1).lower(), {})[_STEP_FIELD[m.group(2)]] = num(name, 0, kind)
     log_format = get("SAGA_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
     if log_format not in ("json", "console"):

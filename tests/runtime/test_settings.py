@@ -29,10 +29,12 @@ def test_per_step_overrides() -> None:
     """SAGA_<STEP>_CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE land in the step's settings."""
     s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_PARSER_CONCURRENCY": "3",
                        "SAGA_PARSER_MAX_ATTEMPTS": "7", "SAGA_ROUTER_TIMEOUT": "1.5",
-                       "SAGA_ENRICHER_LEASE": "9"})  # fmt: skip
+                       "SAGA_ENRICHER_LEASE": "9",
+                       "SAGA_PARSER_MAX_LEASE_EXPIRIES": "4"})  # fmt: skip
     assert s.for_step("parser").concurrency == 3 and s.for_step("parser").max_attempts == 7
     assert s.for_step("router").timeout_s == 1.5 and s.for_step("enricher").lease_s == 9
     assert s.for_step("grouper").concurrency is None
+    assert s.for_step("parser").max_lease_expiries == 4
 
 
 @pytest.mark.parametrize(
