@@ -32,6 +32,11 @@ bench n="1000":
 wheel:
     python -m build --wheel --outdir dist .
 
+# Tests touching redis-py's and the OTLP exporter's internals, at the lowest and the
+# highest allowed versions (a venv each under .matrix/; needs PyPI; ~20 min)
+deps-matrix *ends:
+    .ci/deps-matrix {{ends}}
+
 # Long soak and chaos runs
 soak:
     LITELLM_LOCAL_MODEL_COST_MAP=True SAGA_SOAK=1 pytest -q -m slow

@@ -102,6 +102,8 @@ SAGA_PARTITIONS: {{ $c.partitions | toString | quote }}
 SAGA_KEY_PREFIX: {{ $c.keyPrefix | quote }}
 SAGA_REDIS_CLUSTER: {{ ternary "true" "false" .Values.redis.cluster | quote }}
 SAGA_HEALTH_PORT: {{ $c.healthPort | toString | quote }}
+{{- /* The kubelet's probes and Prometheus reach the pod's IP: every address. */}}
+SAGA_HEALTH_HOST: "0.0.0.0"
 SAGA_LOG_FORMAT: {{ $c.logFormat | quote }}
 SAGA_LOG_LEVEL: {{ $c.logLevel | quote }}
 SAGA_PARSER: {{ $c.parser | quote }}
