@@ -213,7 +213,8 @@ class Executor:
                     await self._regroup(spec)
                 except TRANSIENT_ERRORS as down:
                     self.health.redis_down(down)
-                    await anyio.sleep(delay)
+                await anyio.sleep(delay)  # never a tight loop, whatever the server says
+                delay = min(delay * 2, 1.0)
 
     async def _read_once(
         self,
