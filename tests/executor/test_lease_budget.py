@@ -62,6 +62,7 @@ async def test_a_record_that_kills_its_worker_every_time_is_dead_lettered(
         victim = await wait_claimed(redis, keys, "hang-crash", workers)
         victim.signal(signal.SIGKILL)
         workers.remove(victim)
+
     async def dead() -> bool:
         return (await redis.hget(keys.saga("hang-crash"), "state")) == b"failed"
 
