@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from saga.cli.common import Exit, colour, print_json, run, table
+from saga.cli.common import CliError, Exit, colour, print_json, run, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,12 +36,16 @@ def main(args: argparse.Namespace) -> int:
         return run(lambda: _check(settings, pipeline.names, args.json))
     configure_logging(settings.log_format, settings.log_level)
     from saga.controller.service import serve
+    from saga.worker.health import HealthPortError
 
     async def go() -> int:
         await serve(settings, pipeline, health_port=args.health_port)
         return Exit.OK
 
-    return run(go)
+    try:
+        return run(go)
+    except HealthPortError as exc:
+        raise CliError(str(exc), Exit.USAGE) from None
 
 
 async def _check(settings: object, steps: tuple[str, ...], as_json: bool) -> int:

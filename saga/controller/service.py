@@ -13,7 +13,7 @@ from saga.controller.metrics import ControllerCounters
 from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.telemetry.snapshot import REFRESH_S
-from saga.worker.health import HealthState, serve_health
+from saga.worker.health import HealthState, bound_port, listen, serve_listener
 from saga.worker.naming import worker_name
 
 log = structlog.get_logger("saga.controller")
@@ -38,12 +38,12 @@ async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | No
     metrics = Metrics(by_user=settings.metrics_by_user)
     metrics.registry.register(ControllerCounters(controller))
     breakers = ("llm", "billing") if settings.billing_url else ("llm",)
-    port = settings.health_port if health_port is None else health_port
+    listener = await listen(settings, health_port)  # HealthPortError before anything starts
     try:
         async with anyio.create_task_group() as tg:
-            if port >= 0:
-                bound = await tg.start(serve_health, health, port, metrics.render)
-                log.info("health_listening", port=bound)
+            if listener is not None:
+                tg.start_soon(serve_listener, health, listener, metrics.render)
+                log.info("health_listening", port=bound_port(listener))
                 refresh = metrics.snapshot.refresh_loop
                 tg.start_soon(refresh, client, keys, controller.steps, breakers, REFRESH_S)
             await run_with_signals(controller)

@@ -16,6 +16,8 @@ import anyio
 import structlog
 from anyio.abc import SocketStream
 
+from saga.settings import Settings
+
 log = structlog.get_logger("saga.worker")
 
 
@@ -89,6 +91,16 @@ async def bind_health(host: str, port: int | None, setting: str) -> Any:
         hint=f"another process holds {wanted}; set {setting} to choose the port",
     )
     return listener
+
+
+async def listen(settings: Settings, override: int | None) -> Any:
+    """The health listener of a worker or controller (None for ``--health-port -1``):
+    ``override`` is the command's ``--health-port``, else ``settings.health_port``."""
+    if override is not None:
+        if override < 0:
+            return None
+        return await bind_health(settings.health_host, override, "--health-port")
+    return await bind_health(settings.health_host, settings.health_port, "SAGA_HEALTH_PORT")
 
 
 def bound_port(listener: Any) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 import anyio
 import structlog
@@ -13,7 +12,7 @@ import structlog
 from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.worker.executor import Executor
-from saga.worker.health import HealthState, bind_health, bound_port, serve_listener
+from saga.worker.health import HealthState, bound_port, listen, serve_listener
 from saga.worker.naming import worker_name
 from saga.worker.observer import Observer
 
@@ -48,7 +47,7 @@ async def serve(
         pipeline = pipeline.with_overrides(lambda s: replace(s, concurrency=concurrency))
     for step in steps:
         pipeline.get(step)  # unknown step: a clear KeyError before anything starts
-    listener = await _listen(settings, health_port)
+    listener = await listen(settings, health_port)
     address = f"{settings.health_host}:{bound_port(listener)}" if listener else ""
     client = open_client(settings)
     keys = keys_of(settings)
@@ -82,17 +81,6 @@ async def serve(
         telemetry.shutdown()
         await ports.aclose()
         await client.aclose()
-
-
-async def _listen(settings: Settings, override: int | None) -> Any:
-    """The health listener, or None for ``--health-port -1``."""
-    if override is not None:
-        return (
-            None
-            if override < 0
-            else await bind_health(settings.health_host, override, "--health-port")
-        )
-    return await bind_health(settings.health_host, settings.health_port, "SAGA_HEALTH_PORT")
 
 
 async def _stop_on_signals(executor: Executor) -> None:
