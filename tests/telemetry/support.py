@@ -55,8 +55,10 @@ def spec(name: str, fn: Any, input_type: type, attempts: int = 2) -> StepSpec:
         input_type=input_type,
         output_type=Count,
         retry=RetryPolicy(max_attempts=attempts, base_s=0.01, cap_s=0.05, jitter=0.0),
-        timeout_s=10.0,
-        lease_s=10.0,
+        # Generous: the first LLM call loads litellm, which takes tens of seconds on a
+        # loaded machine; an attempt cut off there would show as a second span.
+        timeout_s=90.0,
+        lease_s=90.0,
         concurrency=4,
     )
 
