@@ -1,5 +1,9 @@
 """Document sources behind the ``DocumentSource`` port: local paths, file:// and http(s)://.
 
+What may be read at all is the fetch policy's decision (``fetch_policy``): it is
+asked before a file is opened (and again about the file actually opened), before
+each request and each redirect, and at every connection (``fetch_network``).
+
 Failures map onto step errors so the executor knows what to do:
 
     missing file, HTTP 404/410              NotFoundError     dead letter at once
@@ -8,8 +12,8 @@ Failures map onto step errors so the executor knows what to do:
     other 4xx, too many redirects,
     unreadable file                         PermanentError    dead letter at once
     over ``max_bytes``                      PayloadTooLargeError
-    unsupported scheme, a directory,
-    a path outside ``allowed_roots``        InvalidInputError
+    unsupported scheme, a directory         InvalidInputError
+    refused by the fetch policy             PolicyError       dead letter at once
 
 Error messages name the URL without its query string or credentials (signed
 URLs carry tokens there) and never quote the body.
@@ -21,14 +25,19 @@ import mimetypes
 import os
 import re
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import anyio.to_thread
 import httpx
 
+if TYPE_CHECKING:
+    from saga.adapters.fetch_network import Resolver
+
+from saga.adapters.fetch_policy import FetchPolicy
 from saga.steps.context import Document, DocumentSource
 from saga.steps.errors import (
     InvalidInputError,
@@ -45,38 +54,39 @@ _FILENAME = re.compile(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)\"?", re.IGNORECASE
 
 
 class DocumentFetcher:
-    """Fetches documents by reference; one HTTP client reused for every fetch.
-
-    ``allowed_roots`` (optional) confines local paths to those directories, so a
-    saga's ``--document`` cannot read any file the worker can.
-    """
+    """Fetches what ``policy`` allows, by reference; one HTTP client reused for every fetch."""
 
     def __init__(
         self,
         *,
         max_bytes: int,
+        policy: FetchPolicy,
         connect_timeout: float = 5.0,
         read_timeout: float = 30.0,
         max_redirects: int = 3,
         headers: Mapping[str, str] | None = None,
-        allowed_roots: Sequence[str | Path] = (),
+        resolver: Resolver | None = None,
     ) -> None:
         self.max_bytes = max_bytes
         self.max_redirects = max_redirects
-        self.allowed_roots = tuple(Path(root).resolve() for root in allowed_roots)
+        self.policy = policy
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self._headers = dict(headers or {})
+        self._resolver = resolver
         # Made at the first http(s) fetch: making one (CA bundle, httpcore) took ~50 ms
         # of every worker's start-up, though only the router fetches documents.
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            from saga.adapters.fetch_network import GuardedTransport, resolve
+
             self._client = httpx.AsyncClient(
                 timeout=self._timeout,
-                follow_redirects=True,
-                max_redirects=self.max_redirects,
+                follow_redirects=False,  # followed by hand: the policy checks every hop
                 headers=self._headers,
+                transport=GuardedTransport(self.policy, self._resolver or resolve),
+                trust_env=False,
             )
         return self._client
 
@@ -112,49 +122,63 @@ class DocumentFetcher:
         return await anyio.to_thread.run_sync(self._read_file, path)
 
     def _read_file(self, path: Path) -> Document:
+        real = self.policy.check_path(path)
         try:
-            resolved = path.resolve()
-            if self.allowed_roots and not any(
-                resolved.is_relative_to(root) for root in self.allowed_roots
-            ):
-                raise InvalidInputError(f"{path} is outside the allowed document directories")
-            with resolved.open("rb") as handle:
-                info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    raise InvalidInputError(f"{path} is not a regular file")
-                if info.st_size > self.max_bytes:
-                    raise PayloadTooLargeError(
-                        "document size in bytes", info.st_size, self.max_bytes
-                    )
-                content = handle.read(self.max_bytes + 1)
+            # O_NONBLOCK: a FIFO cannot block the open (and is refused below)
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                content = self._read_open(path, fd)
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             raise NotFoundError(f"no document file at {path}") from None
-        except IsADirectoryError:
-            raise InvalidInputError(f"{path} is a directory, not a document") from None
         except PermissionError:
             raise PermanentError(f"permission denied reading {path}") from None
         except OSError as exc:  # EIO on a network mount and friends: worth another try
             raise RetryableError(
                 f"could not read {path} ({exc.strerror or type(exc).__name__})"
             ) from exc
-        if len(content) > self.max_bytes:  # the file grew between stat and read
-            raise PayloadTooLargeError("document size in bytes", len(content), self.max_bytes)
         return Document(
             name=path.name, media_type=media_type_of(content, "", path.name), content=content
         )
 
+    def _read_open(self, path: Path, fd: int) -> bytes:
+        # The file actually opened is checked again: a directory swapped for a symlink
+        # between the check and the open cannot lead outside the roots.
+        opened = Path(f"/proc/self/fd/{fd}")
+        if opened.is_symlink():
+            self.policy.check_path(Path(os.readlink(opened)))
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InvalidInputError(f"{path} is a directory, not a document")
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInputError(f"{path} is not a regular file")
+        if info.st_size > self.max_bytes:
+            raise PayloadTooLargeError("document size in bytes", info.st_size, self.max_bytes)
+        with open(fd, "rb", closefd=False) as handle:
+            content = handle.read(self.max_bytes + 1)
+        if len(content) > self.max_bytes:  # the file grew between stat and read
+            raise PayloadTooLargeError("document size in bytes", len(content), self.max_bytes)
+        return content
+
     async def _fetch_http(self, url: str) -> Document:
         shown = redact(url)
         try:
-            async with self._http().stream("GET", url) as response:
-                check_status(response.status_code, shown)
-                content = await self._read_body(response)
-                name = document_name(response.headers.get("content-disposition", ""), response.url)
-                content_type = response.headers.get("content-type", "")
-        except httpx.TooManyRedirects:
-            raise PermanentError(
-                f"more than {self.max_redirects} redirects fetching {shown}"
-            ) from None
+            target = httpx.URL(url)
+            for _ in range(self.max_redirects + 1):
+                self.policy.check_url(str(target), shown=_hop(shown, target))
+                async with self._http().stream("GET", target) as response:
+                    if response.next_request is not None:  # a redirect: check, then follow
+                        target = response.next_request.url
+                        continue
+                    check_status(response.status_code, shown)
+                    content = await self._read_body(response)
+                    disposition = response.headers.get("content-disposition", "")
+                    name = document_name(disposition, response.url)
+                    content_type = response.headers.get("content-type", "")
+                    break
+            else:
+                raise PermanentError(f"more than {self.max_redirects} redirects fetching {shown}")
         except httpx.TimeoutException:
             raise RetryableError(f"timed out fetching {shown}") from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -175,6 +199,12 @@ class DocumentFetcher:
             if len(body) > self.max_bytes:  # stop reading: the rest is not wanted
                 raise PayloadTooLargeError("document size in bytes", len(body), self.max_bytes)
         return bytes(body)
+
+
+def _hop(shown: str, target: httpx.URL) -> str:
+    """How a URL is named in a refusal: the request's, or where its redirect led."""
+    here = redact(str(target))
+    return shown if here == shown else f"{here} (redirected from {shown})"
 
 
 def check_status(status: int, shown: str) -> None:

@@ -23,7 +23,9 @@ class DefaultPorts:
         b = settings.breaker
         policy = BreakerPolicy(failures=b.failures, window_s=b.window_s, cooldown_s=b.cooldown_s)
         self.llm_breaker = CircuitBreaker(client, keys, "llm", policy)
-        self._documents = DocumentFetcher(max_bytes=settings.step_config.max_document_bytes)
+        self._documents = DocumentFetcher(
+            max_bytes=settings.step_config.max_document_bytes, policy=settings.document_policy
+        )
         self.billing: BillingClient | None = None
         if settings.billing_url:
             breaker = CircuitBreaker(client, keys, "billing", policy)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
 from saga.state.limits import StateLimits
 from saga.steps.config import ExtractorKind, StepConfig
@@ -66,6 +67,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     key_prefix: str = "saga"
     document_source: str = ""
     """``SAGA_DOCUMENT_SOURCE``: template resolving a record's document, ``{record_id}``."""
+    document_policy: FetchPolicy = FetchPolicy()
+    """Which documents a worker may read: ``SAGA_DOCUMENT_URL_PREFIXES``,
+    ``SAGA_DOCUMENT_ROOTS``, ``SAGA_DOCUMENT_NETWORKS`` and the source template."""
     health_port: int | None = None
     """``SAGA_HEALTH_PORT``: /livez, /readyz, /metrics. Unset: 8080, or a free port (logged
     and shown by ``saga top``) when another process holds 8080; set: that port or exit 2."""
@@ -145,6 +149,14 @@ def _share(name: str, value: float) -> float:
     return value
 
 
+def _default_roots(env: Mapping[str, str]) -> list[Path]:
+    """Local documents a worker may read when ``SAGA_DOCUMENT_ROOTS`` is unset: none in
+    Kubernetes; elsewhere the current directory and the shipped samples (quick start)."""
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        return []
+    return [Path.cwd(), Path(__file__).resolve().parent / "samples"]
+
+
 def _default_data_dir() -> Path:
     import platformdirs
 
@@ -191,6 +203,16 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if parser not in ("rules", "llm"):
         raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
     try:
+        policy = build_policy(
+            template=get("SAGA_DOCUMENT_SOURCE"),
+            url_prefixes=get("SAGA_DOCUMENT_URL_PREFIXES"),
+            roots=get("SAGA_DOCUMENT_ROOTS") if "SAGA_DOCUMENT_ROOTS" in env else None,
+            networks=get("SAGA_DOCUMENT_NETWORKS"),
+            default_roots=_default_roots(env),
+        )
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    try:
         return Settings(
             redis_url=get("REDIS_URL") or None,
             redis_password=env.get("REDIS_PASSWORD", ""),
@@ -201,6 +223,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             partitions=int(num("SAGA_PARTITIONS", 1, int)),
             key_prefix=get("SAGA_KEY_PREFIX", "saga"),
             document_source=get("SAGA_DOCUMENT_SOURCE"),
+            document_policy=policy,
             health_port=int(num("SAGA_HEALTH_PORT", 0, int)) if get("SAGA_HEALTH_PORT") else None,
             health_host=get("SAGA_HEALTH_HOST")
             or ("0.0.0.0" if get("KUBERNETES_SERVICE_HOST") else "127.0.0.1"),
@@ -234,6 +257,14 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 max_document_bytes=int(num("SAGA_MAX_DOCUMENT_BYTES", 20 * 1024 * 1024, int)),
                 max_pages=int(num("SAGA_MAX_PAGES", 200, int)),
                 max_chars_per_page=int(num("SAGA_MAX_CHARS_PER_PAGE", 20_000, int)),
+                max_page_content_bytes=int(
+                    num("SAGA_MAX_PAGE_CONTENT_BYTES", 2 * 1024 * 1024, int)
+                ),
+                max_content_bytes=int(num("SAGA_MAX_CONTENT_BYTES", 32 * 1024 * 1024, int)),
+                max_extract_memory_bytes=int(
+                    num("SAGA_MAX_EXTRACT_MEMORY_BYTES", 512 * 1024 * 1024, int)
+                ),
+                extract_processes=int(num("SAGA_EXTRACT_PROCESSES", 2, int)),
                 extractor=ExtractorKind(parser),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
                 max_output_bytes=int(num("SAGA_MAX_OUTPUT_BYTES", 512 * 1024, int)),

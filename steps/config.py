@@ -19,6 +19,15 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     """A document larger than this is a permanent PayloadTooLargeError."""
     max_pages: int = 200
     max_chars_per_page: int = 20_000
+    max_page_content_bytes: int = 2 * 1024 * 1024
+    """Decompressed bytes of one PDF page's content streams and forms, measured before
+    any text is extracted (a decompression bomb is refused here)."""
+    max_content_bytes: int = 32 * 1024 * 1024
+    """The same, summed over every page: pages sharing one large stream count it each."""
+    max_extract_memory_bytes: int = 512 * 1024 * 1024
+    """Address space of a PDF extraction process (its ``RLIMIT_AS``)."""
+    extract_processes: int = 2
+    """PDF extraction processes one worker runs at once."""
     extractor: ExtractorKind = ExtractorKind.RULES
     """``rules`` needs no network; ``llm`` calls the user's model through litellm."""
     llm_group_names: bool = False

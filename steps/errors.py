@@ -8,7 +8,8 @@
         └── PermanentError          dead-lettered at once
             ├── NotFoundError       the document or record does not exist
             ├── InvalidInputError   the input cannot be processed as given
-            └── PayloadTooLargeError  a configured limit was exceeded
+            ├── PayloadTooLargeError  a configured limit was exceeded
+            └── PolicyError         the deployment does not allow reading this document
 
 Any other exception escaping a step counts as retryable. Messages must never
 contain page text, prompts, completions or keys: they are stored in history.
@@ -55,8 +56,20 @@ class InvalidInputError(PermanentError):
 class PayloadTooLargeError(PermanentError):
     """A document or output exceeds a configured limit."""
 
-    def __init__(self, what: str, value: int, limit: int) -> None:
-        super().__init__(f"{what} is {value}, over the limit of {limit}")
+    def __init__(self, what: str, value: int, limit: int, more_than: bool = False) -> None:
+        # more_than: counting stopped early, so ``value`` is a lower bound and says so
+        said = f"more than {value}" if more_than else str(value)
+        super().__init__(f"{what} is {said}, over the limit of {limit}")
         self.what = what
         self.value = value
         self.limit = limit
+        self.more_than = more_than
+
+    def __reduce__(self) -> tuple[type[PayloadTooLargeError], tuple[str, int, int, bool]]:
+        # rebuilt from its fields when it crosses a process boundary (PDF extraction)
+        return (type(self), (self.what, self.value, self.limit, self.more_than))
+
+
+class PolicyError(PermanentError):
+    """The fetch policy refuses the document: a path outside the allowed roots, a URL
+    under no allowed prefix, or an address the deployment does not allow."""

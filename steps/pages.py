@@ -3,20 +3,28 @@
 PDFs go through pypdf's layout extraction, which keeps table columns apart by
 runs of spaces (the rules extractor splits columns on them); runs are then
 squeezed to two spaces so the pages blob stays small. Plain text is one page per
-form feed, or one page. These functions are synchronous and CPU-bound: the
-router runs them in a worker thread.
+form feed, or one page. These functions are synchronous; ``pdf_text`` is
+CPU-bound and runs in an extraction process (``pdf_process``) that a step
+timeout kills.
 
 Errors never quote page text: only counts, types and media types.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import re
+from collections.abc import Iterator
 from typing import Any
 
+import msgspec
+
+from saga.steps.config import StepConfig
 from saga.steps.context import Document
-from saga.steps.errors import InvalidInputError, PayloadTooLargeError
+from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepError
+from saga.steps.pdf_budget import PageCost, price_pages
 
 PDF_MAGIC = b"%PDF-"
 PDF_MEDIA_TYPE = "application/pdf"
@@ -30,14 +38,41 @@ def is_pdf(document: Document) -> bool:
 
 
 def split_pages(document: Document, *, max_pages: int) -> list[str]:
-    """Page texts of ``document``; refuses unreadable, empty and over-long documents."""
+    """Page texts of ``document``, in this process (tests, tools; the router isolates PDFs)."""
     if is_pdf(document):
-        return pdf_pages(document.content, max_pages=max_pages)
+        return pdf_text(document.content, PdfLimits.of(StepConfig(max_pages=max_pages))).pages
     return text_pages(document, max_pages=max_pages)
 
 
-def pdf_pages(content: bytes, *, max_pages: int) -> list[str]:
-    """One tidied text per PDF page; the page count is checked before any text is read."""
+class PdfLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """What one PDF may cost before a page of it is read."""
+
+    max_pages: int
+    max_page_content_bytes: int
+    max_content_bytes: int
+
+    @classmethod
+    def of(cls, config: StepConfig) -> PdfLimits:
+        return cls(
+            max_pages=config.max_pages,
+            max_page_content_bytes=config.max_page_content_bytes,
+            max_content_bytes=config.max_content_bytes,
+        )
+
+
+class PdfText(msgspec.Struct, frozen=True, kw_only=True):
+    """A PDF's page texts ("" for a page without text) and which pages are scans."""
+
+    pages: list[str]
+    textless: list[int] = []
+    """1-based pages that draw something (an image, paths) but give no text."""
+
+
+def pdf_text(content: bytes, limits: PdfLimits) -> PdfText:
+    """Page texts of a PDF; refuses unreadable, over-limit and text-free documents.
+
+    The page count and every page's decompressed content are checked before any text
+    is extracted. Runs in an extraction process (see ``pdf_process``)."""
     from pypdf import PdfReader
 
     try:
@@ -45,35 +80,107 @@ def pdf_pages(content: bytes, *, max_pages: int) -> list[str]:
         if reader.is_encrypted:
             reader.decrypt("")  # many "protected" PDFs only carry an empty user password
         count = len(reader.pages)
+    except MemoryError:
+        raise
     except Exception as exc:  # pypdf raises many types on damaged files
-        raise InvalidInputError(
-            f"the document is not a readable PDF ({type(exc).__name__})"
-        ) from exc
+        raise _unreadable(exc) from exc
     if count == 0:
         raise InvalidInputError("the PDF has no pages")
-    if count > max_pages:
-        raise PayloadTooLargeError("page count", count, max_pages)
-    pages = [_page_text(reader, index) for index in range(count)]
-    if not any(page.strip() for page in pages):
+    if count > limits.max_pages:
+        raise PayloadTooLargeError("page count", count, limits.max_pages)
+    costs = _priced(reader, limits)
+    pages = [
+        page_text(page, index=i, has_forms=cost.has_forms)
+        for i, (page, cost) in enumerate(zip(reader.pages, costs, strict=True))
+    ]
+    if not any(pages):
         raise InvalidInputError(
             "the PDF has no extractable text (a scan without a text layer?); it needs OCR first"
         )
-    return pages
+    textless = [
+        i + 1
+        for i, (text, cost) in enumerate(zip(pages, costs, strict=True))
+        if not text and (cost.has_images or cost.content_bytes > 0)
+    ]
+    return PdfText(pages=pages, textless=textless)
 
 
-def _page_text(reader: Any, index: int) -> str:
-    page = reader.pages[index]
+def _priced(reader: Any, limits: PdfLimits) -> list[PageCost]:
     try:
-        text = page.extract_text(extraction_mode="layout")
-    except Exception:
-        # layout mode trips on some fonts; plain mode loses columns but keeps the text
+        return price_pages(
+            reader, per_page=limits.max_page_content_bytes, total=limits.max_content_bytes
+        )
+    except (StepError, MemoryError):
+        raise
+    except Exception as exc:  # a broken page tree or stream dictionary
+        raise _unreadable(exc) from exc
+
+
+def _unreadable(exc: Exception) -> InvalidInputError:
+    return InvalidInputError(f"the document is not a readable PDF ({type(exc).__name__})")
+
+
+def page_text(page: Any, *, index: int, has_forms: bool) -> str:
+    """One tidied page text: layout mode, checked against plain mode where layout loses text.
+
+    Layout mode skips form XObjects, rotated text and fonts it cannot interpret (pypdf
+    warns about the last two), and returns "" for a page drawn that way without
+    raising. Only then is plain mode run too (it costs as much again) and the text
+    that keeps more is used (``choose_text``)."""
+    layout = ""
+    with _pypdf_warnings() as warned:
         try:
-            text = page.extract_text()
-        except Exception as exc:
-            raise InvalidInputError(
-                f"page {index + 1} of the PDF cannot be read ({type(exc).__name__})"
-            ) from exc
-    return tidy(text or "")
+            layout = page.extract_text(extraction_mode="layout") or ""
+        except MemoryError:
+            raise
+        except Exception:
+            warned.append("layout mode failed")  # it trips on some fonts
+    if layout.strip() and not warned and not has_forms:
+        return tidy(layout)
+    try:
+        plain = page.extract_text() or ""
+    except MemoryError:
+        raise
+    except Exception as exc:
+        if layout.strip():
+            return tidy(layout)
+        raise InvalidInputError(
+            f"page {index + 1} of the PDF cannot be read ({type(exc).__name__})"
+        ) from exc
+    return tidy(choose_text(layout, plain))
+
+
+LAYOUT_MIN_SHARE = 0.75
+"""Layout text is kept when it has at least this share of plain mode's visible
+characters; below, plain mode's text (which loses column spacing) is used."""
+
+
+def choose_text(layout: str, plain: str) -> str:
+    """Layout text unless it has much less visible text than plain text (then plain)."""
+    kept, full = _visible(layout), _visible(plain)
+    return plain if kept < full * LAYOUT_MIN_SHARE else layout
+
+
+def _visible(text: str) -> int:
+    return sum(1 for ch in text if not ch.isspace())
+
+
+@contextlib.contextmanager
+def _pypdf_warnings() -> Iterator[list[str]]:
+    """Collects the warnings pypdf logs meanwhile (layout mode reports dropped text so)."""
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage()[:80])
+
+    handler = Collect(logging.WARNING)
+    logger = logging.getLogger("pypdf")
+    logger.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
 
 
 def text_pages(document: Document, *, max_pages: int) -> list[str]:

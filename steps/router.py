@@ -3,20 +3,21 @@
 The reference comes from the saga's input (an explicit ``--document``) or, in
 production, from ``StepConfig.document_source`` with ``{record_id}`` filled in.
 Every limit is checked here as well as in the document source, because the
-source is a port and a test or another adapter may not enforce them.
+source is a port and a test or another adapter may not enforce them. PDFs are
+read in an extraction process (``pdf_process``) that the step's timeout kills;
+pages of a text PDF that give no text (scans) are listed in ``textless_pages``
+for the parser, unless no page has text (then the PDF needs OCR first).
 """
 
 from __future__ import annotations
 
-import functools
 from urllib.parse import quote
-
-import anyio.to_thread
 
 from saga.steps.context import StepContext
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError
 from saga.steps.models import RouterInput, RouterOutput
-from saga.steps.pages import PDF_MEDIA_TYPE, is_pdf, split_pages
+from saga.steps.pages import PDF_MEDIA_TYPE, is_pdf, text_pages
+from saga.steps.pdf_process import extract_pdf
 
 PLACEHOLDER = "{record_id}"
 
@@ -49,10 +50,13 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
     size = len(document.content)
     if size > limits.max_document_bytes:
         raise PayloadTooLargeError("document size in bytes", size, limits.max_document_bytes)
-    # pypdf is CPU-bound: a thread keeps the executor's event loop (and heartbeats) alive
-    pages = await anyio.to_thread.run_sync(
-        functools.partial(split_pages, document, max_pages=limits.max_pages)
-    )
+    textless: list[int] = []
+    if is_pdf(document):
+        # a process of its own: CPU-bound, and the step's deadline must be able to stop it
+        extracted = await extract_pdf(document.content, limits)
+        pages, textless = extracted.pages, extracted.textless
+    else:
+        pages = text_pages(document, max_pages=limits.max_pages)
     for number, text in enumerate(pages, start=1):
         if len(text) > limits.max_chars_per_page:
             raise PayloadTooLargeError(
@@ -65,6 +69,12 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
         document_name=document.name,
         media_type=media_type,
         page_count=len(pages),
+        textless_pages=len(textless),
         size_bytes=size,
     )
-    return RouterOutput(document_name=document.name, media_type=media_type, page_count=len(pages))
+    return RouterOutput(
+        document_name=document.name,
+        media_type=media_type,
+        page_count=len(pages),
+        textless_pages=textless,
+    )
