@@ -68,6 +68,11 @@ class PdfText(msgspec.Struct, frozen=True, kw_only=True):
     """1-based pages that draw something (an image, paths) but give no text."""
 
 
+DRAWN_BYTES = 256
+"""A page without text is a scan when it has an image or this much drawing; less
+(fpdf2's blank page holds 11 bytes of graphics state) is a blank page."""
+
+
 def pdf_text(content: bytes, limits: PdfLimits) -> PdfText:
     """Page texts of a PDF; refuses unreadable, over-limit and text-free documents.
 
@@ -100,7 +105,7 @@ def pdf_text(content: bytes, limits: PdfLimits) -> PdfText:
     textless = [
         i + 1
         for i, (text, cost) in enumerate(zip(pages, costs, strict=True))
-        if not text and (cost.has_images or cost.content_bytes > 0)
+        if not text and (cost.has_images or cost.content_bytes >= DRAWN_BYTES)
     ]
     return PdfText(pages=pages, textless=textless)
 

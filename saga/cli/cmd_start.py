@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from saga.cli.common import CliError, Exit, print_json, run, state_text, table
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--document",
         default="",
-        help="path or URL of the document "
+        help="path or URL of the document; a path is made absolute here and must exist "
         "(default: resolved from SAGA_DOCUMENT_SOURCE by the router)",
     )
     p.add_argument(
@@ -50,13 +52,14 @@ def main(args: argparse.Namespace) -> int:
     if args.timeout < 0:
         raise CliError("--timeout must not be negative.", Exit.USAGE)
     settings = load_settings()
+    document = local_document(args.document)
     stop_tracing = configure_tracing(settings.otel_endpoint, "saga-cli", announce=False)
 
     async def go() -> int:
         from saga.client import SagaClient
 
         async with SagaClient.from_settings(settings) as sagas:
-            res = await sagas.start(args.record_id, args.user_id, document=args.document)
+            res = await sagas.start(args.record_id, args.user_id, document=document)
             if not args.json:
                 _print_started(args, res)
             if not args.wait:
@@ -69,6 +72,18 @@ def main(args: argparse.Namespace) -> int:
         return run(go)
     finally:
         stop_tracing()  # flushes the saga's root span
+
+
+def local_document(ref: str) -> str:
+    """A path is the caller's: made absolute against this directory (workers run
+    elsewhere) and refused now if there is no file. URLs (``file://`` too) pass as given."""
+    if not ref or "://" in ref:
+        return ref
+    path = Path(os.path.abspath(Path(ref).expanduser()))
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise CliError(f"--document {path} {what}; pass a document file or a URL", Exit.USAGE)
+    return str(path)
 
 
 def _print_document(created: bool, saga: Any) -> None:

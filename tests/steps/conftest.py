@@ -1,4 +1,5 @@
-"""Fixtures for the step tests: a real local HTTP server on 127.0.0.1."""
+"""Fixtures for the step tests: a real local HTTP server on 127.0.0.1, and a fetch
+policy that lets a test read its own files and that server."""
 
 from __future__ import annotations
 
@@ -8,6 +9,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from saga.adapters.fetch_policy import FetchPolicy
+
+
+def local_policy(*roots: object) -> FetchPolicy:
+    """Files under ``roots``, any http URL, and loopback addresses (the test's server)."""
+    return FetchPolicy(
+        url_prefixes=("http://",), roots=tuple(str(r) for r in roots), networks=("127.0.0.0/8",)
+    )
 
 
 @dataclass

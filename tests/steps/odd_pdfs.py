@@ -97,11 +97,12 @@ def form_pdf(rows: list[str], header: str = "") -> bytes:
     return _written(writer)
 
 
-def fax_pdf(scanned_pages: int = 2) -> bytes:
+def fax_pdf(scanned_pages: int = 2, *, cover: bool = True) -> bytes:
     """A text fax cover page followed by pages that are only a scanned image."""
     pdf = _pdf()
-    pdf.add_page()
-    pdf.text(20, 30, "FAX COVER  To: Records  From: City Lab  Pages: 3")
+    if cover:
+        pdf.add_page()
+        pdf.text(20, 30, "FAX COVER  To: Records  From: City Lab  Pages: 3")
     image = Image.new("L", (200, 280), color=235)
     for row in range(20, 260, 12):
         image.paste(60, (20, row, 180, row + 4))  # grey bars where text was printed

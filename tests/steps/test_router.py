@@ -20,7 +20,7 @@ from saga.steps.errors import (
 from saga.steps.models import RouterInput, RouterOutput
 from saga.steps.router import resolve_reference, route
 from saga.steps.testing import ManualContext, MemoryDocuments, make_context
-from tests.steps.conftest import LocalServer, Route
+from tests.steps.conftest import LocalServer, Route, local_policy
 from tests.steps.pdfgen import empty_pdf, make_pdf
 
 SECRET = "Zebrafinch-7731"  # page text that must never appear in an error or a log line
@@ -64,7 +64,7 @@ async def test_template_resolves_the_document_from_the_record_id(tmp_path: Path)
     """With no explicit document, SAGA_DOCUMENT_SOURCE's {record_id} is filled in."""
     (tmp_path / "rec-9.txt").write_text("TSH 2.0 mIU/L 0.4-4.0")
     config = StepConfig(document_source=f"{tmp_path}/{{record_id}}.txt")
-    async with DocumentFetcher(max_bytes=1024) as fetcher:
+    async with DocumentFetcher(max_bytes=1024, policy=local_policy(tmp_path)) as fetcher:
         ctx = make_context(record_id="rec-9", documents=fetcher, config=config)
         out = await route(ctx, RouterInput())
     assert out.document_name == "rec-9.txt"
@@ -185,7 +185,7 @@ async def test_missing_document_is_not_found() -> None:
 async def test_router_over_http_404_and_5xx(http_server: LocalServer) -> None:
     """Through the real fetcher: a 404 is not-found, a 502 retryable."""
     http_server.add("/bad-gateway", Route(502))
-    async with DocumentFetcher(max_bytes=1024) as fetcher:
+    async with DocumentFetcher(max_bytes=1024, policy=local_policy()) as fetcher:
         ctx = make_context(documents=fetcher)
         with pytest.raises(NotFoundError):
             await route(ctx, RouterInput(document=http_server.url("/missing")))

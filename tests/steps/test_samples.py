@@ -15,6 +15,7 @@ from saga.steps.parser import parse
 from saga.steps.router import route
 from saga.steps.testing import make_context
 from tests.steps.compare import core
+from tests.steps.conftest import local_policy
 from tests.steps.make_samples import write_samples
 from tests.steps.pdfgen import expected_extraction
 from tests.steps.sample_reports import BROKEN_NAME, GOOD_REPORTS
@@ -25,7 +26,7 @@ GOOD = [s for s in SAMPLES if not s.fails_at]
 
 async def run_router_and_parser(path: Path) -> Extraction:
     """Route a file from disk, then parse the pages the router staged."""
-    async with DocumentFetcher(max_bytes=1_000_000) as fetcher:
+    async with DocumentFetcher(max_bytes=1_000_000, policy=local_policy(path.parent)) as fetcher:
         ctx = make_context(documents=fetcher)
         routed = await route(ctx, RouterInput(document=str(path)))
     parsed = await parse(make_context(step="parser", pages=ctx.stored_pages[-1]), routed)
