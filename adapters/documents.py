@@ -44,6 +44,7 @@ from saga.steps.errors import (
     NotFoundError,
     PayloadTooLargeError,
     PermanentError,
+    PolicyError,
     RetryableError,
 )
 
@@ -166,25 +167,36 @@ class DocumentFetcher:
         try:
             target = httpx.URL(url)
             for _ in range(self.max_redirects + 1):
-                self.policy.check_url(str(target), shown=_hop(shown, target))
-                async with self._http().stream("GET", target) as response:
-                    if response.next_request is not None:  # a redirect: check, then follow
-                        target = response.next_request.url
-                        continue
-                    check_status(response.status_code, shown)
-                    content = await self._read_body(response)
-                    disposition = response.headers.get("content-disposition", "")
-                    name = document_name(disposition, response.url)
-                    content_type = response.headers.get("content-type", "")
-                    break
-            else:
-                raise PermanentError(f"more than {self.max_redirects} redirects fetching {shown}")
+                hop = _hop(shown, target)
+                self.policy.check_url(str(target), shown=hop)
+                try:
+                    fetched = await self._get(target, shown)
+                except PolicyError as exc:  # the address check, at connection time
+                    raise (
+                        PolicyError(f"{exc}; a redirect from {shown} led there")
+                        if hop != shown
+                        else exc
+                    ) from None
+                if isinstance(fetched, Document):
+                    return fetched
+                target = fetched  # a redirect: checked at the top of the loop
+            raise PermanentError(f"more than {self.max_redirects} redirects fetching {shown}")
         except httpx.TimeoutException:
             raise RetryableError(f"timed out fetching {shown}") from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
             raise InvalidInputError(f"cannot fetch {shown} ({type(exc).__name__})") from None
         except httpx.HTTPError as exc:  # connection refused, reset, protocol errors
             raise RetryableError(f"could not fetch {shown} ({type(exc).__name__})") from None
+
+    async def _get(self, target: httpx.URL, shown: str) -> Document | httpx.URL:
+        """The document at ``target``, or the URL its redirect points to."""
+        async with self._http().stream("GET", target) as response:
+            if response.next_request is not None:
+                return response.next_request.url
+            check_status(response.status_code, shown)
+            content = await self._read_body(response)
+            name = document_name(response.headers.get("content-disposition", ""), response.url)
+            content_type = response.headers.get("content-type", "")
         return Document(
             name=name, media_type=media_type_of(content, content_type, name), content=content
         )

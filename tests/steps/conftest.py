@@ -36,11 +36,11 @@ class Route:
 class LocalServer:
     """A stdlib HTTP server on 127.0.0.1 (port 0) in a thread, answering from ``routes``."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.routes: dict[str, Route] = {}
         self.requests: list[str] = []
         self.release = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer((host, 0), self._handler())
         self._server.daemon_threads = True
         # a short poll interval: shutdown() waits for the loop to look at its flag
         self._thread = threading.Thread(
