@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 def test_start_twice_is_idempotent(keys: Keys, redis_url: str) -> None:
     """A second start of the same record and user returns the existing saga, exit 0."""
-    first = cli_json(keys, redis_url, "start", "mr-1", "u-1", "--document", "/x.pdf")
+    first = cli_json(keys, redis_url, "start", "mr-1", "u-1", "--document", "file:///x.pdf")
     again = cli_json(keys, redis_url, "start", "mr-1", "u-1")
     assert first["created"] is True and again["created"] is False
     assert again["saga"]["state"] == "pending" and again["saga"]["step"] == "router"
