@@ -280,3 +280,25 @@ def test_a_step_can_be_switched_off() -> None:
     assert f"{FULL}-grouper" not in of_kind(objs, "Deployment")
     assert f"{FULL}-grouper" not in of_kind(objs, "ScaledObject")
     assert not [k for k in settings(objs) if re.match("SAGA_GROUPER_", k)]
+
+
+def test_the_fetch_policy_is_strict_unless_values_widen_it() -> None:
+    """By default pods read no local file and only documentSource's prefix; listed roots,
+    prefixes and networks reach the ConfigMap as SAGA_DOCUMENT_* lists."""
+    strict = settings(render({}))
+    assert strict["SAGA_DOCUMENT_ROOTS"] == "none"
+    assert "SAGA_DOCUMENT_URL_PREFIXES" not in strict and "SAGA_DOCUMENT_NETWORKS" not in strict
+    widened = settings(
+        render(
+            {
+                "config": {
+                    "documentUrlPrefixes": ["https://bucket.s3.example/reports/"],
+                    "documentRoots": ["/data/a", "/data/b"],
+                    "documentNetworks": ["10.0.0.0/8", "fd00::/8"],
+                }
+            }
+        )
+    )
+    assert widened["SAGA_DOCUMENT_ROOTS"] == "/data/a,/data/b"
+    assert widened["SAGA_DOCUMENT_URL_PREFIXES"] == "https://bucket.s3.example/reports/"
+    assert widened["SAGA_DOCUMENT_NETWORKS"] == "10.0.0.0/8,fd00::/8"

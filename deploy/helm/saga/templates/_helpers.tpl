@@ -113,6 +113,13 @@ SAGA_METRICS_BY_USER: "true"
 {{- with $c.documentSource }}
 SAGA_DOCUMENT_SOURCE: {{ . | quote }}
 {{- end }}
+SAGA_DOCUMENT_ROOTS: {{ join "," $c.documentRoots | default "none" | quote }}
+{{- with $c.documentUrlPrefixes }}
+SAGA_DOCUMENT_URL_PREFIXES: {{ join "," . | quote }}
+{{- end }}
+{{- with $c.documentNetworks }}
+SAGA_DOCUMENT_NETWORKS: {{ join "," . | quote }}
+{{- end }}
 {{- with $c.billingUrl }}
 SAGA_BILLING_URL: {{ . | quote }}
 {{- end }}
