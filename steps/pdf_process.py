@@ -7,16 +7,22 @@ one lives 5 minutes). When the awaiting task is cancelled (the step's deadline,
 a lost lease, a drain) the process is killed with SIGKILL at once, and the next
 PDF gets a fresh one. Each process caps its own address space (``RLIMIT_AS``),
 so a document that needs too much memory fails with ``MemoryError`` inside it,
-never in the worker; at most ``extract_processes`` run per worker.
+never in the worker; at most ``extract_processes`` run per worker. On Linux it
+also asks the kernel to kill it when the worker dies (a ``kill -9`` of the
+worker leaves no extraction behind).
 
-Cost: the first PDF of a worker pays ~0.3 s to start a process; later ones pay
-the pipe (measured in docs/extraction-limits.md).
+Cost: the first PDF of a worker pays ~0.4 s to start a process; later ones pay
+the pipe, a few ms (measured in docs/documents.md). The job and its answer cross
+the pipe pickled (anyio's protocol) between the worker and its own child.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+
 import msgspec
-from anyio import CapacityLimiter
+from anyio import CancelScope, CapacityLimiter
 from anyio.lowlevel import RunVar
 
 from saga.steps.config import StepConfig
@@ -24,12 +30,15 @@ from saga.steps.errors import PermanentError, RetryableError
 from saga.steps.pages import PdfLimits, PdfText, pdf_text
 
 _LIMITER: RunVar[CapacityLimiter] = RunVar("saga_pdf_extraction")
+_PR_SET_PDEATHSIG = 1
 
 
 class _Job(msgspec.Struct, frozen=True):
     content: bytes
     limits: PdfLimits
     memory_bytes: int
+    parent: int
+    """The worker's pid: the extraction process exits if it is already gone."""
 
 
 async def extract_pdf(content: bytes, config: StepConfig) -> PdfText:
@@ -37,11 +46,15 @@ async def extract_pdf(content: bytes, config: StepConfig) -> PdfText:
     import anyio.to_process
     from anyio import BrokenWorkerProcess
 
-    job = _Job(content, PdfLimits.of(config), config.max_extract_memory_bytes)
+    job = _Job(content, PdfLimits.of(config), config.max_extract_memory_bytes, os.getpid())
+    limiter = _limiter(config.extract_processes)
     try:
-        return await anyio.to_process.run_sync(
-            run_job, job, cancellable=True, limiter=_limiter(config.extract_processes)
-        )
+        # anyio kills a process whose job is cancelled, but not one cancelled while it
+        # starts (it lingers outside the pool until its pipes are collected): start one
+        # shielded (~0.4 s, once per process), so the cancellable job finds it ready
+        with CancelScope(shield=True):
+            await anyio.to_process.run_sync(ready, limiter=limiter)
+        return await anyio.to_process.run_sync(run_job, job, cancellable=True, limiter=limiter)
     except MemoryError:
         raise PermanentError(
             f"extracting the PDF's text needs more than {config.max_extract_memory_bytes} "
@@ -51,10 +64,28 @@ async def extract_pdf(content: bytes, config: StepConfig) -> PdfText:
         raise RetryableError("the PDF extraction process died before it answered") from None
 
 
+def ready() -> bool:
+    """A job that only proves the process is up."""
+    return True
+
+
 def run_job(job: _Job) -> PdfText:
-    """The extraction process's side: cap memory, then extract."""
+    """The extraction process's side: tie its life to the worker's, cap memory, extract."""
+    die_with(job.parent)
     cap_memory(job.memory_bytes)
     return pdf_text(job.content, job.limits)
+
+
+def die_with(parent: int) -> None:
+    """Linux: the kernel sends SIGKILL to this process when ``parent`` dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the pipe's EOF ends an idle process
+        return
+    if os.getppid() != parent:  # the worker died before the request was taken up
+        os._exit(1)
 
 
 def cap_memory(limit: int) -> None:

@@ -129,6 +129,38 @@ async def test_a_step_timeout_stops_pdf_parsing(
     assert time.monotonic() - failed_at < 1.2  # the last 0.2 s window included
 
 
+async def test_killing_a_worker_kills_its_extraction(
+    spawn: SpawnWorker, keys: Keys, redis_url: str, tmp_path: Path
+) -> None:
+    """A worker killed with SIGKILL mid-extraction leaves no extraction process burning a
+    core: the kernel ends it with its parent."""
+    bomb = tmp_path / "bomb.pdf"
+    bomb.write_bytes(shared_stream_pdf(pages=200, stream_bytes=1_000_000))
+    worker = spawn(
+        "router",
+        SAGA_MAX_PAGE_CONTENT_BYTES=str(10**12),
+        SAGA_MAX_CONTENT_BYTES=str(10**12),
+        SAGA_DOCUMENT_ROOTS=str(tmp_path),
+        **PIPELINE,
+    )
+    await worker.wait_ready()
+    assert saga_cli(keys, redis_url, "start", "bomb", "u1", "--document", str(bomb)).returncode == 0
+    tree = psutil.Process(worker.pid)
+    children: list[psutil.Process] = []
+
+    async def extracting() -> bool:
+        children[:] = tree.children(recursive=True)
+        return any(p.cpu_percent(0.05) > 20 for p in children)
+
+    await wait_until(extracting, within=30, what="an extraction process to burn CPU")
+    worker.kill()
+
+    async def gone() -> bool:
+        return not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children)
+
+    await wait_until(gone, within=1.0, what="the orphaned extraction to end")
+
+
 def _rss(proc: psutil.Process) -> int:
     total = 0
     for p in [proc, *proc.children(recursive=True)]:
