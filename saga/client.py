@@ -77,6 +77,9 @@ class SagaClient:
     ) -> StartResult:
         """Create the saga and enqueue its first step; the same call again is a no-op.
 
+        ``document`` reaches the first step as given: a local path should be absolute,
+        since workers run in other directories (``saga start`` makes it so).
+
         ``trace`` is a W3C traceparent to run the saga's steps under; by default
         the saga gets its own trace (a ``saga <record_id>`` span, under the
         caller's current span if there is one) when tracing is on."""

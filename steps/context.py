@@ -29,7 +29,8 @@ class DocumentSource(Protocol):
     """Fetches a document by reference (a path, file:// or http(s):// URL).
 
     Raises NotFoundError for a missing document, PayloadTooLargeError over the
-    byte limit and RetryableError for network errors and 5xx answers.
+    byte limit, PolicyError for a document the deployment does not allow, and
+    RetryableError for network errors and 5xx answers.
     """
 
     async def fetch(self, ref: str) -> Document: ...
