@@ -75,7 +75,10 @@ class FetchPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"reading {path} refused: local documents are not allowed here "
                 "(SAGA_DOCUMENT_ROOTS names no directory)"
             )
-        real = path.resolve()
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before 3.13)
+            raise PolicyError(f"reading {path} refused: its path does not resolve") from None
         if not any(real.is_relative_to(root) for root in roots):
             raise PolicyError(
                 f"reading {path} refused: it is outside the allowed document directories "

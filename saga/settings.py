@@ -151,10 +151,13 @@ def _share(name: str, value: float) -> float:
 
 def _default_roots(env: Mapping[str, str]) -> list[Path]:
     """Local documents a worker may read when ``SAGA_DOCUMENT_ROOTS`` is unset: none in
-    Kubernetes; elsewhere the current directory and the shipped samples (quick start)."""
+    Kubernetes; elsewhere the shipped samples and the current directory (quick start),
+    unless that is ``/`` (which would allow every file)."""
     if env.get("KUBERNETES_SERVICE_HOST"):
         return []
-    return [Path.cwd(), Path(__file__).resolve().parent / "samples"]
+    roots = [Path(__file__).resolve().parent / "samples"]
+    cwd = Path.cwd()
+    return roots if cwd == Path(cwd.anchor) else [cwd, *roots]
 
 
 def _default_data_dir() -> Path:

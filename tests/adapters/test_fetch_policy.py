@@ -151,3 +151,17 @@ def test_networks_are_normalised() -> None:
         template="", url_prefixes="", roots="none", networks="10.1.2.3/8", default_roots=[]
     )
     assert policy.networks == ("10.0.0.0/8",)
+
+
+def test_the_filesystem_root_is_never_a_default_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker started in / does not get every file as its default root."""
+    monkeypatch.chdir("/")
+    roots = load_settings({"SAGA_DATA_DIR": "/t"}).document_policy.roots
+    assert "/" not in roots and len(roots) == 1 and roots[0].endswith("samples")
+
+
+def test_a_symlink_loop_is_refused(tmp_path: Path) -> None:
+    """A path that loops on itself is refused with a sentence, not a crash."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    with pytest.raises(PolicyError, match="its path does not resolve"):
+        FetchPolicy(roots=(str(tmp_path),)).check_path(tmp_path / "loop")
