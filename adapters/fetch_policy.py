@@ -103,10 +103,12 @@ class FetchPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return (*self.url_prefixes, own) if is_url else self.url_prefixes
 
     def all_roots(self) -> tuple[Path, ...]:
-        own = template_prefix(self.template)
+        own = urlsplit(template_prefix(self.template))
         roots = [Path(root) for root in self.roots]
-        if own and urlsplit(own).scheme not in _WEB:
-            roots.append(Path(own).resolve())
+        if own.scheme == "file":
+            roots.append(Path(unquote(own.path)).resolve())
+        elif own.path and not own.scheme:
+            roots.append(Path(own.path).resolve())
         return tuple(roots)
 
 

@@ -108,6 +108,9 @@ def test_local_paths_only_inside_a_root(tmp_path: Path) -> None:
             policy.check_path(outside)
     with pytest.raises(PolicyError, match="not allowed here"):
         FetchPolicy().check_path(tmp_path / "docs" / "a.pdf")
+    as_url = FetchPolicy(template=f"{(tmp_path / 'data').as_uri()}/{{record_id}}.pdf")
+    assert as_url.all_roots() == (tmp_path / "data",)
+    assert FetchPolicy(template=RECORDS).all_roots() == ()
 
 
 def test_template_prefix_cuts_at_the_last_slash() -> None:

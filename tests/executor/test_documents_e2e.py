@@ -90,21 +90,37 @@ async def test_a_relative_document_is_read_by_a_worker_elsewhere(
     assert saga.document == str(caller / "report.pdf") and saga.state == SagaState.COMPLETED
 
 
-async def test_a_step_timeout_stops_pdf_parsing(
-    spawn: SpawnWorker, keys: Keys, redis_url: str, redis: Any, tmp_path: Path
+UNLIMITED = {"SAGA_MAX_PAGE_CONTENT_BYTES": str(10**12), "SAGA_MAX_CONTENT_BYTES": str(10**12)}
+
+
+@pytest.mark.parametrize(
+    ("limits", "error"),
+    [
+        pytest.param(UNLIMITED, "ran past its timeout of 5s", id="timeout"),
+        pytest.param({}, "decompressed content of pages 1-34", id="content-limit"),
+    ],
+)
+async def test_a_failed_pdf_step_releases_cpu_and_memory(
+    spawn: SpawnWorker,
+    keys: Keys,
+    redis_url: str,
+    redis: Any,
+    tmp_path: Path,
+    limits: dict[str, str],
+    error: str,
 ) -> None:
-    """Issue 17's fault: 200 pages sharing one 1 MB stream (limits raised so that extraction
-    runs), SAGA_ROUTER_TIMEOUT=5: within a second of the step failing, the worker's CPU is
-    idle and its memory back where it was (the extraction process is killed)."""
+    """Issue 17's fault: 200 pages sharing one 1 MB stream, SAGA_ROUTER_TIMEOUT=5. With the
+    content limits raised extraction runs until the timeout kills it; with the defaults it
+    is refused before extraction. Either way, within a second of the step failing the
+    worker's CPU is idle and its memory back where it was."""
     bomb = tmp_path / "bomb.pdf"
     bomb.write_bytes(shared_stream_pdf(pages=200, stream_bytes=1_000_000))
     worker = spawn(
         "router",
         SAGA_ROUTER_TIMEOUT="5",
         SAGA_ROUTER_MAX_ATTEMPTS="1",
-        SAGA_MAX_PAGE_CONTENT_BYTES=str(10**12),
-        SAGA_MAX_CONTENT_BYTES=str(10**12),
         SAGA_DOCUMENT_ROOTS=str(tmp_path),
+        **limits,
         **PIPELINE,
     )
     await worker.wait_ready()
@@ -118,7 +134,7 @@ async def test_a_step_timeout_stops_pdf_parsing(
 
     await wait_until(failed, within=60, what="the router to time out", every=0.05)
     failed_at = time.monotonic()
-    assert "ran past its timeout of 5s" in (await get_saga(redis, keys, "bomb")).error_message
+    assert error in (await get_saga(redis, keys, "bomb")).error_message
 
     async def released() -> bool:
         # idle, the worker uses ~0.0 cores and its memory is where it was; the old
@@ -136,13 +152,7 @@ async def test_killing_a_worker_kills_its_extraction(
     core: the kernel ends it with its parent."""
     bomb = tmp_path / "bomb.pdf"
     bomb.write_bytes(shared_stream_pdf(pages=200, stream_bytes=1_000_000))
-    worker = spawn(
-        "router",
-        SAGA_MAX_PAGE_CONTENT_BYTES=str(10**12),
-        SAGA_MAX_CONTENT_BYTES=str(10**12),
-        SAGA_DOCUMENT_ROOTS=str(tmp_path),
-        **PIPELINE,
-    )
+    worker = spawn("router", SAGA_DOCUMENT_ROOTS=str(tmp_path), **UNLIMITED, **PIPELINE)
     await worker.wait_ready()
     assert saga_cli(keys, redis_url, "start", "bomb", "u1", "--document", str(bomb)).returncode == 0
     tree = psutil.Process(worker.pid)
