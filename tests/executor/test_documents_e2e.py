@@ -112,7 +112,7 @@ async def test_a_failed_pdf_step_releases_cpu_and_memory(
     """Issue 17's fault: 200 pages sharing one 1 MB stream, SAGA_ROUTER_TIMEOUT=5. With the
     content limits raised extraction runs until the timeout kills it; with the defaults it
     is refused before extraction. Either way, within a second of the step failing the
-    worker's CPU is idle and its memory back where it was."""
+    worker's CPU is idle and its memory (with its extraction processes) back where it was."""
     bomb = tmp_path / "bomb.pdf"
     bomb.write_bytes(shared_stream_pdf(pages=200, stream_bytes=1_000_000))
     worker = spawn(
@@ -124,6 +124,14 @@ async def test_a_failed_pdf_step_releases_cpu_and_memory(
         **PIPELINE,
     )
     await worker.wait_ready()
+    warm = tmp_path / "warm.pdf"  # the baseline includes a warm extraction process
+    warm.write_bytes(make_pdf([["Ferritin  80  ng/mL"]]))
+    assert saga_cli(keys, redis_url, "start", "warm", "u1", "--document", str(warm)).returncode == 0
+
+    async def routed() -> bool:
+        return (await get_saga(redis, keys, "warm")).step == "parser"
+
+    await wait_until(routed, within=60, what="the warm-up document to be routed")
     tree = psutil.Process(worker.pid)
     rss_before = _rss(tree)
     res = saga_cli(keys, redis_url, "start", "bomb", "u1", "--document", str(bomb))
