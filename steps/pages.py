@@ -40,8 +40,13 @@ def is_pdf(document: Document) -> bool:
 def split_pages(document: Document, *, max_pages: int) -> list[str]:
     """Page texts of ``document``, in this process (tests, tools; the router isolates PDFs)."""
     if is_pdf(document):
-        return pdf_text(document.content, PdfLimits.of(StepConfig(max_pages=max_pages))).pages
+        return pdf_pages(document.content, max_pages=max_pages)
     return text_pages(document, max_pages=max_pages)
+
+
+def pdf_pages(content: bytes, *, max_pages: int) -> list[str]:
+    """A PDF's page texts in this process, under the default content limits."""
+    return pdf_text(content, PdfLimits.of(StepConfig(max_pages=max_pages))).pages
 
 
 class PdfLimits(msgspec.Struct, frozen=True, kw_only=True):
