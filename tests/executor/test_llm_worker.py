@@ -165,7 +165,8 @@ async def test_a_retry_asks_the_fixed_model_again(
     with serve(model) as stub:
         env = {k: v for k, v in base_env.items() if k != "SAGA_PIPELINE"}  # the document pipeline
         env.update(SAGA_PARSER="llm", SAGA_LLM_API_BASE=f"{stub.url}/v1",
-                   SAGA_LLM_API_KEY="sk-test-key")  # fmt: skip
+                   SAGA_LLM_API_KEY="sk-test-key",
+                   SAGA_DOCUMENT_ROOTS=str(tmp_path))  # fmt: skip
         worker = spawn("router", "parser", "grouper", env=env)
         await worker.wait_ready()
         sagas = SagaClient(redis, keys, document_pipeline(Settings()), Settings())
