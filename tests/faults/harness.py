@@ -69,6 +69,14 @@ class FaultRun:
             self._client = connect(self.server.url, socket_timeout=15)
         return self._client
 
+    async def restart_server(self) -> None:
+        """Start the (killed) server again; the test's client reconnects from scratch."""
+        self.server.start()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+            self._client = None
+
     def env(self, **overrides: str) -> dict[str, str]:
         env = worker_base_env(self.url, self.keys, self.tmp / "saga-data")
         env.update(SAGA_PIPELINE=PIPELINE, SAGA_FAULT_RUNLOG=str(self.runlog), **FAST)
