@@ -26,7 +26,12 @@ _STEP_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def keys_of(settings: Settings) -> Keys:
-    return Keys(prefix=settings.key_prefix, partitions=settings.partitions)
+    sealer = None
+    if settings.data_key:
+        from saga.state.sealing import Sealer, parse_key
+
+        sealer = Sealer(parse_key(settings.data_key))
+    return Keys(prefix=settings.key_prefix, partitions=settings.partitions, sealer=sealer)
 
 
 def embedded_server(settings: Settings) -> EmbeddedServer:

@@ -59,6 +59,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cert_file: str | None = None
     """``SAGA_REDIS_CERT_FILE``, ``SAGA_REDIS_KEY_FILE``: a client certificate for ``rediss://``."""
     redis_key_file: str | None = None
+    data_key: str = ""
+    """``SAGA_DATA_KEY`` (secret, base64): encrypts page texts, step inputs and outputs
+    and document references at rest (AES-GCM, state/sealing.py); "" stores them in clear."""
     redis_timeout_s: float = 10.0
     """``SAGA_REDIS_TIMEOUT``: seconds a Redis reply may take before the call is re-sent."""
     cluster: bool = False
@@ -119,7 +122,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
         data: dict[str, object] = msgspec.to_builtins(self, enc_hook=str)
-        for secret in ("llm_api_key", "redis_password"):
+        for secret in ("llm_api_key", "redis_password", "data_key"):
             if data.get(secret):
                 data[secret] = "***"
         url = data.get("redis_url")
@@ -206,6 +209,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             redis_cert_file=tls[1],
             redis_key_file=tls[2],
             redis_timeout_s=num("SAGA_REDIS_TIMEOUT", 10.0) or 10.0,
+            data_key=_data_key(get("SAGA_DATA_KEY")),
             cluster=flag("SAGA_REDIS_CLUSTER"),
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
             embedded_malloc=malloc,
@@ -292,3 +296,15 @@ def _redis_tls(
             "remove it, or set SAGA_REDIS_TLS_INSECURE=1 if you really mean it"
         )
     return files  # type: ignore[return-value]
+
+
+def _data_key(raw: str) -> str:
+    """SAGA_DATA_KEY, checked here so a bad key is one sentence at start-up."""
+    if raw:
+        from saga.state.sealing import parse_key
+
+        try:
+            parse_key(raw)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return raw

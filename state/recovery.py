@@ -74,7 +74,7 @@ async def quarantine(
     dead-lettered: it would otherwise stay pending forever with nothing queued."""
     k = sm.keys
     keys = [k.ready(partition, step), k.quarantine(partition)]
-    args = [GROUP, entry_id, reason, encode_raw(raw)]
+    args: list[Any] = [GROUP, entry_id, reason, encode_raw(raw)]
     if record_id and k.partition_of(record_id) == partition:
         rk = k.record(record_id)
         keys += [rk.saga, rk.history, k.dead(partition, step), k.stats(partition)]
