@@ -22,7 +22,8 @@ from tests.faults.proxy import Faults, Proxy
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 WAVES = 5
-RETENTION = {"SAGA_RETENTION_DAYS": "0.0001"}  # ~9 s: completed sagas expire during the run
+RETENTION = {"SAGA_RETENTION_DAYS": "0.0005"}  # 43 s: completed sagas expire during the run
+AFTER_WAVE_S = 46  # past the retention: a wave's sagas have expired when memory is read
 
 
 async def memory(run: FaultRun, steady: psutil.Process) -> tuple[int, int]:
@@ -73,7 +74,7 @@ async def test_soak_random_faults_memory_flat(run: FaultRun) -> None:
             lossy = await fault(run, proxy, rng, wave)
             run.fault_end = time.monotonic()
             await run.finish(rids, within=600, lossy_since=lossy)  # a summary row per wave
-            await anyio.sleep(12)  # past the retention: this wave's sagas expire
+            await anyio.sleep(AFTER_WAVE_S)
             marks.append(await memory(run, process))
     finally:
         proxy.stop()
