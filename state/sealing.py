@@ -39,9 +39,11 @@ class Sealer:
     """AES-GCM with a random 96-bit nonce per value: ``MARK + nonce + ciphertext+tag``."""
 
     def __init__(self, key: bytes) -> None:
+        from cryptography.exceptions import InvalidTag
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         self._aead: Any = AESGCM(key)
+        self._invalid: type[Exception] = InvalidTag
 
     def seal(self, data: bytes) -> bytes:
         if not data:
@@ -52,11 +54,9 @@ class Sealer:
     def unseal(self, data: bytes) -> bytes:
         if not data.startswith(MARK):
             return data
-        from cryptography.exceptions import InvalidTag
-
         try:
             return bytes(self._aead.decrypt(data[4:16], data[16:], None))
-        except InvalidTag:
+        except self._invalid:
             raise SealError("a sealed value could not be opened: is SAGA_DATA_KEY right?") from None
 
     def seal_text(self, text: str) -> str:
