@@ -109,6 +109,9 @@ class FaultRun:
         """Seconds until every saga is terminal; fails with the stragglers at the deadline."""
 
         async def done() -> bool:
+            for w in self.workers:  # a crashed worker fails the test now, not at the deadline
+                if w.pid not in self.killed and not w.alive() and w.proc.returncode != 0:
+                    raise AssertionError(f"worker {w.pid} died ({w.proc.returncode}):\n{w.tail()}")
             return set(await states(self.redis, self.keys, rids)) <= TERMINAL
 
         def stragglers() -> str:

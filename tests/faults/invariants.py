@@ -158,7 +158,8 @@ async def check_all(
     enqueues: Counter[tuple[str, str, int]],
     want: dict[str, SagaState] | None = None,
 ) -> Tally:
-    t = Tally(sagas=len(rids), executions=sum(runs.runs.values()))
+    mine = set(rids)
+    t = Tally(sagas=len(rids), executions=sum(n for k, n in runs.runs.items() if k[1] in mine))
     for rid in rids:
         try:
             saga, events = await get_saga_and_history(client, keys, rid)
