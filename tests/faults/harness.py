@@ -139,7 +139,12 @@ class FaultRun:
     ) -> Tally:
         """Wait for every saga to end, check every invariant, report the summary row."""
         end = self.fault_end or time.monotonic()
-        await self.wait_terminal(rids, within)
+        try:
+            await self.wait_terminal(rids, within)
+        except AssertionError:
+            # Still write the row (what was stuck or lost is the figure), then fail.
+            self.report(await check_all(self.redis, self.keys, rids, *self._evidence(), want), -1)
+            raise
         recovery = time.monotonic() - end
         if lossy_since is not None:
             self.extra["entries_lost_unsynced"] = self.poller.forget_lost(lossy_since)
@@ -148,6 +153,9 @@ class FaultRun:
         self.report(tally, recovery)
         assert not tally.problems, "\n".join(tally.problems[:30])
         return tally
+
+    def _evidence(self) -> tuple[runlog.RunLog, Any]:
+        return runlog.RunLog.read(self.runlog), self.poller.enqueues()
 
     async def _settled_check(self, rids: list[str], want: dict[str, SagaState] | None) -> Tally:
         """The checks, repeated for a few seconds while only stream lag remains (a stale

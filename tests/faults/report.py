@@ -3,7 +3,8 @@
     SAGA_FAULT_SUMMARY=/tmp/faults.jsonl pytest tests/faults
     python -m tests.faults.report /tmp/faults.jsonl
 
-Rows of one test (the soak writes one per wave) are added up; recovery is the longest.
+Rows of one test (the soak writes one per wave) are added up; recovery is the longest
+("never": the sagas did not all end by the test's deadline).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def merged(lines: list[str]) -> dict[str, dict[str, float | str]]:
         for key, _ in COLUMNS[1:]:
             value = float(row.get(key, 0))
             if key == "recovery_s":
-                into[key] = max(float(into[key]), value)
+                worst = min if min(float(into[key]), value) < 0 else max
+                into[key] = worst(float(into[key]), value)
             else:
                 into[key] = float(into[key]) + value
     return rows
@@ -53,7 +55,10 @@ def table(rows: dict[str, dict[str, float | str]]) -> str:
         cells = [str(row["fault"]).replace("_", " ")]
         for key, _ in COLUMNS[1:]:
             v = float(row[key])
-            cells.append(f"{v:.1f}" if key == "recovery_s" else f"{v:,.0f}")
+            if key == "recovery_s":
+                cells.append("never" if v < 0 else f"{v:.1f}")
+            else:
+                cells.append(f"{v:,.0f}")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

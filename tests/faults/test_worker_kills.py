@@ -16,6 +16,9 @@ from tests.faults.harness import FaultRun
 
 pytestmark = pytest.mark.anyio
 
+LLM = {"SAGA_LLM_MOCK_RESPONSE": '{"ok": true}'}
+"""llm- sagas ask the user's LLM once (litellm's mock, priced): each answer billed once."""
+
 
 async def busy_worker(run: FaultRun, rng: random.Random) -> object | None:
     """A live worker that holds a running step now (a kill then lands mid-step)."""
@@ -31,9 +34,10 @@ async def busy_worker(run: FaultRun, rng: random.Random) -> object | None:
 
 async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int) -> None:
     rng = random.Random(seed)
-    rids = [f"slow-0.{rng.randint(3, 8)}-{i:05d}" if i % 4 else f"k-{i:05d}" for i in range(n)]
+    kinds = ["k-{i:05d}", "llm-0.{r}-{i:05d}", *["slow-0.{r}-{i:05d}"] * 3]
+    rids = [kinds[i % 5].format(i=i, r=rng.randint(3, 8)) for i in range(n)]
     run.extra["rids"] = rids
-    await run.spawn_ready(3)
+    await run.spawn_ready(3, **LLM)
     await run.start(rids)
     for _ in range(kills):
         await anyio.sleep(rng.uniform(0.3, 0.6))
@@ -41,7 +45,7 @@ async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int) -> Non
         if victim is None:
             break
         run.kill(victim)  # type: ignore[arg-type]
-        run.spawn()  # the Deployment's replacement pod
+        run.spawn(**LLM)  # the Deployment's replacement pod
     run.fault_end = time.monotonic()
     run.extra.pop("rids")
     tally = await run.finish(rids, within=180)
@@ -51,7 +55,8 @@ async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int) -> Non
 
 
 async def test_kill9_continuously(run: FaultRun) -> None:
-    """kill -9 of a busy worker every 0.3-0.6 s (replaced each time): 200 sagas all complete."""
+    """kill -9 of a busy worker every 0.3-0.6 s (replaced each time): 200 sagas (a fifth
+    of them paying for an LLM answer) complete once, each answer billed once."""
     await kill_continuously(run, n=200, kills=8, seed=17)
 
 
