@@ -286,6 +286,7 @@ class Executor:
                 # Left pending: recovery hands it on after the lease, until a worker of
                 # the newer release takes it (a rolling upgrade).
                 log.warning("entry_left_for_newer_release", step=spec.name, entry=entry_id)
+                self.observer.left_for_newer(spec.name)
             elif isinstance(parsed, Malformed):
                 await recovery.quarantine(
                     self.sm,

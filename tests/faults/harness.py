@@ -209,6 +209,14 @@ class FaultRun:
             await self._client.aclose()
 
 
+def read_metrics(port: int) -> str:
+    """A worker's /metrics page (blocking: call it in a thread)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return str(r.read().decode())
+
+
 @contextlib.asynccontextmanager
 async def fault_run(
     name: str, tmp: Path, *, appendfsync: str = "everysec", **server: Any

@@ -19,7 +19,7 @@ import pytest
 
 from saga.state.model import SagaState
 from tests.executor.support import REPO, free_port, http_status, spawn_worker, wait_until
-from tests.faults.harness import FaultRun
+from tests.faults.harness import FaultRun, read_metrics
 from tests.steps.pdfgen import make_pdf
 
 pytestmark = pytest.mark.anyio
@@ -116,13 +116,6 @@ async def test_no_phi_anywhere_with_a_data_key(run: FaultRun) -> None:
     for name, text in [("metrics", metrics), ("cli", "\n".join(outputs)), ("logs", logs)]:
         assert MARKER not in text, f"{MARKER} found in {name}"
     assert "report-0.pdf" not in logs  # document names are not logged
-
-
-def read_metrics(port: int) -> str:
-    import urllib.request
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        return str(r.read().decode())
 
 
 async def wait_metrics(port: int) -> str:
