@@ -134,7 +134,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 _STEP_VAR = re.compile(
     r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF)"
 )
-_NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT"})
+_NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT", "SAGA_REDIS_TIMEOUT"})
 """Settings of their own whose names look like a step's override (step ``llm``)."""
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
@@ -279,6 +279,8 @@ def _redis_tls(
     only, and certificate checks are not switched off from the URL unless
     ``SAGA_REDIS_TLS_INSECURE`` says so."""
     names = ("SAGA_REDIS_CA_FILE", "SAGA_REDIS_CERT_FILE", "SAGA_REDIS_KEY_FILE")
+    if not url:  # the embedded server: a unix socket, no TLS to configure
+        return None, None, None
     files = tuple(env.get(n, "").strip() or None for n in names)
     for name, path in zip(names, files, strict=True):
         if path is None:
