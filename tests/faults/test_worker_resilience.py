@@ -34,7 +34,6 @@ def flush_scripts(url: str, stop: threading.Event, every: float, counts: list[in
         client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="defect 3 (NoScriptError not transient): worker's fix")
 async def test_script_flush_storm(run: FaultRun) -> None:
     """SCRIPT FLUSH every 50 ms for 4 s under 120 sagas: every worker stays up (NOSCRIPT
     is reloaded however often it comes) and every saga completes once."""
@@ -55,7 +54,6 @@ async def test_script_flush_storm(run: FaultRun) -> None:
     assert all(w.alive() for w in run.workers)
 
 
-@pytest.mark.xfail(strict=True, reason="defect 5 (SIGTERM during start-up): worker's fix")
 async def test_sigterm_during_startup(run: FaultRun) -> None:
     """A worker started while Redis is unreachable (refused, or a blackhole that never
     answers) stops on SIGTERM and on SIGINT (as at a terminal) within seconds, instead of
@@ -83,7 +81,6 @@ async def test_sigterm_during_startup(run: FaultRun) -> None:
     hole.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="defect 7 (kill on the last attempt): worker's fix")
 async def test_kill9_on_the_last_attempt(run: FaultRun) -> None:
     """Max attempts 2: the worker running a healthy saga is killed mid-step twice; the saga
     still completes (a lease lost to a crash is not the record's failure)."""
