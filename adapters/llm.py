@@ -181,8 +181,9 @@ class LiteLLMClient:
             self.meter.cached_calls += 1
             self.meter.cache_keys.append(cache_key)
             _log.debug("llm_cache_hit", purpose=purpose, model=cached.model)
+            sealer = self._keys.sealer
             return Completion(
-                text=cached.text,
+                text=sealer.unseal_text(cached.text) if sealer else cached.text,
                 model=cached.model,
                 prompt_tokens=cached.prompt_tokens,
                 completion_tokens=cached.completion_tokens,
@@ -194,9 +195,10 @@ class LiteLLMClient:
             await self._breaker.before_call()
         completion = await self._call_with_key(key, messages, json_mode)
         self.meter.add(completion.cost, completion.prompt_tokens, completion.completion_tokens)
+        sealer = self._keys.sealer  # the answer may quote the pages: sealed like them
         record = _Cached(
             _CACHE_SCHEMA,
-            completion.text,
+            sealer.seal_text(completion.text) if sealer else completion.text,
             completion.model,
             completion.prompt_tokens,
             completion.completion_tokens,

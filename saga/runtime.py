@@ -26,7 +26,12 @@ _STEP_DEFAULTS: dict[str, dict[str, Any]] = {
 
 
 def keys_of(settings: Settings) -> Keys:
-    return Keys(prefix=settings.key_prefix, partitions=settings.partitions)
+    sealer = None
+    if settings.data_key:
+        from saga.state.sealing import Sealer, parse_key
+
+        sealer = Sealer(parse_key(settings.data_key))
+    return Keys(prefix=settings.key_prefix, partitions=settings.partitions, sealer=sealer)
 
 
 def embedded_server(settings: Settings) -> EmbeddedServer:
@@ -52,9 +57,12 @@ def redis_url(settings: Settings) -> str:
 
 
 def open_client(settings: Settings) -> Any:
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"socket_timeout": settings.redis_timeout_s}
     if settings.redis_ca_file:
         options["ssl_ca_certs"] = settings.redis_ca_file
+    if settings.redis_cert_file:
+        options["ssl_certfile"] = settings.redis_cert_file
+        options["ssl_keyfile"] = settings.redis_key_file
     url = redis_url(settings)
     # A password in the URL wins; REDIS_PASSWORD (a Secret key in Kubernetes) fills in
     # when the URL has none, so it never has to be spliced (and percent-encoded) into it.

@@ -57,6 +57,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``REDIS_PASSWORD`` (secret): AUTH password, used when ``REDIS_URL`` carries none."""
     redis_ca_file: str | None = None
     """``SAGA_REDIS_CA_FILE``: CA bundle for ``rediss://``."""
+    redis_cert_file: str | None = None
+    """``SAGA_REDIS_CERT_FILE``, ``SAGA_REDIS_KEY_FILE``: a client certificate for ``rediss://``."""
+    redis_key_file: str | None = None
+    data_key: str = ""
+    """``SAGA_DATA_KEY`` (secret, base64): encrypts page texts, step inputs and outputs
+    and document references at rest (AES-GCM, state/sealing.py); "" stores them in clear."""
+    redis_timeout_s: float = 10.0
+    """``SAGA_REDIS_TIMEOUT``: seconds a Redis reply may take before the call is re-sent."""
     cluster: bool = False
     """``SAGA_REDIS_CLUSTER``: talk to Redis Cluster (one slot per partition)."""
     data_dir: Path = Path(".saga-data")
@@ -118,7 +126,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
         data: dict[str, object] = msgspec.to_builtins(self, enc_hook=str)
-        for secret in ("llm_api_key", "redis_password"):
+        for secret in ("llm_api_key", "redis_password", "data_key"):
             if data.get(secret):
                 data[secret] = "***"
         url = data.get("redis_url")
@@ -130,7 +138,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 _STEP_VAR = re.compile(
     r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF)"
 )
-_NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT"})
+_NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT", "SAGA_REDIS_TIMEOUT"})
 """Settings of their own whose names look like a step's override (step ``llm``)."""
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
@@ -205,6 +213,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     parser = get("SAGA_PARSER", "rules")
     if parser not in ("rules", "llm"):
         raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
+    tls = _redis_tls(get("REDIS_URL"), env, flag("SAGA_REDIS_TLS_INSECURE"))
+    if num("SAGA_REDIS_TIMEOUT", 10.0) * 1000 <= num("SAGA_BLOCK_MS", 1000, int):
+        raise SettingsError("SAGA_REDIS_TIMEOUT must be longer than SAGA_BLOCK_MS (blocking reads)")
     try:
         policy = build_policy(
             template=get("SAGA_DOCUMENT_SOURCE"),
@@ -219,7 +230,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         return Settings(
             redis_url=get("REDIS_URL") or None,
             redis_password=env.get("REDIS_PASSWORD", ""),
-            redis_ca_file=get("SAGA_REDIS_CA_FILE") or None,
+            redis_ca_file=tls[0],
+            redis_cert_file=tls[1],
+            redis_key_file=tls[2],
+            redis_timeout_s=num("SAGA_REDIS_TIMEOUT", 10.0) or 10.0,
+            data_key=_data_key(get("SAGA_DATA_KEY")),
             cluster=flag("SAGA_REDIS_CLUSTER"),
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
             embedded_malloc=malloc,
@@ -284,3 +299,48 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         )
     except msgspec.ValidationError as exc:
         raise SettingsError(str(exc)) from None
+
+
+_INSECURE_QUERY = re.compile(
+    r"(?i)[?&](ssl_cert_reqs=(none|optional)|ssl_check_hostname=(false|0|no|off))\b"
+)
+
+
+def _redis_tls(
+    url: str, env: Mapping[str, str], insecure: bool
+) -> tuple[str | None, str | None, str | None]:
+    """The TLS files for ``REDIS_URL``, checked: each exists, they go with ``rediss://``
+    only, and certificate checks are not switched off from the URL unless
+    ``SAGA_REDIS_TLS_INSECURE`` says so."""
+    names = ("SAGA_REDIS_CA_FILE", "SAGA_REDIS_CERT_FILE", "SAGA_REDIS_KEY_FILE")
+    if not url:  # the embedded server: a unix socket, no TLS to configure
+        return None, None, None
+    files = tuple(env.get(n, "").strip() or None for n in names)
+    for name, path in zip(names, files, strict=True):
+        if path is None:
+            continue
+        if not url.lower().startswith("rediss://"):
+            raise SettingsError(
+                f"{name} is set but REDIS_URL is not a rediss:// URL; "
+                "use rediss:// for TLS or unset it"
+            )
+        if not Path(path).is_file():
+            raise SettingsError(f"{name}={path!r} is not a readable file")
+    if _INSECURE_QUERY.search(url) and not insecure:
+        raise SettingsError(
+            "REDIS_URL turns off certificate checks (ssl_cert_reqs or ssl_check_hostname); "
+            "remove it, or set SAGA_REDIS_TLS_INSECURE=1 if you really mean it"
+        )
+    return files  # type: ignore[return-value]
+
+
+def _data_key(raw: str) -> str:
+    """SAGA_DATA_KEY, checked here so a bad key is one sentence at start-up."""
+    if raw:
+        from saga.state.sealing import parse_key
+
+        try:
+            parse_key(raw)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return raw

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id, validate_step
 from saga.state.model import SagaState
+from saga.state.sealing import Sealer
 
 GROUP = "executors"
 """The one consumer group on every ready stream."""
@@ -27,10 +28,19 @@ _PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
 @dataclass(frozen=True, slots=True)
 class Keys:
-    """Forms keys for one keyspace (``prefix``) split into ``partitions`` hash tags."""
+    """Forms keys for one keyspace (``prefix``) split into ``partitions`` hash tags, and
+    seals its patient data with the keyspace's data key when there is one."""
 
     prefix: str = "saga"
     partitions: int = 1
+    sealer: Sealer | None = field(default=None, compare=False)
+    """``SAGA_DATA_KEY``'s cipher (state/sealing.py); None stores values in clear."""
+
+    def seal(self, data: bytes) -> bytes:
+        return self.sealer.seal(data) if self.sealer is not None and data else data
+
+    def unseal(self, data: bytes) -> bytes:
+        return self.sealer.unseal(data) if self.sealer is not None else data
 
     def __post_init__(self) -> None:
         if _PREFIX.fullmatch(self.prefix) is None:

@@ -80,7 +80,8 @@ class StateMachine:
             k.user_index(p, user_id),
             *self._state_indexes(p),
         ]
-        args: list[Any] = [record_id, user_id, first_step, input_json, document, trace]
+        args: list[Any] = [record_id, user_id, first_step, k.seal(input_json)]
+        args += [k.seal(document.encode()) if document else "", trace]
         args += [op or new_op(), self.limits.history_maxlen]
         reply = await self._resend(lambda: evalsha(self.client, "start_saga", keys, args))
         code = to_code(reply[0])
@@ -126,7 +127,8 @@ class StateMachine:
             keys += [rk.saga, rk.history, rk.pages]
             args += [entry_id, record_id]
         replies = await self._resend(lambda: evalsha(self.client, "claim_steps", keys, args))
-        return [claim_outcome(r, step, extra_fields) for r in replies]
+        unseal = k.unseal if k.sealer is not None else None
+        return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
 
     # -- heartbeat ----------------------------------------------------------
     async def heartbeat(
@@ -161,9 +163,17 @@ class StateMachine:
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
-        args += [req.output, req.op or new_op(), self.limits.history_maxlen]
-        args += [req.pages or b"", self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
-        args += [repr(req.cost), req.checkpoint or b"", self.limits.retention_s]
+        if k.sealer is None:
+            output, pages, checkpoint = req.output, req.pages or b"", req.checkpoint or b""
+        else:  # encrypted before they leave the process (state/sealing.py)
+            output, pages, checkpoint = (
+                k.seal(req.output),
+                k.seal(req.pages or b""),
+                k.seal(req.checkpoint or b""),
+            )
+        args += [output, req.op or new_op(), self.limits.history_maxlen]
+        args += [pages, self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
+        args += [repr(req.cost), checkpoint, self.limits.retention_s]
         args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review]
         return "commit_step", keys, args
 

@@ -11,8 +11,11 @@ from saga.state.model import EventType, HistoryEvent, Saga, SagaState
 from saga.state.replies import num, text
 
 
-def parse_saga(raw: dict[bytes, bytes]) -> Saga:
+def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
+    """A saga from its hash; with ``keys`` holding a data key, sealed fields are opened."""
     f = {text(k): v for k, v in raw.items()}
+    if keys is not None and keys.sealer is not None:
+        f = {k: keys.unseal(v) if k == "doc" or k.startswith("out:") else v for k, v in f.items()}
     attempts, outputs, costs, review = {}, {}, {}, {}
     for name, value in f.items():
         kind, _, step = name.partition(":")
@@ -81,7 +84,7 @@ async def get_saga(client: Any, keys: Keys, record_id: str) -> Saga:
     raw = await client.hgetall(keys.saga(record_id))
     if not raw:
         raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
-    return parse_saga(raw)
+    return parse_saga(raw, keys)
 
 
 async def get_saga_and_history(
@@ -95,7 +98,7 @@ async def get_saga_and_history(
     raw, rows = await pipe.execute()
     if not raw:
         raise SagaNotFoundError(f"no saga exists for record {record_id!r}")
-    return parse_saga(raw), [parse_event(i, f) for i, f in rows]
+    return parse_saga(raw, keys), [parse_event(i, f) for i, f in rows]
 
 
 async def get_history(client: Any, keys: Keys, record_id: str) -> list[HistoryEvent]:

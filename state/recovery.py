@@ -59,12 +59,27 @@ def encode_raw(fields: dict[Any, Any]) -> str:
 
 
 async def quarantine(
-    sm: StateMachine, step: str, partition: int, entry_id: str, reason: str, raw: dict[Any, Any]
+    sm: StateMachine,
+    step: str,
+    partition: int,
+    entry_id: str,
+    reason: str,
+    raw: dict[Any, Any],
+    record_id: str = "",
 ) -> str:
     """Move a malformed entry to the partition's quarantine stream and acknowledge it;
-    returns the quarantine entry's id ("" if it was done already: the call is idempotent)."""
-    keys = [sm.keys.ready(partition, step), sm.keys.quarantine(partition)]
-    args = [GROUP, entry_id, reason, encode_raw(raw)]
+    returns the quarantine entry's id ("" if it was done already: the call is idempotent).
+
+    With the (valid) ``record_id`` the entry names, a saga waiting on this very entry is
+    dead-lettered: it would otherwise stay pending forever with nothing queued."""
+    k = sm.keys
+    keys = [k.ready(partition, step), k.quarantine(partition)]
+    args: list[Any] = [GROUP, entry_id, reason, encode_raw(raw)]
+    if record_id and k.partition_of(record_id) == partition:
+        rk = k.record(record_id)
+        keys += [rk.saga, rk.history, k.dead(partition, step), k.stats(partition)]
+        keys += k.state_indexes(partition)
+        args += [step, sm.limits.history_maxlen]
     reply = await sm._resend(lambda: evalsha(sm.client, "quarantine_entry", keys, args))
     to_code(reply[0])
     return text(reply[1])

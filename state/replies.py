@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -34,12 +35,27 @@ class ClaimOutcome(msgspec.Struct, frozen=True):
     detail: str = ""
 
 
-def claim_outcome(reply: list[Any], step: str, extra_fields: tuple[str, ...]) -> ClaimOutcome:
+def claim_outcome(
+    reply: list[Any],
+    step: str,
+    extra_fields: tuple[str, ...],
+    unseal: Callable[[bytes], bytes] | None = None,
+) -> ClaimOutcome:
     code = to_code(reply[0])
     entry, record = text(reply[1]), text(reply[2])
     if code not in (RC.OK, RC.DUPLICATE):
         return ClaimOutcome(code, entry, record, None, text(reply[3]) if len(reply) > 3 else "")
     extra = {name: bytes(reply[14 + j] or b"") for j, name in enumerate(extra_fields)}
+    if unseal is not None:  # SAGA_DATA_KEY: what may hold patient data arrives sealed
+        reply = [
+            *reply[:8],
+            unseal(bytes(reply[8] or b"")),
+            unseal(bytes(reply[9] or b"")),
+            *reply[10:12],
+            unseal(bytes(reply[12])) if reply[12] else None,
+            *reply[13:],
+        ]
+        extra = {name: unseal(value) for name, value in extra.items()}
     claim = Claim(
         record_id=record,
         user_id=text(reply[3]),

@@ -64,9 +64,8 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
             )
     media_type = PDF_MEDIA_TYPE if is_pdf(document) else "text/plain"
     ctx.store_pages(pages)
-    ctx.log.info(
+    ctx.log.info(  # no document name: it is often a patient's name
         "document routed",
-        document_name=document.name,
         media_type=media_type,
         page_count=len(pages),
         textless_pages=len(textless),

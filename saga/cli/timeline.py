@@ -16,6 +16,7 @@ from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
 from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.telemetry.redact import reference_text
 
 E = EventType
 LABELS = {
@@ -68,7 +69,7 @@ def saga_view(s: Saga) -> SagaView:
         worker=s.worker,
         lease_until_ms=s.lease_until_ms,
         due_ms=s.due_ms,
-        document=s.document,
+        document=reference_text(s.document),
         error_class=s.error_class,
         error_message=s.error_message,
         attempts=s.attempts,

@@ -13,7 +13,7 @@ from saga.state.codes import RC
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.requeue import IdleEntry, idle_pending, requeue_idle
-from saga.worker.entries import Malformed, parse_entry
+from saga.worker.entries import Malformed, Newer, parse_entry
 
 log = structlog.get_logger("saga.controller")
 
@@ -24,15 +24,20 @@ def min_idle_ms(spec: StepSpec, recovery_interval_s: float) -> int:
     return int((spec.lease_s + recovery_interval_s) * 1000) + 1000
 
 
-def unusable(entry: IdleEntry, keys: Keys, partition: int) -> tuple[str, str] | str:
-    """The entry's (entry id, record id), or the reason it must be quarantined."""
+def unusable(entry: IdleEntry, keys: Keys, partition: int) -> tuple[str, str] | Malformed | None:
+    """The entry's (entry id, record id), why it must be quarantined, or None: an entry
+    of a newer release, left for its workers (requeued, it would get our version)."""
     if entry.fields is None:
-        return "entry deleted while pending"
+        return Malformed(entry.entry_id, "entry deleted while pending")
     parsed = parse_entry(entry.entry_id, entry.fields)
+    if isinstance(parsed, Newer):
+        return None
     if isinstance(parsed, Malformed):
-        return parsed.reason
+        return parsed
     if keys.partition_of(parsed.record_id) != partition:
-        return f"record belongs to partition {keys.partition_of(parsed.record_id)}"
+        return Malformed(
+            entry.entry_id, f"record belongs to partition {keys.partition_of(parsed.record_id)}"
+        )
     return (entry.entry_id, parsed.record_id)
 
 
@@ -58,11 +63,17 @@ class Requeuer:
         pairs = []
         for entry in await idle_pending(self.sm.client, ready, min_idle_ms=idle_ms):
             found = unusable(entry, self.sm.keys, p)
-            if isinstance(found, str):
+            if found is None:
+                continue
+            if isinstance(found, Malformed):
+                # With its record id: a saga waiting on this very entry is dead-lettered.
                 await recovery.quarantine(
-                    self.sm, spec.name, p, entry.entry_id, found, entry.fields or {}
+                    self.sm, spec.name, p, entry.entry_id, found.reason, entry.fields or {},
+                    found.record_id,
+                )  # fmt: skip
+                log.warning(
+                    "entry_quarantined", step=spec.name, entry=entry.entry_id, reason=found.reason
                 )
-                log.warning("entry_quarantined", step=spec.name, entry=entry.entry_id, reason=found)
                 self._count(self.quarantined, spec.name, 1)
             else:
                 pairs.append(found)

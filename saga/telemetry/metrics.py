@@ -44,6 +44,7 @@ _COUNTERS = {
     "dead_lettered": "Failed attempts that dead-lettered the saga.",
     "fenced": "Attempts that lost their lease to another worker (their result was dropped).",
     "quarantined": "Malformed stream entries moved aside.",
+    "left_for_newer_release": "Ready entries of a newer release left pending for a newer worker.",
     "flagged_for_review": "Committed outputs that flagged their saga for a person's review.",
 }
 
@@ -202,6 +203,9 @@ class MetricsObserver(Observer):
 
     def quarantined(self, step: str) -> None:
         self._add("quarantined", step)
+
+    def left_for_newer(self, step: str) -> None:
+        self._add("left_for_newer_release", step)
 
     def cost(self, step: str, user_id: str, usd: float, tokens: int) -> None:
         attrs = {"step": step, "user_id": user_id} if self.m.by_user else {"step": step}

@@ -187,3 +187,20 @@ def redact(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> 
         if field:
             event_dict["exception"] = scrub_text(field, limit=2000)
     return event_dict
+
+
+def reference_text(ref: str) -> str:
+    """A document reference as shown to people and scripts: a URL without credentials,
+    query or fragment (a signed URL's token stays where it is needed, with the router)."""
+    if "://" not in ref:
+        return ref
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        u = urlsplit(ref)
+        host = u.hostname or ""
+        netloc = f"{host}:{u.port}" if u.port else host
+    except ValueError:
+        return ref.split("?", 1)[0].split("#", 1)[0]
+    cut = "?…" if u.query else ""
+    return urlunsplit((u.scheme, netloc, u.path, "", "")) + cut

@@ -18,10 +18,21 @@ class ReadyEntry(msgspec.Struct, frozen=True):
 class Malformed(msgspec.Struct, frozen=True):
     entry_id: str
     reason: str
+    record_id: str = ""
+    """The record the entry names, when that much is valid (its saga may wait on it)."""
 
 
-def parse_entry(entry_id: str, fields: dict[bytes, bytes]) -> ReadyEntry | Malformed:
-    """A ready entry carries ``rid``, ``ep`` and ``v``; say exactly what is wrong otherwise."""
+class Newer(msgspec.Struct, frozen=True):
+    """An entry written by a newer release (``v`` above ours): left pending for a newer
+    worker to take over after the lease, never quarantined (a rolling upgrade)."""
+
+    entry_id: str
+    version: int
+
+
+def parse_entry(entry_id: str, fields: dict[bytes, bytes]) -> ReadyEntry | Malformed | Newer:
+    """A ready entry carries ``rid``, ``ep`` and ``v``; say exactly what is wrong otherwise.
+    Versions 1..SCHEMA_VERSION are read (a newer release reads older entries)."""
     raw = {k: v for k, v in fields.items()} if fields else {}
     if not raw:
         return Malformed(entry_id, "entry has no fields")
@@ -32,12 +43,15 @@ def parse_entry(entry_id: str, fields: dict[bytes, bytes]) -> ReadyEntry | Malfo
     missing = [name for name in ("rid", "ep", "v") if name not in f]
     if missing:
         return Malformed(entry_id, f"entry lacks field(s) {', '.join(missing)}")
-    if not f["v"].isdigit() or int(f["v"]) != SCHEMA_VERSION:
-        return Malformed(entry_id, f"unknown entry schema version {f['v'][:20]!r}")
-    if not f["ep"].isdigit():
-        return Malformed(entry_id, f"epoch {f['ep'][:20]!r} is not a number")
     try:
         validate_id(f["rid"], "record_id")
     except InvalidIdError as exc:
         return Malformed(entry_id, str(exc)[:200])
-    return ReadyEntry(entry_id, f["rid"], int(f["ep"]))
+    rid, v = f["rid"], f["v"]
+    if v.isdigit() and int(v) > SCHEMA_VERSION and len(v) < 6:
+        return Newer(entry_id, int(v))
+    if not v.isdigit() or int(v) < 1:
+        return Malformed(entry_id, f"unknown entry schema version {v[:20]!r}", rid)
+    if not f["ep"].isdigit():
+        return Malformed(entry_id, f"epoch {f['ep'][:20]!r} is not a number", rid)
+    return ReadyEntry(entry_id, rid, int(f["ep"]))

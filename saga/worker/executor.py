@@ -25,7 +25,7 @@ from saga.state.presence import PRESENCE_EVERY_S
 from saga.state.scripts import ensure_loaded
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
-from saga.worker.entries import Malformed, parse_entry
+from saga.worker.entries import Malformed, Newer, parse_entry
 from saga.worker.health import HealthState
 from saga.worker.observer import Observer
 from saga.worker.ports import Ports
@@ -282,9 +282,20 @@ class Executor:
         for raw_id, fields in entries:
             entry_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
             parsed = parse_entry(entry_id, fields)
-            if isinstance(parsed, Malformed):
+            if isinstance(parsed, Newer):
+                # Left pending: recovery hands it on after the lease, until a worker of
+                # the newer release takes it (a rolling upgrade).
+                log.warning("entry_left_for_newer_release", step=spec.name, entry=entry_id)
+                self.observer.left_for_newer(spec.name)
+            elif isinstance(parsed, Malformed):
                 await recovery.quarantine(
-                    self.sm, spec.name, partition, entry_id, parsed.reason, fields or {}
+                    self.sm,
+                    spec.name,
+                    partition,
+                    entry_id,
+                    parsed.reason,
+                    fields or {},
+                    parsed.record_id,
                 )
                 log.warning(
                     "entry_quarantined", step=spec.name, entry=entry_id, reason=parsed.reason

@@ -1,24 +1,55 @@
 -- quarantine_entry: move a malformed ready entry aside with the reason, and
 -- acknowledge it, so it can never crash or loop an executor and is never lost.
+-- When the entry names a saga whose current entry it is, that saga would wait for it
+-- forever, unseen: it is dead-lettered ('Quarantined'), visible and retryable.
 --
 -- KEYS[1]  ready stream the entry came from
 -- KEYS[2]  quarantine stream of the partition
+-- KEYS[3]  saga hash of the record the entry names (only with a valid record id)
+-- KEYS[4]  its history stream
+-- KEYS[5]  dead-letter stream of the step
+-- KEYS[6]  partition counters
+-- KEYS[7..12] state indexes, in SagaState order
 -- ARGV[1]  consumer group
 -- ARGV[2]  entry id
 -- ARGV[3]  reason
 -- ARGV[4]  the entry's raw fields, encoded (JSON with base64 for non-UTF-8)
--- Returns: {RC.OK, quarantine_entry_id}
+-- ARGV[5]  step name (with KEYS[3..])
+-- ARGV[6]  history MAXLEN (with KEYS[3..])
+-- Returns: {RC.OK, quarantine_entry_id, dead_letter_id or ''}
 --          {RC.DUPLICATE, ''}  the entry is not pending (any more): a re-sent call, or
 --                              another executor quarantined it first; nothing written
--- Emits:   a quarantine entry {entry, stream, reason, raw, t}, once per entry
+-- Emits:   a quarantine entry {entry, stream, reason, raw, t}, once per entry; for a
+--          saga stranded by it, a dead letter and history 'dead_lettered'
 --@include now
+--@include history
+--@include state_index
+--@include attempts
+--@include dead_letter
 
 -- Idempotent without an op id: only a pending entry is quarantined, and quarantining
 -- acknowledges it.
 if #redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1) == 0 then
   return {RC.DUPLICATE, ''}
 end
+local now = now_ms()
 local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2],
-                      'stream', KEYS[1], 'reason', ARGV[3], 'raw', ARGV[4], 't', now_ms())
+                      'stream', KEYS[1], 'reason', ARGV[3], 'raw', ARGV[4], 't', now)
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-return {RC.OK, id}
+local dead_id = ''
+if #KEYS >= 12 then
+  local step = ARGV[5]
+  local s = redis.call('HMGET', KEYS[3], 'state', 'step', 'entry', 'uid', 'rid', 'epoch',
+                       'att:' .. step)
+  if s[3] == ARGV[2] and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING) then
+    local epoch = tonumber(s[6])
+    local attempt = attempts_of(s[7], epoch)
+    local em = 'its queue entry ' .. ARGV[2] .. ' was quarantined: ' .. ARGV[3]
+    dead_id = dead_letter({saga = KEYS[3], dead = KEYS[5], stats = KEYS[6], first_index = 7},
+                          {record = s[5], user = s[4], step = step, attempt = attempt,
+                           epoch = epoch, from = s[1], ec = 'Quarantined', em = em, now = now})
+    history_append(KEYS[4], ARGV[6], {'e', 'dead_lettered', 's', step, 'a', attempt,
+                                      'ep', epoch, 't', now, 'ec', 'Quarantined', 'em', em})
+  end
+end
+return {RC.OK, id, dead_id}

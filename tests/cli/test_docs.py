@@ -46,7 +46,9 @@ def test_every_setting_is_in_the_readme_table() -> None:
 def test_a_setting_is_never_taken_for_a_step_override(name: str) -> None:
     """No setting of its own (SAGA_LLM_TIMEOUT) turns into a step's override (`llm`)."""
     # the first value it accepts (the fetch policy's lists take a URL or a network)
-    for value in ("0.5", "5", "json", "rules", "auto", "https://records.example/", "10.0.0.0/8"):
+    key = "A" * 43 + "="  # 32 bytes in base64: SAGA_DATA_KEY
+    candidates = ("0.5", "5", "json", "rules", "auto", "https://records.example/", "10.0.0.0/8")
+    for value in (*candidates, key):
         try:
             settings = load_settings({name: value})
         except SettingsError:

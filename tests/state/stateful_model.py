@@ -33,7 +33,7 @@ TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     "committed": (frozenset({P, R}), P),  # or completed when it names no next step
     "retry_scheduled": (frozenset({P, R}), W),
     "parked": (frozenset({P, R}), W),
-    "dead_lettered": (frozenset({P, R}), F),
+    "dead_lettered": (frozenset({P, R}), F),  # also a quarantined current entry
     "promoted": (frozenset({W}), P),
     "retried": (ANY, P),
     "cancelled": (frozenset({P, R, W, F}), X),
@@ -97,6 +97,14 @@ class Rec:
         m.attempts[step] = (m.epoch, m.attempts_at(step) + 1)
         m.state, m.token, m.lease_live = R, f"{m.epoch}:{m.seq}", True
         return RC.OK
+
+    def predict_quarantine(self, step: str, entry: str) -> bool:
+        """Quarantining ``entry`` dead-letters the saga if it waits on that very entry."""
+        m = self
+        if m.entry == entry and m.step == step and m.state in (P, R):
+            m.state, m.token, m.entry, m.lease_live = F, "", "", False
+            return True
+        return False
 
     def retry_conflicts(self, from_step: str, force: bool) -> bool:
         """A manual retry is refused: no input for ``from_step``, or a live lease unforced."""

@@ -9,6 +9,7 @@ import pytest
 
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
+from saga.state.model import SagaState
 from saga.state.recovery import quarantine
 from tests.state.helpers import pending, stream_rows
 
@@ -51,3 +52,26 @@ async def test_an_entry_never_delivered_is_not_quarantined(sm: StateMachine, key
     entry = (await sm.client.xadd(stream, {b"junk": b"1"})).decode()
     assert await quarantine(sm, "router", 0, entry, "not read by anyone", {}) == ""
     assert await stream_rows(sm.client, keys.quarantine(0)) == []
+
+
+async def test_quarantining_a_sagas_current_entry_dead_letters_it(
+    sm: StateMachine, keys: Keys
+) -> None:
+    """A saga whose own entry is quarantined is dead-lettered ('Quarantined'), not left
+    pending forever; an entry the saga no longer waits on leaves it alone."""
+    await sm.start("q-1", "u1", "router")
+    stream = keys.ready(0, "router")
+    [[_, [(entry, _)]]] = await sm.client.xreadgroup(GROUP, "w-a", {stream: ">"}, count=1)
+    stray = (await sm.client.xadd(stream, {b"rid": b"q-1", b"ep": b"x", b"v": b"1"})).decode()
+    await sm.client.xreadgroup(GROUP, "w-a", {stream: ">"}, count=1)
+    await quarantine(sm, "router", 0, stray, "epoch 'x' is not a number", {}, "q-1")
+    assert (await sm.client.hget(keys.saga("q-1"), "state")) == b"pending"
+    await quarantine(sm, "router", 0, entry.decode(), "epoch 'x' is not a number", {}, "q-1")
+    saga = await sm.client.hgetall(keys.saga("q-1"))
+    assert (saga[b"state"], saga[b"ec"]) == (b"failed", b"Quarantined")
+    [(_, dead)] = await stream_rows(sm.client, keys.dead(0, "router"))
+    assert dead["rid"] == "q-1" and "was quarantined" in dead["em"]
+    assert await sm.client.zscore(keys.state_index(0, SagaState.FAILED), "q-1") is not None
+    history = [row["e"] for _, row in await stream_rows(sm.client, keys.history("q-1"))]
+    assert history == ["started", "dead_lettered"]
+    assert await pending(sm.client, stream) == []

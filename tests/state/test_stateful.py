@@ -3,8 +3,9 @@
 Three records, two steps (router -> parser), two workers. Rules: start, read+claim
 (XREADGROUP, or XAUTOCLAIM with min_idle 0 after a lease expired), heartbeat, commit
 and fail with any claim ever issued (zombies included), promote, manual retry, cancel,
-accept review (commits flag their saga for review at random), and the controller's
-requeue of idle entries (no consumer: a new entry for the same saga, state unchanged).
+accept review (commits flag their saga for review at random), the controller's
+requeue of idle entries (no consumer: a new entry for the same saga, state unchanged),
+and quarantine of read entries (a saga waiting on its quarantined entry is dead-lettered).
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -43,7 +44,7 @@ from saga.state.codes import RC
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
 from saga.state.keys import GROUP
 from saga.state.model import Claim, FailAction, SagaState
-from saga.state.recovery import recover_idle
+from saga.state.recovery import quarantine, recover_idle
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.requeue import requeue_idle
@@ -343,6 +344,20 @@ class SagaMachine(RedisMachine):
         if resend:
             again = operator.accept_review(self.sm, rid, STEPS, op=op)
             self.run(unchanged(self.client, self.keys, again))
+
+    @precondition(lambda self: self._in(P))
+    @rule(step=st.sampled_from(STEPS), resend=st.booleans())
+    def quarantine_ready(self, step: str, resend: bool) -> None:
+        """Read new entries and quarantine them all as malformed (naming their record): a
+        saga whose current entry it was is dead-lettered; a re-send writes nothing."""
+        entries = self.run(read_ready(self.client, self.keys, step, "w-q", count=10))
+        for entry, rid in entries:
+            strands = self.model[rid].predict_quarantine(step, entry)
+            self.run(quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid))
+            event(f"quarantine: {'dead-lettered' if strands else 'entry only'}")
+            if resend:
+                again = quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid)
+                assert self.run(unchanged(self.client, self.keys, again)) == ""
 
     # -- invariants -----------------------------------------------------------
     @invariant()

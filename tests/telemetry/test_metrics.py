@@ -115,6 +115,7 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
     assert {f for f in families} >= {n.removesuffix("_total") for n in metric_names()} - {
         "saga_steps_fenced",
         "saga_steps_quarantined",
+        "saga_steps_left_for_newer_release",
         "saga_steps_flagged_for_review",
         "saga_llm_cost_usd",
         "saga_llm_tokens",

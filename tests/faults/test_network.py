@@ -1,0 +1,76 @@
+"""Network faults between workers and Redis, through a TCP proxy on loopback: replies
+dropped after the command ran, replies delayed past the client's timeout, every
+connection reset, and a blackhole longer than the lease. Each transition is re-sent with
+its operation id, so a command that ran once is never applied twice."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+from tests.faults.harness import FaultRun
+from tests.faults.proxy import Faults, Proxy
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = {"SAGA_REDIS_TIMEOUT": "1.5", "SAGA_BLOCK_MS": "100"}
+
+
+async def through_proxy(run: FaultRun, faults: Faults, seed: int, n: int = 160) -> Proxy:
+    proxy = Proxy(target_port=run.server.port, seed=seed).start()
+    run.url = f"redis://127.0.0.1:{proxy.port}/0"
+    await run.spawn_ready(2, **TIMEOUT)
+    rids = [f"slow-0.5-{i:04d}" for i in range(n)]
+    run.extra["rids"] = rids
+    proxy.faults = faults
+    await run.start(rids)
+    return proxy
+
+
+async def test_replies_dropped(run: FaultRun) -> None:
+    """5% of replies dropped (the command ran, the caller never hears): every saga once."""
+    proxy = await through_proxy(run, Faults(drop=0.05), seed=3)
+    try:
+        await anyio.sleep(4)
+        proxy.faults = Faults()
+        run.faults = proxy.counts["dropped"]
+        run.fault_end = time.monotonic()
+        await run.finish(run.extra.pop("rids"))
+        assert run.faults > 0
+    finally:
+        proxy.stop()
+
+
+async def test_replies_delayed_past_timeout(run: FaultRun) -> None:
+    """3% of replies held 2 s, past the 1.5 s client timeout: re-sent by op id, none twice."""
+    proxy = await through_proxy(run, Faults(delay=0.03, delay_s=2.0), seed=5)
+    try:
+        await anyio.sleep(5)
+        proxy.faults = Faults()
+        run.faults = proxy.counts["delayed"]
+        run.fault_end = time.monotonic()
+        await run.finish(run.extra.pop("rids"))
+        assert run.faults > 0
+    finally:
+        proxy.stop()
+
+
+async def test_resets_and_blackhole(run: FaultRun) -> None:
+    """Every connection reset three times, then nothing forwarded for 3 s (twice the
+    lease): workers recover by themselves."""
+    proxy = await through_proxy(run, Faults(), seed=7)
+    try:
+        for _ in range(3):
+            await anyio.sleep(0.5)
+            proxy.reset()
+        proxy.faults = Faults(blackhole=True)
+        await anyio.sleep(3)
+        proxy.faults = Faults()
+        proxy.reset()  # stalled connections are dropped, as a real network would time out
+        run.faults = proxy.counts["reset"] + 1
+        run.fault_end = time.monotonic()
+        await run.finish(run.extra.pop("rids"))
+    finally:
+        proxy.stop()
