@@ -1,0 +1,193 @@
+"""What the console reads and does, shared by the JSON API and the pages.
+
+Reads go through the same ``state/`` queries as the CLI and come back in the
+shapes of its ``--json`` (``saga list``, ``show``, ``top``, ``dlq``, ``costs``),
+built by the CLI's own functions. A viewer's copy of a saga has no document name
+and no outputs. Every action runs through ``SagaClient`` (so through the state
+machine's scripts) with the person as the actor recorded in history, and is
+written to the audit log: who, what, which record, how it ended.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+
+from saga.cli.cmd_top import Sample
+from saga.client import SagaClient
+from saga.console.auth import Identity
+from saga.console.errors import ConsoleError
+from saga.console.tokens import Role
+from saga.pipeline import Pipeline
+from saga.settings import Settings
+from saga.state.ids import validate_step
+from saga.state.keys import Keys
+from saga.state.listing import ListQuery, SagaPage, list_page
+from saga.state.queries import StateCounts, registered_steps, state_counts
+
+audit = structlog.get_logger("saga.console.audit")
+RATE_WINDOW_S = 60.0
+"""Throughput is measured against the previous sample if it is at most this old."""
+
+
+class Service:
+    def __init__(self, redis: Any, keys: Keys, settings: Settings, pipeline: Pipeline) -> None:
+        self.redis, self.keys, self.settings, self.pipeline = redis, keys, settings, pipeline
+        self.sagas = SagaClient(redis, keys, pipeline, settings)
+        self._last: Sample | None = None
+
+    # -- reads ----------------------------------------------------------------------
+    async def page(self, q: ListQuery) -> SagaPage:
+        return await list_page(self.redis, self.keys, q)
+
+    async def counts(self) -> StateCounts:
+        return await state_counts(self.redis, self.keys)
+
+    async def saga(self, record_id: str, who: Identity) -> dict[str, Any]:
+        """``saga show --json`` (with ``--output`` for an operator)."""
+        from saga.cli.cmd_show import document
+        from saga.cli.outputs import decoded
+        from saga.state.reads import get_saga_and_history
+
+        saga, events = await get_saga_and_history(self.redis, self.keys, record_id)
+        doc = document(saga, events, _now_ms())
+        if who.role == Role.OPERATOR:
+            doc["outputs"] = decoded(saga.outputs)
+        else:
+            doc["saga"].document = ""  # a document's name or path can identify a patient
+        return doc
+
+    async def queues(self) -> dict[str, Any]:
+        """``saga top --once --json``; throughput against the previous call's sample."""
+        from saga.cli.cmd_top import document, sample
+
+        cur = await sample(self.redis, self.keys)
+        prev = self._last if self._last and cur.at - self._last.at <= RATE_WINDOW_S else None
+        self._last = cur
+        return document(cur, prev)
+
+    async def steps(self, step: str | None) -> list[str]:
+        """Every registered step, or ``step`` if it is one."""
+        known = await registered_steps(self.redis, self.keys)
+        if not step:
+            return known
+        if validate_step(step) not in known:
+            raise ConsoleError(f"unknown step {step!r}; the steps are {', '.join(known)}")
+        return [step]
+
+    async def dead_letters(self, step: str | None, limit: int) -> list[Any]:
+        from saga.state.dead_letters import dead_letters
+
+        return await dead_letters(self.redis, self.keys, await self.steps(step), limit)
+
+    async def costs(self, user: str | None, since_ms: int) -> dict[str, Any]:
+        """``saga costs --json`` and the same rows per day (``by_day``), for the chart."""
+        from saga.cli.cmd_costs import days_since, document
+        from saga.cli.common import CliError
+        from saga.state.queries import cost_by_day, sum_costs
+
+        try:
+            days = days_since(since_ms, time.time())
+        except CliError as exc:
+            raise ConsoleError(str(exc).replace("--since", "since")) from None
+        by_day = await cost_by_day(self.redis, self.keys, days, user)
+        doc = document(sum_costs([r for rows in by_day.values() for r in rows]), days)
+        doc["by_day"] = [
+            {"day": d, "usd": round(sum(r.usd for r in rows), 9), "rows": rows}
+            for d, rows in by_day.items()
+        ]
+        return doc
+
+    # -- actions --------------------------------------------------------------------
+    async def retry(
+        self, who: Identity, record_id: str, step: str | None, force: bool
+    ) -> dict[str, Any]:
+        """``saga retry <record> --step S --json``."""
+        if step and step not in self.pipeline.names:
+            raise ConsoleError(f"unknown step {step!r}; the pipeline has "
+                               f"{', '.join(self.pipeline.names)}")  # fmt: skip
+        with _audited(who, "retry", record_id, step=step or "", force=force):
+            res = await self.sagas.retry(record_id, step=step, force=force, actor=who.actor)
+        return {"record_id": record_id, "epoch": res.epoch, "step": res.step,
+                "duplicate": res.duplicate}  # fmt: skip
+
+    async def cancel(self, who: Identity, record_id: str) -> dict[str, Any]:
+        """``saga cancel <record> --json``."""
+        with _audited(who, "cancel", record_id):
+            previous = await self.sagas.cancel(record_id, actor=who.actor)
+        return {"record_id": record_id, "previous_state": previous, "state": "cancelled"}
+
+    async def accept_review(self, who: Identity, record_id: str, note: str) -> dict[str, Any]:
+        """``saga review accept <record> --json``; the note is kept in history."""
+        actor = (who.actor + (f": {note}" if note else ""))[:500]
+        with _audited(who, "accept_review", record_id):
+            cleared = await self.sagas.accept_review(record_id, actor=actor)
+        return {"record_id": record_id, "accepted": True, "flags_cleared": cleared}
+
+    async def replay(
+        self, who: Identity, step: str | None, record_ids: list[str] | None, dry_run: bool,
+        limit: int,
+    ) -> dict[str, Any]:  # fmt: skip
+        """``saga dlq replay --json``: each live dead letter's saga re-runs from its step;
+        ``record_ids`` picks some of them (the ones a person selected)."""
+        from saga.state.dead_letters import dead_letters, split_live
+        from saga.state.errors import StateError
+
+        letters = await dead_letters(
+            self.redis, self.keys, await self.steps(step), limit, oldest_first=True
+        )
+        if record_ids is not None:
+            letters = [d for d in letters if d.record_id in set(record_ids)]
+        live, stale = await split_live(self.redis, self.keys, letters)
+        skipped = [{"record_id": d.record_id, "step": d.step, "reason": "stale"} for d in stale]
+        done: list[dict[str, str]] = []
+        errors: list[dict[str, str]] = []
+        for d in live:
+            if dry_run:
+                done.append({"record_id": d.record_id, "step": d.step})
+                continue
+            try:
+                with _audited(who, "replay", d.record_id, step=d.step):
+                    await self.sagas.retry(d.record_id, step=d.step, actor=who.actor)
+                done.append({"record_id": d.record_id, "step": d.step})
+            except (StateError, KeyError) as exc:
+                errors.append({"record_id": d.record_id, "step": d.step, "error": str(exc)})
+        return {"dry_run": dry_run, "replayed": done, "skipped": skipped, "errors": errors}
+
+    async def purge(self, who: Identity, step: str | None) -> dict[str, Any]:
+        """``saga dlq purge --yes --json``: the dead letters go, the sagas stay failed."""
+        from saga.state.dead_letters import purge_dead_letters
+
+        steps = await self.steps(step)
+        with _audited(who, "purge_dead_letters", "", steps=",".join(steps)):
+            count = await purge_dead_letters(self.redis, self.keys, steps)
+        return {"purged": count, "steps": steps}
+
+
+class _audited:
+    """Logs an action once it ended: who (subject, role, how signed in), what, on which
+    record, and ``ok`` or the error's type. Never a document name or an output."""
+
+    def __init__(self, who: Identity, action: str, record_id: str, **fields: Any) -> None:
+        self.who, self.action, self.record_id, self.fields = who, action, record_id, fields
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
+        audit.info(
+            "console_action",
+            action=self.action,
+            actor=self.who.actor,
+            role=self.who.role.value,
+            via=self.who.via,
+            record_id=self.record_id,
+            outcome="ok" if t is None else t.__name__,
+            **self.fields,
+        )
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
