@@ -1,6 +1,7 @@
 """Security headers on every response: a strict Content-Security-Policy (no inline
-script or style, nothing from another origin), no framing, no referrer, no caching
-of pages that show patient-related data."""
+script or style, nothing from another origin), no framing, no caching of pages that
+show patient-related data, and no referrer to other sites (``same-origin``: under
+``no-referrer`` browsers send ``Origin: null``, which the CSRF check refuses)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=(), interest-cohort=()"),

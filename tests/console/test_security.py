@@ -106,7 +106,7 @@ async def test_pages_have_a_strict_csp_no_inline_code_and_only_vendored_assets(
             h = res.headers
             assert h["content-security-policy"] == CSP, path
             assert (h["x-frame-options"], h["x-content-type-options"]) == ("DENY", "nosniff")
-            assert h["referrer-policy"] == "no-referrer"
+            assert h["referrer-policy"] == "same-origin"
             static = path.startswith("/static/")
             assert h["cache-control"] == ("public, max-age=300" if static else "no-store")
             if "text/html" in h["content-type"]:
