@@ -79,8 +79,8 @@ def saga_up(redis_url: str, keys: Keys, tmp: Path) -> Iterator[Stack]:
     env = up_env(redis_url, keys, tmp / "data", port)
     log = tmp / "up.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "saga.cli.main", "up", "--console"],
-                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        argv = [sys.executable, "-m", "saga.cli.main", "up", "--console"]
+        proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     stack = Stack(proc, f"http://127.0.0.1:{port}", "", log, env, tmp / "docs")
     stack.docs.mkdir(exist_ok=True)
     try:
@@ -109,11 +109,6 @@ async def shot(page: Any, name: str) -> Path:
     path = ARTEFACTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
-
-
-def missing_document(stack: Stack, name: str) -> Path:
-    """A path where the router will find no file (yet)."""
-    return stack.docs / name
 
 
 def provide(path: Path) -> None:

@@ -85,29 +85,36 @@ def csrf_of(client: httpx.AsyncClient) -> str:
     return str(client.cookies["saga_csrf"])
 
 
-async def cli_json(env: dict[str, str], *args: str) -> Any:
-    """``saga <args> --json`` run in this process (a worker thread, with ``env`` as its
-    environment): the CLI's own code and output, without a process start per call."""
+async def run_cli(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    """``saga <args>`` run in this process (a worker thread, ``env`` as its environment):
+    the CLI's own code and output without a process start per call. (exit, out, err)"""
     import contextlib
     import io
-    import json
     import os
 
     import anyio
 
     from saga.cli.main import main
 
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     saved = dict(os.environ)
     os.environ.update(env)
     try:
-        with contextlib.redirect_stdout(out):
-            code = await anyio.to_thread.run_sync(main, [*args, "--json"])
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = await anyio.to_thread.run_sync(main, list(args))
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    assert code == 0, out.getvalue()
-    return json.loads(out.getvalue())
+    return code, out.getvalue(), err.getvalue()
+
+
+async def cli_json(env: dict[str, str], *args: str) -> Any:
+    """``saga <args> --json`` in this process; it must exit 0."""
+    import json
+
+    code, out, err = await run_cli(env, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
 
 
 def check_schema(name: str, data: Any) -> None:
