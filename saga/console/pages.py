@@ -15,7 +15,7 @@ from starlette.routing import Route
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
 from saga.console.draw import cost_chart, span_text, timeline, when
-from saga.console.errors import ConsoleError
+from saga.console.errors import ConsoleError, Unauthenticated
 from saga.console.service import Service
 from saga.console.tokens import Role
 from saga.console.web import Body, endpoint, set_cookie, text_field, who_of
@@ -23,7 +23,7 @@ from saga.state.ids import validate_id
 
 VIEWER, OPERATOR = Role.VIEWER, Role.OPERATOR
 DONE = {
-    "retry": "Retried: the saga runs again from the step you chose.",
+    "retry": "Retried: the saga runs again in a new epoch (the timeline shows from where).",
     "cancel": "Cancelled.",
     "accept": "Review accepted: the flags are cleared and your name is in the history.",
     "purge": "Dead letters purged.",
@@ -59,8 +59,6 @@ async def login_form(request: Request, who: Identity | None) -> Response:
 
 @endpoint(None, api=False, mutates=True)
 async def login(request: Request, who: Identity | None, body: Body) -> Response:
-    from saga.console.errors import Unauthenticated
-
     try:
         cookie, found = await request.app.state.access.sign_in(text_field(body, "token", 200))
     except Unauthenticated as exc:

@@ -10,7 +10,9 @@ written to the audit log: who, what, which record, how it ended.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import structlog
@@ -166,27 +168,19 @@ class Service:
         return {"purged": count, "steps": steps}
 
 
-class _audited:
+@contextlib.contextmanager
+def _audited(who: Identity, action: str, record_id: str, **fields: Any) -> Iterator[None]:
     """Logs an action once it ended: who (subject, role, how signed in), what, on which
     record, and ``ok`` or the error's type. Never a document name or an output."""
-
-    def __init__(self, who: Identity, action: str, record_id: str, **fields: Any) -> None:
-        self.who, self.action, self.record_id, self.fields = who, action, record_id, fields
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: Any) -> None:
-        audit.info(
-            "console_action",
-            action=self.action,
-            actor=self.who.actor,
-            role=self.who.role.value,
-            via=self.who.via,
-            record_id=self.record_id,
-            outcome="ok" if t is None else t.__name__,
-            **self.fields,
-        )
+    outcome = "ok"
+    try:
+        yield
+    except BaseException as exc:
+        outcome = type(exc).__name__
+        raise
+    finally:
+        audit.info("console_action", action=action, actor=who.actor, role=who.role.value,
+                   via=who.via, record_id=record_id, outcome=outcome, **fields)  # fmt: skip
 
 
 def _now_ms() -> int:

@@ -58,6 +58,18 @@ class Stack:
     def tail(self, n: int = 60) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
 
+    def wait_ready(self, within: float = 60) -> None:
+        """Until the printed token is read and the console answers /readyz."""
+        port = int(self.url.rsplit(":", 1)[1])
+        deadline = time.monotonic() + within
+        while not self.token or http_status(port, "/readyz") != 200:
+            assert self.proc.poll() is None, self.tail()
+            assert time.monotonic() < deadline, "saga up --console did not start:\n" + self.tail()
+            found = re.search(r"^(saga_[A-Za-z0-9_-]{40,})$", self.log.read_text(), re.M)
+            self.token = found.group(1) if found else ""
+            time.sleep(0.1)
+        assert f"saga up: console at {self.url}/" in self.log.read_text()
+
 
 def up_env(redis_url: str, keys: Keys, data: Path, port: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
@@ -73,8 +85,8 @@ def up_env(redis_url: str, keys: Keys, data: Path, port: int) -> dict[str, str]:
 
 @contextlib.contextmanager
 def saga_up(redis_url: str, keys: Keys, tmp: Path) -> Iterator[Stack]:
-    """``saga up --console``; waits for the printed token and a ready console, stops it
-    with SIGINT (as Ctrl-C would) at the end."""
+    """``saga up --console``, started (``Stack.wait_ready`` waits for it; a browser can
+    launch meanwhile) and stopped with SIGINT (as Ctrl-C would) at the end."""
     port = free_port()
     env = up_env(redis_url, keys, tmp / "data", port)
     log = tmp / "up.log"
@@ -84,14 +96,6 @@ def saga_up(redis_url: str, keys: Keys, tmp: Path) -> Iterator[Stack]:
     stack = Stack(proc, f"http://127.0.0.1:{port}", "", log, env, tmp / "docs")
     stack.docs.mkdir(exist_ok=True)
     try:
-        deadline = time.monotonic() + 60
-        while not stack.token or http_status(port, "/readyz") != 200:
-            assert proc.poll() is None, stack.tail()
-            assert time.monotonic() < deadline, "saga up --console did not start:\n" + stack.tail()
-            found = re.search(r"^(saga_[A-Za-z0-9_-]{40,})$", log.read_text(), re.M)
-            stack.token = found.group(1) if found else ""
-            time.sleep(0.1)
-        assert f"saga up: console at http://127.0.0.1:{port}/" in log.read_text()
         yield stack
     finally:
         if proc.poll() is None:

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from saga.adapters.embedded_redis import EmbeddedServer
@@ -56,11 +57,13 @@ def stack(
 
 
 @pytest.fixture(scope="module")
-async def browser(chromium: str) -> AsyncIterator[Any]:
+async def browser(chromium: str, stack: Stack) -> AsyncIterator[Any]:
+    """Chromium, launched while `saga up` boots; ready once both are."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
         b = await pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        await anyio.to_thread.run_sync(stack.wait_ready)
         yield b
         await b.close()
 
