@@ -124,13 +124,20 @@ def cost_chart(by_day: Sequence[dict[str, Any]]) -> Chart:
     step = plot_w / max(len(by_day), 1)
     bars = []
     for i, d in enumerate(by_day):
-        usd = float(d["usd"])
-        h = plot_h * usd / top if top else 0.0
+        amount = float(d["usd"])
+        h = plot_h * amount / top if top else 0.0
         x, y = round(LEFT + i * step + step * 0.15, 2), round(8 + plot_h - h, 2)
-        bars.append(Bar(x, y, round(step * 0.7, 2), round(h, 2), str(d["day"]), f"${usd:.4f}"))
+        bars.append(Bar(x, y, round(step * 0.7, 2), round(h, 2), str(d["day"]), money(amount)))
     every = max(1, len(by_day) // 6)
     labels = [(b.x + b.w / 2, b.day[5:]) for i, b in enumerate(bars) if i % every == 0]
-    return Chart(bars, f"${top:g}", labels)
+    return Chart(bars, usd(top), labels)
+
+
+def usd(value: float) -> str:
+    """Dollars to the cent, or to six places under a cent (LLM calls cost fractions)."""
+    if value >= 0.01 or value == 0:
+        return f"${value:,.2f}" if value != int(value) else f"${value:,.0f}"
+    return "$" + f"{value:.6f}".rstrip("0")
 
 
 def nice_max(value: float) -> float:

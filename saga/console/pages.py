@@ -14,7 +14,7 @@ from starlette.routing import Route
 
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
-from saga.console.draw import cost_chart, span_text, timeline, when
+from saga.console.draw import cost_chart, span_text, timeline, usd, when
 from saga.console.errors import ConsoleError, Unauthenticated
 from saga.console.service import Service
 from saga.console.tokens import Role
@@ -33,7 +33,7 @@ DONE = {
 def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
     context.setdefault("who", getattr(request.state, "who", None))
     context["csrf"] = request.state.csrf
-    context["when"] = when
+    context["when"], context["usd"] = when, usd
     templates = request.app.state.templates
     return templates.TemplateResponse(request, name, context, status_code=status)  # type: ignore[no-any-return]
 

@@ -153,6 +153,11 @@ async def test_queues_dead_letters_and_costs_in_the_cli_shapes(
     assert costs["rows"] == [{"user_id": "u-1", "step": "grouper", "attempts": 1, "usd": 0.25}]
     only = await api(console, viewer, "/costs", user="u-2")
     assert only["rows"] == [] and only["total_usd"] == 0
+    async with console.client(viewer) as http:
+        page = (await http.get("/costs", params={"since": "2d"})).text
+    assert "Total $0.25 over 1 attempt(s)" in page
+    assert page.count('<rect class="cost-bar"') == 2  # yesterday and today
+    assert f"<title>{today}: $0.2500</title>" in page
 
 
 async def test_bad_query_values_are_one_sentence(

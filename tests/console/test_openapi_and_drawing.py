@@ -70,7 +70,7 @@ def test_cost_chart_scales_to_a_round_top() -> None:
         0, 1, 1, 2, 2.5, 5, 10, 0.0002]  # fmt: skip
     days = [{"day": f"2026-11-{d:02d}", "usd": usd} for d, usd in ((1, 0.0), (2, 1.0), (3, 2.5))]
     chart = cost_chart(days)
-    assert chart.top == "$2.5"
+    assert chart.top == "$2.50"
     heights = [b.h for b in chart.bars]
     assert heights[0] == 0 and heights[2] == 170.0 and heights[1] == 68.0
     assert all(b.y + b.h == 178.0 for b in chart.bars)
