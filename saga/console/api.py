@@ -8,6 +8,7 @@ form); errors are ``{"error": "<one sentence>"}`` with the status that fits.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import msgspec
 from starlette.requests import Request
@@ -43,8 +44,15 @@ async def me(request: Request, who: Identity | None) -> Response:
 
 @endpoint(VIEWER, api=True)
 async def sagas(request: Request, who: Identity | None) -> Response:
+    """`saga list --json`; the next page's URL is in the Link header (rel="next"), so the
+    body stays the CLI's document."""
     page = await service(request).page(params.list_query(request.query_params))
-    return json({"sagas": page.rows, "next": page.next.encode() if page.next else None})
+    response = json({"sagas": page.rows})
+    if page.next is not None:
+        query = {k: v for k, v in request.query_params.items() if k != "cursor"}
+        query["cursor"] = page.next.encode()
+        response.headers["Link"] = f'<{PREFIX}/sagas?{urlencode(query)}>; rel="next"'
+    return response
 
 
 @endpoint(VIEWER, api=True)
@@ -114,6 +122,13 @@ async def costs(request: Request, who: Identity | None) -> Response:
     return json(doc)
 
 
+@endpoint(VIEWER, api=True)
+async def costs_daily(request: Request, who: Identity | None) -> Response:
+    q = request.query_params
+    user, since = params.user(q.get("user")), params.since_ms(q.get("since"))
+    return json(await service(request).costs_daily(user, since))
+
+
 @endpoint(None, api=True)
 async def openapi(request: Request, who: Identity | None) -> Response:
     from saga.console.openapi import document
@@ -136,5 +151,6 @@ def routes() -> list[Route]:
         Route(f"{p}/dead-letters/replay", replay, methods=["POST"]),
         Route(f"{p}/dead-letters/purge", purge, methods=["POST"]),
         Route(f"{p}/costs", costs, methods=["GET"]),
+        Route(f"{p}/costs/daily", costs_daily, methods=["GET"]),
         Route(f"{p}/openapi.json", openapi, methods=["GET"]),
     ]

@@ -36,7 +36,8 @@ def obj(required: list[str] | None = None, **props: Any) -> dict[str, Any]:
 
 def of(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
     """An object schema; every property is required unless ``required`` says which."""
-    return {"type": "object", "properties": props, "required": required or list(props)}
+    return {"type": "object", "properties": props, "required": required or list(props),
+            "additionalProperties": False}  # fmt: skip
 
 
 def arr(items: dict[str, Any]) -> dict[str, Any]:
@@ -50,13 +51,14 @@ NULL_S, NULL_N = {"type": ["string", "null"]}, {"type": ["number", "null"]}
 ENVELOPES: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
     "Me": obj(subject=STR, role={"enum": ["viewer", "operator"]}, via=STR),
-    "SagaList": obj(sagas=arr(ref("SagaRow")), next=NULL_S),
+    "SagaList": obj(sagas=arr(ref("SagaRow"))),
     "SagaDetail": obj(["saga", "attempts", "events"], saga=ref("SagaView"),
                       attempts=arr(ref("Attempt")), events=arr(ref("HistoryEvent")),
                       outputs={"type": "object", "description": "operators only"}),
     "Counts": obj(counts=ref("StateCounts")),
     "Queues": obj(at_ms=INT, window_s=NULL_N,
-                  steps=arr({"allOf": [ref("StepStats"), obj(throughput=NULL_N)]}),
+                  steps=arr({"allOf": [ref("StepStats"), {"type": "object", "required": ["throughput"],
+                                                           "properties": {"throughput": NULL_N}}]}),
                   breakers={"type": "object", "additionalProperties": ref("BreakerStatus")}),
     "DeadLetters": obj(dead_letters=arr(ref("DeadLetter"))),
     "ReplayResult": obj(dry_run=BOOL, replayed=arr(obj(record_id=STR, step=STR)),
@@ -68,8 +70,9 @@ ENVELOPES: dict[str, dict[str, Any]] = {
     "AcceptResult": obj(record_id=STR, accepted=BOOL, flags_cleared=INT),
     "Costs": of({"from": STR, "to": STR, "rows": arr(ref("CostRow")),
                  "by_user": {"type": "object", "additionalProperties": NUM},
-                 "total_usd": NUM, "total_attempts": INT,
-                 "by_day": arr(obj(day=STR, usd=NUM, rows=arr(ref("CostRow"))))}),
+                 "total_usd": NUM, "total_attempts": INT}),
+    "CostsDaily": of({"from": STR, "to": STR,
+                      "days": arr(obj(day=STR, usd=NUM, rows=arr(ref("CostRow"))))}),
 }  # fmt: skip
 
 
@@ -84,17 +87,27 @@ LIST_PARAMS = [
     _query("user", "only this user's sagas"), _query("review", "only sagas flagged for review"),
     _query("since", "created since: 30m, 2h, 7d or an ISO date"),
     _query("limit", "at most this many (1-500, default 50)", INT),
-    _query("cursor", "the `next` of the previous page"),
+    _query("cursor", "where the previous page ended (from its Link header)"),
 ]  # fmt: skip
+
+
+COST_PARAMS = [
+    _query("user", "only this user"),
+    _query("since", "from the day of: 7d or an ISO date (default 30 days)"),
+]
+NEXT = {"Link": {"description": 'the next page: <URL>; rel="next" (absent on the last)',
+                 "schema": STR}}  # fmt: skip
 
 
 def _op(summary: str, response: str, role: str, **extra: Any) -> dict[str, Any]:
     errors = {str(c): {"description": d, "content": _json(ref("Error"))}
               for c, d in ((400, "bad input"), (401, "not signed in, or an unknown token"),
                            (403, f"needs the {role} role, or a CSRF check failed"))}  # fmt: skip
+    ok: dict[str, Any] = {"description": "ok", "content": _json(ref(response))}
+    if "headers" in extra:
+        ok["headers"] = extra.pop("headers")
     return {"summary": summary, "description": f"Role: {role}.", **extra,
-            "responses": {"200": {"description": "ok", "content": _json(ref(response))},
-                          **errors}}  # fmt: skip
+            "responses": {"200": ok, **errors}}  # fmt: skip
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -108,7 +121,7 @@ def _body(**props: Any) -> dict[str, Any]:
 PATHS: dict[str, dict[str, Any]] = {
     "/me": {"get": _op("who is signed in", "Me", "viewer")},
     "/sagas": {"get": _op("sagas from the indexes, newest first (saga list)", "SagaList",
-                          "viewer", parameters=LIST_PARAMS)},
+                          "viewer", parameters=LIST_PARAMS, headers=NEXT)},
     "/counts": {"get": _op("sagas per state index", "Counts", "viewer")},
     "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
                                       "SagaDetail", "viewer", parameters=[RECORD])},
@@ -129,9 +142,10 @@ PATHS: dict[str, dict[str, Any]] = {
         requestBody=_body(step=STR, record_ids=arr(STR), dry_run=BOOL, limit=INT))},
     "/dead-letters/purge": {"post": _op("delete dead letters (saga dlq purge)", "PurgeResult",
                                         "operator", requestBody=_body(step=STR))},
-    "/costs": {"get": _op("LLM cost per user and step, and per day (saga costs)", "Costs",
-                          "viewer", parameters=[_query("user", "only this user"),
-                                                _query("since", "from the day of: 7d or a date")])},
+    "/costs": {"get": _op("LLM cost per user and step (saga costs)", "Costs", "viewer",
+                          parameters=COST_PARAMS)},
+    "/costs/daily": {"get": _op("the same per UTC day, with each day's total", "CostsDaily",
+                                "viewer", parameters=COST_PARAMS)},
     "/openapi.json": {"get": {"summary": "this document", "security": [],
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }  # fmt: skip

@@ -186,8 +186,9 @@ async def purge(request: Request, who: Identity | None, body: Body) -> Response:
 async def costs(request: Request, who: Identity | None) -> Response:
     q = request.query_params
     user, since = params.user(q.get("user")), q.get("since") or ""
-    doc = await service(request).costs(user, params.since_ms(since))
-    return render(request, "costs.html", doc=doc, chart=cost_chart(doc["by_day"]),
+    svc, since_ms = service(request), params.since_ms(since)
+    doc, daily = await svc.costs(user, since_ms), await svc.costs_daily(user, since_ms)
+    return render(request, "costs.html", doc=doc, chart=cost_chart(daily["days"]),
                   user=user or "", since=since)  # fmt: skip
 
 

@@ -85,22 +85,23 @@ class Service:
         return await dead_letters(self.redis, self.keys, await self.steps(step), limit)
 
     async def costs(self, user: str | None, since_ms: int) -> dict[str, Any]:
-        """``saga costs --json`` and the same rows per day (``by_day``), for the chart."""
-        from saga.cli.cmd_costs import days_since, document
-        from saga.cli.common import CliError
-        from saga.state.queries import cost_by_day, sum_costs
+        """``saga costs --json``."""
+        from saga.cli.cmd_costs import document
+        from saga.state.queries import cost_totals
 
-        try:
-            days = days_since(since_ms, time.time())
-        except CliError as exc:
-            raise ConsoleError(str(exc).replace("--since", "since")) from None
+        days = _days(since_ms)
+        return document(await cost_totals(self.redis, self.keys, days, user), days)
+
+    async def costs_daily(self, user: str | None, since_ms: int) -> dict[str, Any]:
+        """The rows of ``saga costs`` per UTC day, and each day's total (the chart)."""
+        from saga.state.queries import cost_by_day
+
+        days = _days(since_ms)
         by_day = await cost_by_day(self.redis, self.keys, days, user)
-        doc = document(sum_costs([r for rows in by_day.values() for r in rows]), days)
-        doc["by_day"] = [
+        return {"from": days[0], "to": days[-1], "days": [
             {"day": d, "usd": round(sum(r.usd for r in rows), 9), "rows": rows}
             for d, rows in by_day.items()
-        ]
-        return doc
+        ]}  # fmt: skip
 
     # -- actions --------------------------------------------------------------------
     async def retry(
@@ -181,6 +182,17 @@ def _audited(who: Identity, action: str, record_id: str, **fields: Any) -> Itera
     finally:
         audit.info("console_action", action=action, actor=who.actor, role=who.role.value,
                    via=who.via, record_id=record_id, outcome=outcome, **fields)  # fmt: skip
+
+
+def _days(since_ms: int) -> list[str]:
+    """The UTC days ``saga costs --since`` covers (at most MAX_DAYS)."""
+    from saga.cli.cmd_costs import days_since
+    from saga.cli.common import CliError
+
+    try:
+        return days_since(since_ms, time.time())
+    except CliError as exc:
+        raise ConsoleError(str(exc).replace("--since", "since")) from None
 
 
 def _now_ms() -> int:

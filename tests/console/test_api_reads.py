@@ -3,6 +3,7 @@ filters, cursor pages, counts, queues, dead letters and costs; what a viewer see
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -29,12 +30,16 @@ async def population(sm: StateMachine) -> None:
     await start(sm, "mr-new", "u-1")
 
 
-async def api(console: RunningConsole, token: str, path: str, **params: str) -> Any:
+async def get(console: RunningConsole, token: str, path: str, **params: str) -> Any:
     async with console.client(token) as http:
-        res = await http.get(f"/api/v1{path}", params=params)
+        res = await http.get(f"/api/v1{path}", params=params or None)  # {} drops the URL's
     assert res.status_code == 200, res.text
     assert res.headers["content-type"] == "application/json"
-    return res.json()
+    return res
+
+
+async def api(console: RunningConsole, token: str, path: str, **params: str) -> Any:
+    return (await get(console, token, path, **params)).json()
 
 
 async def test_list_filters_give_the_sagas_the_cli_lists(
@@ -74,15 +79,16 @@ async def test_cursor_pages_cover_the_list_once_in_order(
     whole = [r["record_id"] for r in (await api(console, viewer, "/sagas", user="u-7"))["sagas"]]
     assert sorted(whole) == [f"pg-{i}" for i in range(8)]
     seen: list[str] = []
-    cursor, pages = "", 0
-    while True:
-        page = await api(console, viewer, "/sagas", user="u-7", limit="3", cursor=cursor)
-        seen += [r["record_id"] for r in page["sagas"]]
+    url, pages = "/sagas?user=u-7&limit=3", 0
+    while url:
+        res = await get(console, viewer, url)
+        seen += [r["record_id"] for r in res.json()["sagas"]]
         pages += 1
-        if page["next"] is None:
-            break
-        cursor = page["next"]
-        assert cursor.split(".", 1)[1] == seen[-1]  # the cursor names only a record id
+        link = re.fullmatch(r'</api/v1(/sagas\?[^>]+)>; rel="next"', res.headers.get("link", ""))
+        url = link.group(1) if link else ""
+        if url:  # the next page keeps the filters; its cursor names only a record id
+            assert f"cursor={res.json()['sagas'][-1]['created_ms']}.{seen[-1]}" in url, url
+            assert "user=u-7" in url and "limit=3" in url
     assert seen == whole
     assert pages in (3, 4)  # 3+3+2, and maybe an empty last page
 
@@ -145,18 +151,20 @@ async def test_queues_dead_letters_and_costs_in_the_cli_shapes(
     assert (await api(console, viewer, "/dead-letters", step="router"))["dead_letters"] == []
     costs = await api(console, viewer, "/costs", since="2d")
     check_schema("Costs", costs)
-    shown = await cli_json(env, "costs", "--since", "2d")
-    assert {k: v for k, v in costs.items() if k != "by_day"} == shown
-    today = time.strftime("%Y-%m-%d", time.gmtime())
-    assert costs["by_day"][-1]["day"] == today
-    assert costs["by_day"][-1]["usd"] == pytest.approx(0.25)
+    assert costs == await cli_json(env, "costs", "--since", "2d")
     assert costs["rows"] == [{"user_id": "u-1", "step": "grouper", "attempts": 1, "usd": 0.25}]
+    daily = await api(console, viewer, "/costs/daily", since="2d")
+    check_schema("CostsDaily", daily)
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    assert [d["day"] for d in daily["days"]][-1] == today and len(daily["days"]) == 3
+    assert [d["usd"] for d in daily["days"]] == [0, 0, 0.25]
+    assert daily["days"][-1]["rows"] == costs["rows"]
     only = await api(console, viewer, "/costs", user="u-2")
     assert only["rows"] == [] and only["total_usd"] == 0
     async with console.client(viewer) as http:
         page = (await http.get("/costs", params={"since": "2d"})).text
     assert "Total $0.25 over 1 attempt(s)" in page
-    assert page.count('<rect class="cost-bar"') == len(costs["by_day"]) == 3  # 2 days ago on
+    assert page.count('<rect class="cost-bar"') == 3  # a bar a day, from 2 days ago
     assert f"<title>{today}: $0.2500</title>" in page
 
 
