@@ -48,6 +48,8 @@ STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 BOOL = {"type": "boolean"}
 NULL_S, NULL_N = {"type": ["string", "null"]}, {"type": ["number", "null"]}
 
+THROUGHPUT = {"type": "object", "required": ["throughput"], "properties": {"throughput": NULL_N}}
+"""``saga top`` adds the rate to each step's StepStats (not closed: StepStats has the rest)."""
 ENVELOPES: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
     "Me": obj(subject=STR, role={"enum": ["viewer", "operator"]}, via=STR),
@@ -57,8 +59,7 @@ ENVELOPES: dict[str, dict[str, Any]] = {
                       outputs={"type": "object", "description": "operators only"}),
     "Counts": obj(counts=ref("StateCounts")),
     "Queues": obj(at_ms=INT, window_s=NULL_N,
-                  steps=arr({"allOf": [ref("StepStats"), {"type": "object", "required": ["throughput"],
-                                                           "properties": {"throughput": NULL_N}}]}),
+                  steps=arr({"allOf": [ref("StepStats"), THROUGHPUT]}),
                   breakers={"type": "object", "additionalProperties": ref("BreakerStatus")}),
     "DeadLetters": obj(dead_letters=arr(ref("DeadLetter"))),
     "ReplayResult": obj(dry_run=BOOL, replayed=arr(obj(record_id=STR, step=STR)),
