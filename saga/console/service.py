@@ -142,7 +142,8 @@ class Service:
             self.redis, self.keys, await self.steps(step), limit, oldest_first=True
         )
         if record_ids is not None:
-            letters = [d for d in letters if d.record_id in set(record_ids)]
+            chosen = set(record_ids)
+            letters = [d for d in letters if d.record_id in chosen]
         live, stale = await split_live(self.redis, self.keys, letters)
         skipped = [{"record_id": d.record_id, "step": d.step, "reason": "stale"} for d in stale]
         done: list[dict[str, str]] = []
