@@ -46,8 +46,10 @@ async def me(request: Request, who: Identity | None) -> Response:
 async def sagas(request: Request, who: Identity | None) -> Response:
     """`saga list --json`; the next page's URL is in the Link header (rel="next"), so the
     body stays the CLI's document."""
+    from saga.cli.cmd_list import document
+
     page = await service(request).page(params.list_query(request.query_params))
-    response = json({"sagas": page.rows})
+    response = json(document(page.rows))
     if page.next is not None:
         query = {k: v for k, v in request.query_params.items() if k != "cursor"}
         query["cursor"] = page.next.encode()
@@ -95,7 +97,7 @@ async def queues(request: Request, who: Identity | None) -> Response:
 async def dead_letters(request: Request, who: Identity | None) -> Response:
     q = request.query_params
     limit = params.limit(q.get("limit"), 50, params.MAX_PAGE)
-    return json({"dead_letters": await service(request).dead_letters(q.get("step"), limit)})
+    return json(await service(request).dead_letters(q.get("step"), limit))
 
 
 @endpoint(OPERATOR, api=True, mutates=True)

@@ -13,17 +13,17 @@ from typing import Any
 
 import msgspec
 
-from saga.adapters.breaker import BreakerStatus
-from saga.cli.attempts import Attempt
-from saga.cli.timeline import SagaView
-from saga.state.dead_letters import DeadLetter
-from saga.state.listing import SagaRow
-from saga.state.model import HistoryEvent
-from saga.state.queries import CostRow, StateCounts, StepStats
+from saga.cli import shapes
+from saga.state.queries import CostRow, StateCounts
 
 REF = "#/components/schemas/{name}"
-STRUCTS = (SagaRow, SagaView, Attempt, HistoryEvent, StepStats, DeadLetter, CostRow,
-           StateCounts, BreakerStatus)  # fmt: skip
+CLI = {
+    "ListDocument": "list", "ShowDocument": "show", "ShowOutputDocument": "show-output",
+    "TopDocument": "top", "DeadLettersDocument": "dlq-letters", "ReplayDocument": "dlq-replay",
+    "PurgeDocument": "dlq-purge", "RetryResult": "retry", "CancelResult": "cancel",
+    "ReviewAccepted": "review-accept", "CostsDocument": "costs",
+}  # fmt: skip
+"""Component -> the CLI's ``--json`` schema it is (``saga/cli/schemas/<name>.json``)."""
 
 
 def ref(name: str) -> dict[str, str]:
@@ -46,35 +46,16 @@ def arr(items: dict[str, Any]) -> dict[str, Any]:
 
 STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 BOOL = {"type": "boolean"}
-NULL_S, NULL_N = {"type": ["string", "null"]}, {"type": ["number", "null"]}
-
-THROUGHPUT = {"type": "object", "required": ["throughput"], "properties": {"throughput": NULL_N}}
-"""``saga top`` adds the rate to each step's StepStats (not closed: StepStats has the rest)."""
-ENVELOPES: dict[str, dict[str, Any]] = {
+OWN: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
     "Me": obj(subject=STR, role={"enum": ["viewer", "operator"]}, via=STR),
-    "SagaList": obj(sagas=arr(ref("SagaRow"))),
-    "SagaDetail": obj(["saga", "attempts", "events"], saga=ref("SagaView"),
-                      attempts=arr(ref("Attempt")), events=arr(ref("HistoryEvent")),
-                      outputs={"type": "object", "description": "operators only"}),
+    "SagaDetail": {"oneOf": [ref("ShowOutputDocument"), ref("ShowDocument")],
+                   "description": "outputs for operators only"},
     "Counts": obj(counts=ref("StateCounts")),
-    "Queues": obj(at_ms=INT, window_s=NULL_N,
-                  steps=arr({"allOf": [ref("StepStats"), THROUGHPUT]}),
-                  breakers={"type": "object", "additionalProperties": ref("BreakerStatus")}),
-    "DeadLetters": obj(dead_letters=arr(ref("DeadLetter"))),
-    "ReplayResult": obj(dry_run=BOOL, replayed=arr(obj(record_id=STR, step=STR)),
-                        skipped=arr(obj(record_id=STR, step=STR, reason=STR)),
-                        errors=arr(obj(record_id=STR, step=STR, error=STR))),
-    "PurgeResult": obj(purged=INT, steps=arr(STR)),
-    "RetryResult": obj(record_id=STR, epoch=INT, step=STR, duplicate=BOOL),
-    "CancelResult": obj(record_id=STR, previous_state=STR, state=STR),
-    "AcceptResult": obj(record_id=STR, accepted=BOOL, flags_cleared=INT),
-    "Costs": of({"from": STR, "to": STR, "rows": arr(ref("CostRow")),
-                 "by_user": {"type": "object", "additionalProperties": NUM},
-                 "total_usd": NUM, "total_attempts": INT}),
     "CostsDaily": of({"from": STR, "to": STR,
                       "days": arr(obj(day=STR, usd=NUM, rows=arr(ref("CostRow"))))}),
 }  # fmt: skip
+"""The console's own answers (the CLI prints nothing like them)."""
 
 
 def _query(name: str, about: str, schema: dict[str, Any] = STR) -> dict[str, Any]:
@@ -121,7 +102,7 @@ def _body(**props: Any) -> dict[str, Any]:
 
 PATHS: dict[str, dict[str, Any]] = {
     "/me": {"get": _op("who is signed in", "Me", "viewer")},
-    "/sagas": {"get": _op("sagas from the indexes, newest first (saga list)", "SagaList",
+    "/sagas": {"get": _op("sagas from the indexes, newest first (saga list)", "ListDocument",
                           "viewer", parameters=LIST_PARAMS, headers=NEXT)},
     "/counts": {"get": _op("sagas per state index", "Counts", "viewer")},
     "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
@@ -132,18 +113,19 @@ PATHS: dict[str, dict[str, Any]] = {
     "/sagas/{record_id}/cancel": {"post": _op("cancel (saga cancel)", "CancelResult",
                                               "operator", parameters=[RECORD])},
     "/sagas/{record_id}/review/accept": {"post": _op(
-        "accept flagged results (saga review accept)", "AcceptResult", "operator",
+        "accept flagged results (saga review accept)", "ReviewAccepted", "operator",
         parameters=[RECORD], requestBody=_body(note=STR))},
-    "/queues": {"get": _op("per step queues and breakers (saga top)", "Queues", "viewer")},
-    "/dead-letters": {"get": _op("dead letters, newest first (saga dlq list)", "DeadLetters",
-                                 "viewer", parameters=[_query("step", "only this step"),
-                                                       _query("limit", "at most N", INT)])},
+    "/queues": {"get": _op("per step queues and breakers (saga top)", "TopDocument", "viewer")},
+    "/dead-letters": {"get": _op("dead letters, newest first (saga dlq list)",
+                                 "DeadLettersDocument", "viewer",
+                                 parameters=[_query("step", "only this step"),
+                                             _query("limit", "at most N", INT)])},
     "/dead-letters/replay": {"post": _op(
-        "re-run dead-lettered sagas (saga dlq replay)", "ReplayResult", "operator",
+        "re-run dead-lettered sagas (saga dlq replay)", "ReplayDocument", "operator",
         requestBody=_body(step=STR, record_ids=arr(STR), dry_run=BOOL, limit=INT))},
-    "/dead-letters/purge": {"post": _op("delete dead letters (saga dlq purge)", "PurgeResult",
+    "/dead-letters/purge": {"post": _op("delete dead letters (saga dlq purge)", "PurgeDocument",
                                         "operator", requestBody=_body(step=STR))},
-    "/costs": {"get": _op("LLM cost per user and step (saga costs)", "Costs", "viewer",
+    "/costs": {"get": _op("LLM cost per user and step (saga costs)", "CostsDocument", "viewer",
                           parameters=COST_PARAMS)},
     "/costs/daily": {"get": _op("the same per UTC day, with each day's total", "CostsDaily",
                                 "viewer", parameters=COST_PARAMS)},
@@ -154,20 +136,40 @@ PATHS: dict[str, dict[str, Any]] = {
 
 @functools.cache
 def document() -> dict[str, Any]:
-    _, components = msgspec.json.schema_components(STRUCTS, ref_template=REF)
+    _, components = msgspec.json.schema_components((StateCounts, CostRow), ref_template=REF)
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "saga console API",
             "version": "1",
-            "description": "The shapes of the CLI's --json. State-changing requests made "
-            "with a session cookie need the X-CSRF-Token header.",
+            "description": "The shapes of the CLI's --json: its schemas (saga/cli/schemas) "
+            "bundled as components. State-changing requests made with a session cookie need "
+            "the X-CSRF-Token header.",
         },
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearer": []}],
         "components": {
-            "schemas": {**components, **ENVELOPES},
+            "schemas": {**components, **_bundled(), **OWN},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
         "paths": PATHS,
     }
+
+
+def _bundled() -> dict[str, Any]:
+    """The CLI's strict schemas, their ``$defs`` as components (the same Struct gives the
+    same definition in every schema it appears in)."""
+    out: dict[str, Any] = {}
+    for command in CLI.values():
+        for name, definition in shapes.schema(command)["$defs"].items():
+            out[name] = _rebased(definition)
+    return out
+
+
+def _rebased(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: (REF.format(name=v.removeprefix("#/$defs/")) if k == "$ref" else _rebased(v))
+                for k, v in node.items()}  # fmt: skip
+    if isinstance(node, list):
+        return [_rebased(v) for v in node]
+    return node

@@ -145,7 +145,7 @@ async def queues(request: Request, who: Identity | None) -> Response:
 async def dead_letters(request: Request, who: Identity | None) -> Response:
     step = request.query_params.get("step") or None
     svc = service(request)
-    letters = await svc.dead_letters(step, 200)
+    letters = (await svc.dead_letters(step, 200)).dead_letters
     return render(request, "dead_letters.html", letters=letters, step=step or "",
                   steps=await svc.steps(None),
                   done=DONE.get(request.query_params.get("done", "")))  # fmt: skip
@@ -172,7 +172,7 @@ async def replay(request: Request, who: Identity | None, body: Body) -> Response
 @endpoint(OPERATOR, api=False)
 async def purge_confirm(request: Request, who: Identity | None) -> Response:
     step = request.query_params.get("step") or None
-    count = len(await service(request).dead_letters(step, 1000))
+    count = len((await service(request).dead_letters(step, 1000)).dead_letters)
     return render(request, "purge.html", step=step or "", count=count)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from saga.cli import shapes
 from saga.cli.cmd_top import Sample
 from saga.client import SagaClient
 from saga.console.auth import Identity
@@ -27,6 +28,7 @@ from saga.settings import Settings
 from saga.state.ids import validate_step
 from saga.state.keys import Keys
 from saga.state.listing import ListQuery, SagaPage, list_page
+from saga.state.model import SagaState
 from saga.state.queries import StateCounts, registered_steps, state_counts
 
 audit = structlog.get_logger("saga.console.audit")
@@ -47,21 +49,19 @@ class Service:
     async def counts(self) -> StateCounts:
         return await state_counts(self.redis, self.keys)
 
-    async def saga(self, record_id: str, who: Identity) -> dict[str, Any]:
-        """``saga show --json`` (with ``--output`` for an operator)."""
+    async def saga(self, record_id: str, who: Identity) -> Any:
+        """``saga show --json`` (``--output --json`` for an operator)."""
         from saga.cli.cmd_show import document
-        from saga.cli.outputs import decoded
         from saga.state.reads import get_saga_and_history
 
         saga, events = await get_saga_and_history(self.redis, self.keys, record_id)
-        doc = document(saga, events, _now_ms())
-        if who.role == Role.OPERATOR:
-            doc["outputs"] = decoded(saga.outputs)
-        else:
-            doc["saga"].document = ""  # a document's name or path can identify a patient
+        operator = who.role == Role.OPERATOR
+        doc = document(saga, events, _now_ms(), outputs=operator)
+        if not operator:
+            doc.saga.document = ""  # a document's name or path can identify a patient
         return doc
 
-    async def queues(self) -> dict[str, Any]:
+    async def queues(self) -> Any:
         """``saga top --once --json``; throughput against the previous call's sample."""
         from saga.cli.cmd_top import document, sample
 
@@ -79,12 +79,14 @@ class Service:
             raise ConsoleError(f"unknown step {step!r}; the steps are {', '.join(known)}")
         return [step]
 
-    async def dead_letters(self, step: str | None, limit: int) -> list[Any]:
+    async def dead_letters(self, step: str | None, limit: int) -> Any:
+        """``saga dlq list --json``."""
         from saga.state.dead_letters import dead_letters
 
-        return await dead_letters(self.redis, self.keys, await self.steps(step), limit)
+        found = await dead_letters(self.redis, self.keys, await self.steps(step), limit)
+        return shapes.DeadLettersDocument(dead_letters=found)
 
-    async def costs(self, user: str | None, since_ms: int) -> dict[str, Any]:
+    async def costs(self, user: str | None, since_ms: int) -> Any:
         """``saga costs --json``."""
         from saga.cli.cmd_costs import document
         from saga.state.queries import cost_totals
@@ -104,35 +106,34 @@ class Service:
         ]}  # fmt: skip
 
     # -- actions --------------------------------------------------------------------
-    async def retry(
-        self, who: Identity, record_id: str, step: str | None, force: bool
-    ) -> dict[str, Any]:
+    async def retry(self, who: Identity, record_id: str, step: str | None, force: bool) -> Any:
         """``saga retry <record> --step S --json``."""
         if step and step not in self.pipeline.names:
             raise ConsoleError(f"unknown step {step!r}; the pipeline has "
                                f"{', '.join(self.pipeline.names)}")  # fmt: skip
         with _audited(who, "retry", record_id, step=step or "", force=force):
             res = await self.sagas.retry(record_id, step=step, force=force, actor=who.actor)
-        return {"record_id": record_id, "epoch": res.epoch, "step": res.step,
-                "duplicate": res.duplicate}  # fmt: skip
+        return shapes.RetryResult(record_id=record_id, step=res.step, epoch=res.epoch,
+                                  duplicate=res.duplicate)  # fmt: skip
 
-    async def cancel(self, who: Identity, record_id: str) -> dict[str, Any]:
+    async def cancel(self, who: Identity, record_id: str) -> Any:
         """``saga cancel <record> --json``."""
         with _audited(who, "cancel", record_id):
             previous = await self.sagas.cancel(record_id, actor=who.actor)
-        return {"record_id": record_id, "previous_state": previous, "state": "cancelled"}
+        return shapes.CancelResult(record_id=record_id, previous_state=SagaState(previous),
+                                   state=SagaState.CANCELLED)  # fmt: skip
 
-    async def accept_review(self, who: Identity, record_id: str, note: str) -> dict[str, Any]:
+    async def accept_review(self, who: Identity, record_id: str, note: str) -> Any:
         """``saga review accept <record> --json``; the note is kept in history."""
         actor = (who.actor + (f": {note}" if note else ""))[:500]
         with _audited(who, "accept_review", record_id):
             cleared = await self.sagas.accept_review(record_id, actor=actor)
-        return {"record_id": record_id, "accepted": True, "flags_cleared": cleared}
+        return shapes.ReviewAccepted(record_id=record_id, accepted=True, flags_cleared=cleared)
 
     async def replay(
         self, who: Identity, step: str | None, record_ids: list[str] | None, dry_run: bool,
         limit: int,
-    ) -> dict[str, Any]:  # fmt: skip
+    ) -> Any:  # fmt: skip
         """``saga dlq replay --json``: each live dead letter's saga re-runs from its step;
         ``record_ids`` picks some of them (the ones a person selected)."""
         from saga.state.dead_letters import dead_letters, split_live
@@ -145,29 +146,31 @@ class Service:
             chosen = set(record_ids)
             letters = [d for d in letters if d.record_id in chosen]
         live, stale = await split_live(self.redis, self.keys, letters)
-        skipped = [{"record_id": d.record_id, "step": d.step, "reason": "stale"} for d in stale]
-        done: list[dict[str, str]] = []
-        errors: list[dict[str, str]] = []
+        skipped = [shapes.SkippedLetter(record_id=d.record_id, step=d.step, reason="stale")
+                   for d in stale]  # fmt: skip
+        done: list[Any] = []
+        errors: list[Any] = []
         for d in live:
-            if dry_run:
-                done.append({"record_id": d.record_id, "step": d.step})
-                continue
-            try:
-                with _audited(who, "replay", d.record_id, step=d.step):
-                    await self.sagas.retry(d.record_id, step=d.step, actor=who.actor)
-                done.append({"record_id": d.record_id, "step": d.step})
-            except (StateError, KeyError) as exc:
-                errors.append({"record_id": d.record_id, "step": d.step, "error": str(exc)})
-        return {"dry_run": dry_run, "replayed": done, "skipped": skipped, "errors": errors}
+            if not dry_run:
+                try:
+                    with _audited(who, "replay", d.record_id, step=d.step):
+                        await self.sagas.retry(d.record_id, step=d.step, actor=who.actor)
+                except (StateError, KeyError) as exc:
+                    errors.append(shapes.StepError(record_id=d.record_id, step=d.step,
+                                                   error=str(exc)))  # fmt: skip
+                    continue
+            done.append(shapes.RecordStep(record_id=d.record_id, step=d.step))
+        return shapes.ReplayDocument(dry_run=dry_run, replayed=done, skipped=skipped,
+                                     errors=errors)  # fmt: skip
 
-    async def purge(self, who: Identity, step: str | None) -> dict[str, Any]:
+    async def purge(self, who: Identity, step: str | None) -> Any:
         """``saga dlq purge --yes --json``: the dead letters go, the sagas stay failed."""
         from saga.state.dead_letters import purge_dead_letters
 
         steps = await self.steps(step)
         with _audited(who, "purge_dead_letters", "", steps=",".join(steps)):
             count = await purge_dead_letters(self.redis, self.keys, steps)
-        return {"purged": count, "steps": steps}
+        return shapes.PurgeDocument(purged=count, steps=steps)
 
 
 @contextlib.contextmanager

@@ -83,7 +83,7 @@ async def test_cancel_and_accept_review_name_the_operator(
     check_schema("CancelResult", res.json())
     assert res.json() == {"record_id": "mr-new", "previous_state": "pending", "state": "cancelled"}
     res = await post(console, op, "/sagas/mr-flag/review/accept", {"note": "checked the PDF"})
-    check_schema("AcceptResult", res.json())
+    check_schema("ReviewAccepted", res.json())
     assert res.json() == {"record_id": "mr-flag", "accepted": True, "flags_cleared": 1}
     saga, events = await get_saga_and_history(redis, keys, "mr-flag")
     assert not saga.needs_review
@@ -105,7 +105,7 @@ async def test_replay_dry_runs_then_replays_the_chosen_and_purge_empties(
     await dead(sm, "mr-b", "u-1", step="parser")
     op = tokens[Role.OPERATOR]
     dry = await post(console, op, "/dead-letters/replay", {"dry_run": True})
-    check_schema("ReplayResult", dry.json())
+    check_schema("ReplayDocument", dry.json())
     assert dry.json()["replayed"] == [{"record_id": "mr-a", "step": "router"},
                                       {"record_id": "mr-b", "step": "parser"}]  # fmt: skip
     assert (await get_saga(redis, keys, "mr-a")).state.value == "failed"
@@ -117,7 +117,7 @@ async def test_replay_dry_runs_then_replays_the_chosen_and_purge_empties(
     again = await post(console, op, "/dead-letters/replay", {"record_ids": ["mr-b"]})
     assert again.json()["replayed"] == []  # the retry removed its letter
     purged = await post(console, op, "/dead-letters/purge", {})
-    check_schema("PurgeResult", purged.json())
+    check_schema("PurgeDocument", purged.json())
     assert purged.json() == {"purged": 1, "steps": ["grouper", "parser", "router"]}
     assert (await get_saga(redis, keys, "mr-a")).state.value == "failed"
     bad = await post(console, op, "/dead-letters/purge", {"step": "nosuch"})

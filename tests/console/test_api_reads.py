@@ -49,7 +49,7 @@ async def test_list_filters_give_the_sagas_the_cli_lists(
     await population(sm)
     viewer = tokens[Role.VIEWER]
     everything = await api(console, viewer, "/sagas")
-    check_schema("SagaList", everything)
+    check_schema("ListDocument", everything)
     assert everything["sagas"] == (await cli_json(env, "list"))["sagas"]
     cases = {
         (("state", "failed"),): ["mr-dead"],
@@ -140,17 +140,17 @@ async def test_queues_dead_letters_and_costs_in_the_cli_shapes(
     await population(sm)
     viewer = tokens[Role.VIEWER]
     queues = await api(console, viewer, "/queues")
-    check_schema("Queues", queues)
+    check_schema("TopDocument", queues)
     by_step = {s["step"]: s for s in queues["steps"]}
     assert by_step["parser"]["dead"] == 1 and by_step["router"]["delayed"] == 1
     assert set(queues["breakers"]) == {"llm", "billing"}
     letters = await api(console, viewer, "/dead-letters")
-    check_schema("DeadLetters", letters)
+    check_schema("DeadLettersDocument", letters)
     assert letters == await cli_json(env, "dlq", "list")
     assert [d["record_id"] for d in letters["dead_letters"]] == ["mr-dead"]
     assert (await api(console, viewer, "/dead-letters", step="router"))["dead_letters"] == []
     costs = await api(console, viewer, "/costs", since="2d")
-    check_schema("Costs", costs)
+    check_schema("CostsDocument", costs)
     assert costs == await cli_json(env, "costs", "--since", "2d")
     assert costs["rows"] == [{"user_id": "u-1", "step": "grouper", "attempts": 1, "usd": 0.25}]
     daily = await api(console, viewer, "/costs/daily", since="2d")
