@@ -43,5 +43,5 @@ soak:
 
 # Lock the image's dependencies and build tools, with hashes (deploy/*.lock)
 lock:
-    uv pip compile pyproject.toml --extra otlp --universal --python-version 3.11 --generate-hashes --custom-compile-command "just lock" -o deploy/requirements.lock
+    uv pip compile pyproject.toml --extra otlp --extra console --universal --python-version 3.11 --generate-hashes --custom-compile-command "just lock" -o deploy/requirements.lock
     uv pip compile deploy/build.in --universal --python-version 3.11 --generate-hashes --custom-compile-command "just lock" -o deploy/build.lock

@@ -11,6 +11,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -48,6 +49,25 @@ class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
     window_s: float = 30.0
     cooldown_s: float = 30.0
     """How long an open circuit waits before letting one probe through."""
+
+
+class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """``saga console``: where it listens and how people sign in (``SAGA_CONSOLE_*``)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8090
+    token_file: str = ""
+    """Tokens in a file, one ``<name> <role> <token or sha256:hex>`` a line, besides those
+    stored in Redis (``saga console token add``)."""
+    auth_header: str = ""
+    """Forward-auth: the header an auth proxy puts the signed-in user in (e.g.
+    ``X-Forwarded-User``); "" turns the mode off. Trusted only from ``trusted_proxies``."""
+    groups_header: str = "X-Forwarded-Groups"
+    operator_group: str = "saga-operators"
+    """Forward-auth: users in this group (comma-separated groups header) are operators."""
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
+    """Networks whose requests may carry the forward-auth headers."""
+    session_ttl_s: int = 8 * 3600
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,6 +139,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     limits: StateLimits = StateLimits()
     step_config: StepConfig = StepConfig()
     breaker: BreakerSettings = BreakerSettings()
+    console: ConsoleSettings = ConsoleSettings()
 
     def for_step(self, name: str) -> StepSettings:
         return self.steps.get(name, StepSettings())
@@ -296,6 +317,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 window_s=num("SAGA_BREAKER_WINDOW", 30.0),
                 cooldown_s=num("SAGA_BREAKER_COOLDOWN", 30.0),
             ),
+            console=_console_settings(get, num),
         )
     except msgspec.ValidationError as exc:
         raise SettingsError(str(exc)) from None
@@ -344,3 +366,18 @@ def _data_key(raw: str) -> str:
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
     return raw
+
+
+def _console_settings(get: Any, num: Any) -> ConsoleSettings:
+    """``SAGA_CONSOLE_*`` (``get`` and ``num`` read and check one variable)."""
+    proxies = get("SAGA_CONSOLE_TRUSTED_PROXIES", "127.0.0.1/32,::1/128").split(",")
+    return ConsoleSettings(
+        host=get("SAGA_CONSOLE_HOST", "127.0.0.1"),
+        port=int(num("SAGA_CONSOLE_PORT", 8090, int)),
+        token_file=get("SAGA_CONSOLE_TOKEN_FILE"),
+        auth_header=get("SAGA_CONSOLE_AUTH_HEADER"),
+        groups_header=get("SAGA_CONSOLE_GROUPS_HEADER", "X-Forwarded-Groups"),
+        operator_group=get("SAGA_CONSOLE_OPERATOR_GROUP", "saga-operators"),
+        trusted_proxies=tuple(n.strip() for n in proxies if n.strip()),
+        session_ttl_s=int(num("SAGA_CONSOLE_SESSION_TTL", 8 * 3600, int)),
+    )

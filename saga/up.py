@@ -10,8 +10,11 @@ import sys
 import time
 
 
-def run_up(steps: list[str], per_step: int, redis_url: str) -> int:
-    """Run until Ctrl-C/SIGTERM, then SIGTERM every worker and wait for their drain."""
+def run_up(
+    steps: list[str], per_step: int, redis_url: str, extra: dict[str, list[str]] | None = None
+) -> int:
+    """Run until Ctrl-C/SIGTERM, then SIGTERM every worker and wait for their drain.
+    ``extra``: more ``saga`` commands to supervise the same way, by name (the console)."""
     env = dict(
         os.environ,
         REDIS_URL=redis_url,
@@ -28,6 +31,13 @@ def run_up(steps: list[str], per_step: int, redis_url: str) -> int:
                 stderr=subprocess.STDOUT,
                 env=penv,
             )
+    for name, argv in (extra or {}).items():
+        procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "saga.cli.main", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     stopping = False
 
     def stop(*_: object) -> None:

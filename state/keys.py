@@ -161,6 +161,25 @@ class Keys:
         """A set of every step name a worker or client has created groups for."""
         return f"{self.prefix}:steps"
 
+    # -- the web console (not touched by transition scripts) -------------------
+    def console_tokens(self) -> str:
+        """A hash of console bearer tokens: sha256 hex of the token -> name, role, times."""
+        return f"{self.prefix}:console:tokens"
+
+    def console_session(self, digest: str) -> str:
+        """A browser session (string with a TTL), by the sha256 hex of its cookie value."""
+        return f"{self.prefix}:console:session:{validate_digest(digest)}"
+
+
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def validate_digest(value: str) -> str:
+    """A sha256 hex digest (console tokens and sessions are stored under one)."""
+    if _HEX_DIGEST.fullmatch(value) is None:
+        raise InvalidIdError("a console digest must be 64 lowercase hex characters")
+    return value
+
 
 class RecordKeys(NamedTuple):
     partition: int

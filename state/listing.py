@@ -1,4 +1,5 @@
-"""``saga list``: sagas read from the indexes, newest first, never by scanning keys."""
+"""``saga list`` and the console's saga list: sagas read from the indexes, newest first,
+never by scanning keys, a page at a time (``Cursor``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import msgspec
 
+from saga.state.errors import InvalidIdError
+from saga.state.ids import validate_id
 from saga.state.keys import Keys
 from saga.state.model import SagaState
 from saga.state.queries import registered_steps
@@ -29,6 +32,25 @@ class SagaRow(msgspec.Struct, frozen=True):
     """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
 
 
+class Cursor(msgspec.Struct, frozen=True):
+    """Where a page of ``saga list`` ended: the index score and record id of its last
+    entry. Index entries are ordered by (score, record id), highest first."""
+
+    score: int
+    record_id: str
+
+    def encode(self) -> str:
+        """``<score>.<record id>`` (ids are safe in a URL; a score has no dot)."""
+        return f"{self.score}.{self.record_id}"
+
+    @classmethod
+    def decode(cls, value: str) -> Cursor:
+        score, _, rid = value.partition(".")
+        if not score.isdigit() or len(score) > 18:
+            raise InvalidIdError(f"cursor {value[:40]!r} is not one this listing gave")
+        return cls(int(score), validate_id(rid, "cursor record id"))
+
+
 class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     state: SagaState | None = None
     step: str | None = None
@@ -38,6 +60,14 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     review: bool = False
     """Only sagas flagged for review (read from the review index)."""
     limit: int = 50
+    after: Cursor | None = None
+    """Continue after the entry a previous page ended at."""
+
+
+class SagaPage(msgspec.Struct, frozen=True):
+    rows: list[SagaRow]
+    next: Cursor | None
+    """Where the next page starts; None when the index has nothing more."""
 
 
 _FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em")
@@ -45,30 +75,40 @@ _MAX_ROUNDS = 20
 
 
 async def list_sagas(client: Any, keys: Keys, q: ListQuery) -> list[SagaRow]:
+    """Sagas matching ``q``, newest first (one page of ``list_page``)."""
+    return (await list_page(client, keys, q)).rows
+
+
+async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
     """Sagas matching ``q``, newest first, read from the most selective index.
 
     The user index (by creation time) when a user is given, else the state index
     (by time of entering the state), else the created index; partitions are
     merged by score, hashes fetched in one pipeline per round, and members whose
-    saga hash has expired are removed from the index they were read from.
+    saga hash has expired are removed from the index they were read from. The
+    page's cursor is the last entry read, so filtered-out entries are not read twice.
     """
     steps = await registered_steps(client, keys)
     fields = [*_FIELDS, *(f"att:{s}" for s in steps), *(f"cost:{s}" for s in steps)]
     fields += [f"rv:{s}" for s in steps]
     indexes = [_index(keys, p, q) for p in keys.all_partitions()]
-    merge = _IndexMerge(client, indexes, q.since_ms, min(max(q.limit, 50), 1000))
+    merge = _IndexMerge(client, indexes, q, min(max(q.limit, 50), 1000))
     rows: list[SagaRow] = []
     seen: set[str] = set()
+    last: Cursor | None = None
     for _ in range(_MAX_ROUNDS):
         batch = [c for c in await merge.take(max(q.limit - len(rows), 25) * 2) if c[1] not in seen]
         if not batch:
-            break
+            return SagaPage(rows, None)
         seen.update(rid for _, rid, _ in batch)
         pipe = client.pipeline(transaction=False)
         for _, rid, _ in batch:
             pipe.hmget(keys.saga(rid), fields)
         expired = []
-        for (_, rid, index), values in zip(batch, await pipe.execute(), strict=True):
+        for (score, rid, index), values in zip(batch, await pipe.execute(), strict=True):
+            if len(rows) >= q.limit:
+                break
+            last = Cursor(int(score), rid)
             if values[1] is None:
                 expired.append((index, rid))
                 continue
@@ -78,7 +118,7 @@ async def list_sagas(client: Any, keys: Keys, q: ListQuery) -> list[SagaRow]:
         await _prune(client, expired)
         if len(rows) >= q.limit:
             break
-    return rows[: q.limit]
+    return SagaPage(rows, last)
 
 
 def _index(keys: Keys, p: int, q: ListQuery) -> str:
@@ -122,9 +162,11 @@ async def _prune(client: Any, expired: list[tuple[str, str]]) -> None:
 class _IndexMerge:
     """Merges per-partition index ranges (highest score first), refilled on demand."""
 
-    def __init__(self, client: Any, indexes: list[str], since_ms: int, batch: int) -> None:
+    def __init__(self, client: Any, indexes: list[str], q: ListQuery, batch: int) -> None:
         self.client, self.indexes, self.batch = client, indexes, batch
-        self.low = since_ms or "-inf"
+        self.low = q.since_ms or "-inf"
+        self.after = q.after
+        self.high: int | str = q.after.score if q.after else "+inf"
         self.buffers: dict[str, deque[tuple[Any, float]]] = {i: deque() for i in indexes}
         self.offsets = dict.fromkeys(indexes, 0)
         self.exhausted: set[str] = set()
@@ -133,13 +175,18 @@ class _IndexMerge:
         pipe = self.client.pipeline(transaction=False)
         for i in indexes:
             pipe.zrevrangebyscore(
-                i, "+inf", self.low, start=self.offsets[i], num=self.batch, withscores=True
+                i, self.high, self.low, start=self.offsets[i], num=self.batch, withscores=True
             )
         for i, rows in zip(indexes, await pipe.execute(), strict=True):
-            self.buffers[i].extend(rows)
+            self.buffers[i].extend(r for r in rows if self._past_cursor(r))
             self.offsets[i] += len(rows)
             if len(rows) < self.batch:
                 self.exhausted.add(i)
+
+    def _past_cursor(self, entry: tuple[Any, float]) -> bool:
+        """Entries of the cursor's own score come after it when their id sorts lower."""
+        a = self.after
+        return a is None or entry[1] < a.score or text(entry[0]) < a.record_id
 
     async def take(self, n: int) -> list[tuple[float, str, str]]:
         """Up to ``n`` (score, record id, index) triples, highest score first."""
@@ -151,7 +198,8 @@ class _IndexMerge:
             live = [i for i in self.indexes if self.buffers[i]]
             if not live:
                 break
-            best = max(live, key=lambda i: self.buffers[i][0][1])
+            # (score, id): one total order over partitions, the order a cursor resumes in.
+            best = max(live, key=lambda i: (self.buffers[i][0][1], self.buffers[i][0][0]))
             member, score = self.buffers[best].popleft()
             out.append((score, text(member), best))
         return out

@@ -1,6 +1,6 @@
-"""Reads for operators and metrics (``saga top|costs``, ``/metrics``): queue figures
-per step, the registered steps, cost totals. Listing sagas is ``saga.state.listing``,
-dead letters ``saga.state.dead_letters``.
+"""Reads for operators and metrics (``saga top|costs``, ``/metrics``, the web console):
+queue figures per step, the registered steps, cost totals, saga counts per state.
+Listing sagas is ``saga.state.listing``, dead letters ``saga.state.dead_letters``.
 
 Plain async functions returning Structs. Each reads what it needs in a few
 pipelined round trips and never scans the keyspace: step names come from the
@@ -20,6 +20,7 @@ from redis.exceptions import ResponseError
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
 from saga.state.keys import GROUP, Keys
+from saga.state.model import SagaState
 from saga.state.presence import Presence, live_workers
 from saga.state.replies import num, text
 
@@ -162,19 +163,49 @@ async def cost_totals(
     client: Any, keys: Keys, days: Sequence[str], user: str | None = None
 ) -> list[CostRow]:
     """LLM cost per user and step summed over ``days`` (UTC, YYYY-MM-DD) and partitions."""
+    by_day = await cost_by_day(client, keys, days, user)
+    return sum_costs([r for rows in by_day.values() for r in rows])
+
+
+async def cost_by_day(
+    client: Any, keys: Keys, days: Sequence[str], user: str | None = None
+) -> dict[str, list[CostRow]]:
+    """Day -> LLM cost per user and step that day (the hashes ``cost_totals`` sums), read
+    in one pipeline."""
     pipe = client.pipeline(transaction=False)
     for day in days:
         for p in keys.all_partitions():
             pipe.hgetall(keys.costs(p, day))
+    replies = iter(await pipe.execute())
+    out: dict[str, list[CostRow]] = {}
+    for day in days:
+        rows: list[CostRow] = []
+        for _ in keys.all_partitions():
+            rows += _cost_rows(next(replies), user)
+        out[day] = sum_costs(rows)
+    return out
+
+
+def _cost_rows(raw: dict[Any, Any], user: str | None) -> list[CostRow]:
+    """One costs hash (fields ``<user>|<step>`` in USD, ``<user>|<step>|n`` attempts)."""
     sums: dict[tuple[str, str], list[float]] = {}
-    for raw in await pipe.execute():
-        for field, value in raw.items():
-            uid, _, rest = text(field).partition("|")
-            step, _, n = rest.partition("|")
-            if user and uid != user:
-                continue
-            acc = sums.setdefault((uid, step), [0.0, 0.0])
-            acc[1 if n == "n" else 0] += float(value)
+    for field, value in raw.items():
+        uid, _, rest = text(field).partition("|")
+        step, _, n = rest.partition("|")
+        if user and uid != user:
+            continue
+        acc = sums.setdefault((uid, step), [0.0, 0.0])
+        acc[1 if n == "n" else 0] += float(value)
+    return [CostRow(user_id=u, step=s, attempts=int(a[1]), usd=a[0]) for (u, s), a in sums.items()]
+
+
+def sum_costs(rows: Sequence[CostRow]) -> list[CostRow]:
+    """Rows of the same user and step added up, sorted by user and step."""
+    sums: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        acc = sums.setdefault((r.user_id, r.step), [0.0, 0.0])
+        acc[0] += r.usd
+        acc[1] += r.attempts
     return [
         CostRow(user_id=u, step=s, attempts=int(a[1]), usd=round(a[0], 9))
         for (u, s), a in sorted(sums.items())
@@ -191,3 +222,38 @@ async def live_consumers(
     except ResponseError:  # no stream or no group: nobody reads it
         return 0
     return sum(int(c.get("idle") or 0) < active_ms for c in consumers)
+
+
+# -- counts -------------------------------------------------------------------------
+
+
+class StateCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """Sagas per state index, summed over partitions (what the console's list heads with).
+
+    Read from the indexes' sizes: an entry whose saga expired stays counted until a
+    listing or the retention sweep removes it, so these are upper bounds."""
+
+    active: int
+    """Pending or running (they share one index)."""
+    waiting_retry: int
+    completed: int
+    failed: int
+    cancelled: int
+    review: int
+    """Flagged for a person's review."""
+
+
+async def state_counts(client: Any, keys: Keys) -> StateCounts:
+    """ZCARD of every state index and the review index, in one pipeline."""
+    names = ("active", "waiting_retry", "completed", "failed", "cancelled")
+    states = [SagaState.PENDING, SagaState.WAITING_RETRY, SagaState.COMPLETED,
+              SagaState.FAILED, SagaState.CANCELLED]  # fmt: skip
+    pipe = client.pipeline(transaction=False)
+    for p in keys.all_partitions():
+        for state in states:
+            pipe.zcard(keys.state_index(p, state))
+        pipe.zcard(keys.review_index(p))
+    replies = await pipe.execute()
+    width = len(states) + 1
+    totals = [sum(int(replies[p * width + i]) for p in keys.all_partitions()) for i in range(width)]
+    return StateCounts(**dict(zip(names, totals, strict=False)), review=totals[-1])

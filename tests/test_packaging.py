@@ -42,6 +42,9 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path, redis_url: str)
         "assert len(m.list_samples()) >= 4; "
         "from importlib import resources; "
         "assert resources.files('saga.cli').joinpath('schemas/show.json').is_file(); "
+        "c = resources.files('saga.console'); "
+        "assert (c / 'templates' / 'saga.html').is_file() and (c / 'static' / 'console.js')"
+        ".is_file(), 'console templates or static files missing from the wheel'; "
         "print(s.version())"
     )
     out = subprocess.run(

@@ -164,14 +164,9 @@ async def _replay(
 
 async def _split_stale(client: Any, keys: Any, letters: list[Any]) -> tuple[list[Any], list[Any]]:
     """A letter is live while its saga is failed and still names it; others are stale."""
-    pipe = client.pipeline(transaction=False)
-    for d in letters:
-        pipe.hmget(keys.saga(d.record_id), "state", "dead_id")
-    live: list[Any] = []
-    stale: list[Any] = []
-    for d, (state, dead_id) in zip(letters, await pipe.execute(), strict=True):
-        ok = state == b"failed" and dead_id == d.id.encode()
-        (live if ok else stale).append(d)
+    from saga.state.dead_letters import split_live
+
+    live, stale = await split_live(client, keys, letters)
     return live, [{"record_id": d.record_id, "step": d.step, "reason": "stale"} for d in stale]
 
 

@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
         async with client_for(settings) as client:
             rows = await list_sagas(client, keys_of(settings), query)
         if args.json:
-            print_json(_document(rows))
+            print_json(document(rows))
         elif not rows:
             print("no sagas match; try without filters, or a longer --since")
         else:
@@ -72,7 +72,8 @@ def main(args: argparse.Namespace) -> int:
     return run(go)
 
 
-def _document(rows: list) -> object:  # type: ignore[type-arg]
+def document(rows: list) -> object:  # type: ignore[type-arg]
+    """``--json``: the rows as ``shapes.ListDocument`` (the console's API answers with it too)."""
     from saga.cli.shapes import ListDocument, SagaSummary
 
     return ListDocument(

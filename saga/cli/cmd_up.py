@@ -1,10 +1,14 @@
-"""saga up: the cluster's topology on one machine — one worker process per step."""
+"""saga up: the cluster's topology on one machine — one worker process per step, and with
+--console the web console beside them."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from saga.cli.common import Exit
+from saga.cli.common import CliError, Exit, run
+
+UP_TOKEN_HOURS = 12
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -12,10 +16,23 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "up",
         help="run one worker process per step against one Redis (Ctrl-C stops all)",
         description="Start N worker processes per step, as Kubernetes would, with their "
-        "logs interleaved and prefixed; Ctrl-C (or SIGTERM) drains and stops them all.",
+        "logs interleaved and prefixed; Ctrl-C (or SIGTERM) drains and stops them all. "
+        "With --console, the web console too: its URL and a sign-in token are printed.",
     )
     p.add_argument("--workers-per-step", type=int, default=1)
     p.add_argument("--steps", help="comma-separated steps (default: the whole pipeline)")
+    p.add_argument(
+        "--console",
+        action="store_true",
+        help=f"also serve the web console; prints its URL and an operator token valid "
+        f"{UP_TOKEN_HOURS} h (revoked when saga up stops)",
+    )
+    p.add_argument("--console-port", type=int, help="the console's port (SAGA_CONSOLE_PORT)")
+    p.add_argument(
+        "--dev",
+        action="store_true",
+        help="with --console: no sign-in, everyone on this machine is an operator (loopback only)",
+    )
     p.set_defaults(func=main)
 
 
@@ -25,6 +42,65 @@ def main(args: argparse.Namespace) -> int:
     from saga.up import run_up
 
     settings = load_settings()
+    if args.dev and not args.console:
+        raise CliError("--dev applies to --console only.", Exit.USAGE)
     steps = args.steps.split(",") if args.steps else list(document_pipeline(settings).names)
     url = redis_url(settings)  # start the embedded server once, before the workers
-    return Exit.OK if run_up(steps, args.workers_per_step, url) == 0 else Exit.FAILED
+    extra: dict[str, list[str]] = {}
+    token_name = ""
+    if args.console:
+        extra["console"], token_name = _console(settings, args)
+    try:
+        code = run_up(steps, args.workers_per_step, url, extra)
+    finally:
+        if token_name:
+            run(lambda: _revoke(settings, token_name))
+    return Exit.OK if code == 0 else Exit.FAILED
+
+
+def _console(settings: Any, args: argparse.Namespace) -> tuple[list[str], str]:
+    """The console's command line, after printing where to open it and how to sign in."""
+    from saga.console.config import is_loopback
+
+    host = settings.console.host
+    port = settings.console.port if args.console_port is None else args.console_port
+    argv = ["console", "--host", host, "--port", str(port)]
+    shown = f"http://{host}:{port}/"
+    if args.dev:
+        if not is_loopback(host):
+            raise CliError(f"--dev listens on loopback only, not on {host}.", Exit.USAGE)
+        print(f"saga up: console at {shown} (--dev: no sign-in; anyone on this machine "
+              "acts as an operator)", flush=True)  # fmt: skip
+        return [*argv, "--dev"], ""
+    name, token = run(lambda: _mint(settings))
+    print(f"saga up: console at {shown}\nsaga up: sign in with this token (operator, valid "
+          f"{UP_TOKEN_HOURS} h, revoked when saga up stops):\n{token}", flush=True)  # fmt: skip
+    return argv, name
+
+
+async def _mint(settings: Any) -> tuple[str, str]:
+    import getpass
+    import re
+    import time
+
+    from saga.console.tokens import Role, add_stored_token
+    from saga.runtime import client_for, keys_of
+    from saga.state.console_auth import revoke_token
+
+    name = "up-" + re.sub(r"[^A-Za-z0-9._-]", "-", getpass.getuser())[:60]
+    async with client_for(settings) as client:
+        keys = keys_of(settings)
+        await revoke_token(client, keys, name)  # a token an earlier `saga up` left behind
+        token = await add_stored_token(
+            client, keys, name, Role.OPERATOR, ttl_s=UP_TOKEN_HOURS * 3600,
+            now_ms=int(time.time() * 1000),
+        )  # fmt: skip
+    return name, token
+
+
+async def _revoke(settings: Any, name: str) -> None:
+    from saga.runtime import client_for, keys_of
+    from saga.state.console_auth import revoke_token
+
+    async with client_for(settings) as client:
+        await revoke_token(client, keys_of(settings), name)

@@ -30,6 +30,7 @@ COMMANDS = (
     "dlq",
     "top",
     "costs",
+    "console",
     "worker",
     "up",
     "demo",

@@ -56,11 +56,12 @@ def test_every_locked_package_is_pinned_with_hashes(name: str) -> None:
 
 
 def test_lock_satisfies_the_project_and_its_otlp_extra() -> None:
-    """Every dependency of the wheel (and the otlp extra the image installs) is locked at a
-    version its specifier allows; `just lock` rewrites the lock after a change."""
+    """Every dependency of the wheel (and the otlp and console extras the image installs) is
+    locked at a version its specifier allows; `just lock` rewrites the lock after a change."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     locked = pins(LOCKS["requirements"])
-    wanted = [*project["dependencies"], *project["optional-dependencies"]["otlp"]]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *extras["otlp"], *extras["console"]]
     for spec in map(Requirement, wanted):
         name = canonicalize_name(spec.name)
         assert name in locked, f"{spec.name} is not in deploy/requirements.lock: run `just lock`"

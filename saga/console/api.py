@@ -1,0 +1,158 @@
+"""``/api/v1``: the JSON API the pages' scripts use, in the shapes of the CLI's ``--json``.
+
+Reads need the viewer role, actions the operator role. Bodies are JSON (or a
+form); errors are ``{"error": "<one sentence>"}`` with the status that fits.
+``openapi.json`` describes every route (``saga.console.openapi``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from saga.console import params
+from saga.console.auth import Identity
+from saga.console.service import Service
+from saga.console.tokens import Role
+from saga.console.web import Body, bool_field, endpoint, list_field, text_field, who_of
+from saga.state.ids import validate_id
+
+PREFIX = "/api/v1"
+VIEWER, OPERATOR = Role.VIEWER, Role.OPERATOR
+
+
+def json(data: Any, status: int = 200) -> Response:
+    """msgspec encodes the CLI's Structs as the CLI prints them."""
+    return Response(msgspec.json.encode(data), status_code=status, media_type="application/json")
+
+
+def service(request: Request) -> Service:
+    s: Service = request.app.state.service
+    return s
+
+
+@endpoint(VIEWER, api=True)
+async def me(request: Request, who: Identity | None) -> Response:
+    w = who_of(who)
+    return json({"subject": w.subject, "role": w.role.value, "via": w.via})
+
+
+@endpoint(VIEWER, api=True)
+async def sagas(request: Request, who: Identity | None) -> Response:
+    """`saga list --json`; the next page's URL is in the Link header (rel="next"), so the
+    body stays the CLI's document."""
+    from saga.cli.cmd_list import document
+
+    page = await service(request).page(params.list_query(request.query_params))
+    response = json(document(page.rows))
+    if page.next is not None:
+        query = {k: v for k, v in request.query_params.items() if k != "cursor"}
+        query["cursor"] = page.next.encode()
+        response.headers["Link"] = f'<{PREFIX}/sagas?{urlencode(query)}>; rel="next"'
+    return response
+
+
+@endpoint(VIEWER, api=True)
+async def counts(request: Request, who: Identity | None) -> Response:
+    return json({"counts": await service(request).counts()})
+
+
+@endpoint(VIEWER, api=True)
+async def saga(request: Request, who: Identity | None) -> Response:
+    rid = validate_id(request.path_params["record_id"], "record id")
+    return json(await service(request).saga(rid, who_of(who)))
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def retry(request: Request, who: Identity | None, body: Body) -> Response:
+    rid = validate_id(request.path_params["record_id"], "record id")
+    step = text_field(body, "step", 32) or None
+    return json(await service(request).retry(who_of(who), rid, step, bool_field(body, "force")))
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def cancel(request: Request, who: Identity | None, body: Body) -> Response:
+    rid = validate_id(request.path_params["record_id"], "record id")
+    return json(await service(request).cancel(who_of(who), rid))
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def accept_review(request: Request, who: Identity | None, body: Body) -> Response:
+    rid = validate_id(request.path_params["record_id"], "record id")
+    note = text_field(body, "note", 300)
+    return json(await service(request).accept_review(who_of(who), rid, note))
+
+
+@endpoint(VIEWER, api=True)
+async def queues(request: Request, who: Identity | None) -> Response:
+    return json(await service(request).queues())
+
+
+@endpoint(VIEWER, api=True)
+async def dead_letters(request: Request, who: Identity | None) -> Response:
+    q = request.query_params
+    limit = params.limit(q.get("limit"), 50, params.MAX_PAGE)
+    return json(await service(request).dead_letters(q.get("step"), limit))
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def replay(request: Request, who: Identity | None, body: Body) -> Response:
+    ids = list_field(body, "record_ids")
+    for rid in ids or []:
+        validate_id(rid, "record id")
+    limit = params.limit(str(body.get("limit", "")) or None, 100, 1000)
+    result = await service(request).replay(
+        who_of(who), text_field(body, "step", 32) or None, ids, bool_field(body, "dry_run"), limit
+    )
+    return json(result)
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def purge(request: Request, who: Identity | None, body: Body) -> Response:
+    return json(await service(request).purge(who_of(who), text_field(body, "step", 32) or None))
+
+
+@endpoint(VIEWER, api=True)
+async def costs(request: Request, who: Identity | None) -> Response:
+    q = request.query_params
+    doc = await service(request).costs(params.user(q.get("user")), params.since_ms(q.get("since")))
+    return json(doc)
+
+
+@endpoint(VIEWER, api=True)
+async def costs_daily(request: Request, who: Identity | None) -> Response:
+    q = request.query_params
+    user, since = params.user(q.get("user")), params.since_ms(q.get("since"))
+    return json(await service(request).costs_daily(user, since))
+
+
+@endpoint(None, api=True)
+async def openapi(request: Request, who: Identity | None) -> Response:
+    from saga.console.openapi import document
+
+    return json(document())
+
+
+def routes() -> list[Route]:
+    p = PREFIX
+    return [
+        Route(f"{p}/me", me, methods=["GET"]),
+        Route(f"{p}/sagas", sagas, methods=["GET"]),
+        Route(f"{p}/counts", counts, methods=["GET"]),
+        Route(f"{p}/sagas/{{record_id}}", saga, methods=["GET"]),
+        Route(f"{p}/sagas/{{record_id}}/retry", retry, methods=["POST"]),
+        Route(f"{p}/sagas/{{record_id}}/cancel", cancel, methods=["POST"]),
+        Route(f"{p}/sagas/{{record_id}}/review/accept", accept_review, methods=["POST"]),
+        Route(f"{p}/queues", queues, methods=["GET"]),
+        Route(f"{p}/dead-letters", dead_letters, methods=["GET"]),
+        Route(f"{p}/dead-letters/replay", replay, methods=["POST"]),
+        Route(f"{p}/dead-letters/purge", purge, methods=["POST"]),
+        Route(f"{p}/costs", costs, methods=["GET"]),
+        Route(f"{p}/costs/daily", costs_daily, methods=["GET"]),
+        Route(f"{p}/openapi.json", openapi, methods=["GET"]),
+    ]

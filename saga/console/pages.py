@@ -1,0 +1,217 @@
+"""The HTML pages: server-rendered, usable without JavaScript (the script only keeps
+counts, queues and a running saga fresh). Every action is a POST form with the CSRF
+token, reached through a confirmation page; URLs carry record ids and filters only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from saga.console import params
+from saga.console.auth import SESSION_COOKIE, Identity
+from saga.console.draw import cost_chart, span_text, timeline, usd, when
+from saga.console.errors import ConsoleError, Unauthenticated
+from saga.console.service import Service
+from saga.console.tokens import Role
+from saga.console.web import Body, endpoint, set_cookie, text_field, who_of
+from saga.state.ids import validate_id
+
+VIEWER, OPERATOR = Role.VIEWER, Role.OPERATOR
+DONE = {
+    "retry": "Retried: the saga runs again in a new epoch (the timeline shows from where).",
+    "cancel": "Cancelled.",
+    "accept": "Review accepted: the flags are cleared and your name is in the history.",
+    "purge": "Dead letters purged.",
+}
+
+
+def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
+    context.setdefault("who", getattr(request.state, "who", None))
+    context["csrf"] = request.state.csrf
+    context["when"], context["usd"] = when, usd
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, name, context, status_code=status)  # type: ignore[no-any-return]
+
+
+def service(request: Request) -> Service:
+    s: Service = request.app.state.service
+    return s
+
+
+def see_other(url: str) -> Response:
+    return RedirectResponse(url, status_code=303)
+
+
+@endpoint(None, api=False)
+async def home(request: Request, who: Identity | None) -> Response:
+    return see_other("/sagas" if who else "/login")
+
+
+@endpoint(None, api=False)
+async def login_form(request: Request, who: Identity | None) -> Response:
+    return render(request, "login.html", who=who, error="")
+
+
+@endpoint(None, api=False, mutates=True)
+async def login(request: Request, who: Identity | None, body: Body) -> Response:
+    try:
+        cookie, found = await request.app.state.access.sign_in(text_field(body, "token", 200))
+    except Unauthenticated as exc:
+        return render(request, "login.html", status=401, who=None, error=exc.message)
+    request.state.who = found
+    response = see_other("/sagas")
+    ttl = request.app.state.access.config.settings.session_ttl_s
+    set_cookie(request, response, SESSION_COOKIE, cookie, max_age=ttl)
+    return response
+
+
+@endpoint(None, api=False, mutates=True)
+async def logout(request: Request, who: Identity | None, body: Body) -> Response:
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie:
+        await request.app.state.access.sign_out(cookie)
+    response = see_other("/login")
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@endpoint(VIEWER, api=False)
+async def sagas(request: Request, who: Identity | None) -> Response:
+    q = request.query_params
+    query = params.list_query(q)
+    svc = service(request)
+    page, counts, steps = await svc.page(query), await svc.counts(), await svc.steps(None)
+    keep = {k: v for k, v in q.items() if k != "cursor" and v}
+    more = urlencode({**keep, "cursor": page.next.encode()}) if page.next else ""
+    return render(request, "sagas.html", page=page, counts=counts, steps=steps, f=keep,
+                  states=params.STATES, next_query=more, paged="cursor" in q)  # fmt: skip
+
+
+@endpoint(VIEWER, api=False)
+async def saga(request: Request, who: Identity | None) -> Response:
+    from saga.cli.outputs import render_outputs
+    from saga.state.reads import get_saga_and_history
+
+    rid = validate_id(request.path_params["record_id"], "record id")
+    svc, w = service(request), who_of(who)
+    s, events = await get_saga_and_history(svc.redis, svc.keys, rid)
+    now = _now_ms()
+    outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
+    return render(request, "saga.html", s=s, rows=timeline(s, events, now),
+                  span=span_text(events, not s.state.terminal, now), outputs=outputs,
+                  steps=svc.pipeline.names, done=DONE.get(request.query_params.get("done", "")),
+                  document=s.document if w.role == Role.OPERATOR else "")  # fmt: skip
+
+
+@endpoint(OPERATOR, api=False)
+async def confirm(request: Request, who: Identity | None) -> Response:
+    rid = validate_id(request.path_params["record_id"], "record id")
+    action = request.query_params.get("action", "")
+    if action not in ("retry", "cancel", "accept"):
+        raise ConsoleError("action must be retry, cancel or accept")
+    step = request.query_params.get("step", "")
+    if action == "retry" and step not in service(request).pipeline.names:
+        raise ConsoleError(f"step {step!r} is not a step of the pipeline")
+    s = await service(request).sagas.get(rid)
+    return render(request, "confirm.html", s=s, action=action, step=step)
+
+
+@endpoint(OPERATOR, api=False, mutates=True)
+async def act(request: Request, who: Identity | None, body: Body) -> Response:
+    rid = validate_id(request.path_params["record_id"], "record id")
+    action, svc, w = request.path_params["action"], service(request), who_of(who)
+    if action == "retry":
+        await svc.retry(w, rid, text_field(body, "step", 32) or None, False)
+    elif action == "cancel":
+        await svc.cancel(w, rid)
+    elif action == "accept":
+        await svc.accept_review(w, rid, text_field(body, "note", 300))
+    else:
+        raise ConsoleError("action must be retry, cancel or accept")
+    return see_other(f"/sagas/{rid}?done={action}")
+
+
+@endpoint(VIEWER, api=False)
+async def queues(request: Request, who: Identity | None) -> Response:
+    return render(request, "queues.html", doc=await service(request).queues())
+
+
+@endpoint(VIEWER, api=False)
+async def dead_letters(request: Request, who: Identity | None) -> Response:
+    step = request.query_params.get("step") or None
+    svc = service(request)
+    letters = (await svc.dead_letters(step, 200)).dead_letters
+    return render(request, "dead_letters.html", letters=letters, step=step or "",
+                  steps=await svc.steps(None),
+                  done=DONE.get(request.query_params.get("done", "")))  # fmt: skip
+
+
+@endpoint(OPERATOR, api=False, mutates=True)
+async def replay(request: Request, who: Identity | None, body: Body) -> Response:
+    """Dry run first: the first POST shows what would be replayed and asks to confirm;
+    the confirmation replays exactly those records."""
+    step = text_field(body, "step", 32) or None
+    ids = body.get("record_id")
+    chosen = [ids] if isinstance(ids, str) else list(ids or [])
+    if body.get("scope") == "selected" and not chosen:
+        raise ConsoleError("select at least one dead letter, or dry-run all of them")
+    for rid in chosen:
+        validate_id(rid, "record id")
+    dry = body.get("confirm") != "1"
+    result = await service(request).replay(
+        who_of(who), step, chosen if chosen else None, dry_run=dry, limit=200
+    )
+    return render(request, "replay.html", result=result, step=step or "")
+
+
+@endpoint(OPERATOR, api=False)
+async def purge_confirm(request: Request, who: Identity | None) -> Response:
+    step = request.query_params.get("step") or None
+    count = len((await service(request).dead_letters(step, 1000)).dead_letters)
+    return render(request, "purge.html", step=step or "", count=count)
+
+
+@endpoint(OPERATOR, api=False, mutates=True)
+async def purge(request: Request, who: Identity | None, body: Body) -> Response:
+    await service(request).purge(who_of(who), text_field(body, "step", 32) or None)
+    return see_other("/dead-letters?done=purge")
+
+
+@endpoint(VIEWER, api=False)
+async def costs(request: Request, who: Identity | None) -> Response:
+    q = request.query_params
+    user, since = params.user(q.get("user")), q.get("since") or ""
+    svc, since_ms = service(request), params.since_ms(since)
+    doc, daily = await svc.costs(user, since_ms), await svc.costs_daily(user, since_ms)
+    return render(request, "costs.html", doc=doc, chart=cost_chart(daily["days"]),
+                  user=user or "", since=since)  # fmt: skip
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", home, methods=["GET"]),
+        Route("/login", login_form, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/sagas", sagas, methods=["GET"]),
+        Route("/sagas/{record_id}", saga, methods=["GET"]),
+        Route("/sagas/{record_id}/confirm", confirm, methods=["GET"]),
+        Route("/sagas/{record_id}/{action}", act, methods=["POST"]),
+        Route("/queues", queues, methods=["GET"]),
+        Route("/dead-letters", dead_letters, methods=["GET"]),
+        Route("/dead-letters/replay", replay, methods=["POST"]),
+        Route("/dead-letters/purge", purge_confirm, methods=["GET"]),
+        Route("/dead-letters/purge", purge, methods=["POST"]),
+        Route("/costs", costs, methods=["GET"]),
+    ]

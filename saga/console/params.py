@@ -1,0 +1,59 @@
+"""Query parameters of the list pages and their API twins, checked into typed queries.
+
+The same names and meanings as the CLI's flags (``saga list --state --step --user
+--review --since --limit``), plus ``cursor`` for the next page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from saga.console.errors import ConsoleError
+from saga.state.ids import validate_id, validate_step
+from saga.state.listing import Cursor, ListQuery
+from saga.state.model import SagaState
+
+MAX_PAGE = 500
+STATES = [s.value for s in SagaState]
+
+
+def since_ms(value: str | None) -> int:
+    """``since``: 30m, 2h, 7d or an ISO date, as ``--since`` reads it."""
+    from saga.cli.common import CliError, parse_since
+
+    try:
+        return parse_since(value or None)
+    except CliError as exc:
+        raise ConsoleError(str(exc).replace("--since", "since")) from None
+
+
+def limit(value: str | None, default: int, most: int) -> int:
+    if not value:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= most:
+        raise ConsoleError(f"limit must be a whole number from 1 to {most}")
+    return int(value)
+
+
+def flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes", "on")
+
+
+def list_query(p: Mapping[str, str]) -> ListQuery:
+    state = p.get("state") or None
+    if state is not None and state not in STATES:
+        raise ConsoleError(f"state {state!r} must be one of {', '.join(STATES)}")
+    cursor = p.get("cursor") or None
+    return ListQuery(
+        state=SagaState(state) if state else None,
+        step=validate_step(p["step"]) if p.get("step") else None,
+        user=validate_id(p["user"], "user id") if p.get("user") else None,
+        since_ms=since_ms(p.get("since")),
+        review=flag(p.get("review")),
+        limit=limit(p.get("limit"), 50, MAX_PAGE),
+        after=Cursor.decode(cursor) if cursor else None,
+    )
+
+
+def user(value: str | None) -> str | None:
+    return validate_id(value, "user id") if value else None

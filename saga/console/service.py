@@ -1,0 +1,203 @@
+"""What the console reads and does, shared by the JSON API and the pages.
+
+Reads go through the same ``state/`` queries as the CLI and come back in the
+shapes of its ``--json`` (``saga list``, ``show``, ``top``, ``dlq``, ``costs``),
+built by the CLI's own functions. A viewer's copy of a saga has no document name
+and no outputs. Every action runs through ``SagaClient`` (so through the state
+machine's scripts) with the person as the actor recorded in history, and is
+written to the audit log: who, what, which record, how it ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import structlog
+
+from saga.cli import shapes
+from saga.cli.cmd_top import Sample
+from saga.client import SagaClient
+from saga.console.auth import Identity
+from saga.console.errors import ConsoleError
+from saga.console.tokens import Role
+from saga.pipeline import Pipeline
+from saga.settings import Settings
+from saga.state.ids import validate_step
+from saga.state.keys import Keys
+from saga.state.listing import ListQuery, SagaPage, list_page
+from saga.state.model import SagaState
+from saga.state.queries import StateCounts, registered_steps, state_counts
+
+audit = structlog.get_logger("saga.console.audit")
+RATE_WINDOW_S = 60.0
+"""Throughput is measured against the previous sample if it is at most this old."""
+
+
+class Service:
+    def __init__(self, redis: Any, keys: Keys, settings: Settings, pipeline: Pipeline) -> None:
+        self.redis, self.keys, self.settings, self.pipeline = redis, keys, settings, pipeline
+        self.sagas = SagaClient(redis, keys, pipeline, settings)
+        self._last: Sample | None = None
+
+    # -- reads ----------------------------------------------------------------------
+    async def page(self, q: ListQuery) -> SagaPage:
+        return await list_page(self.redis, self.keys, q)
+
+    async def counts(self) -> StateCounts:
+        return await state_counts(self.redis, self.keys)
+
+    async def saga(self, record_id: str, who: Identity) -> Any:
+        """``saga show --json`` (``--output --json`` for an operator)."""
+        from saga.cli.cmd_show import document
+        from saga.state.reads import get_saga_and_history
+
+        saga, events = await get_saga_and_history(self.redis, self.keys, record_id)
+        operator = who.role == Role.OPERATOR
+        doc = document(saga, events, _now_ms(), outputs=operator)
+        if not operator:
+            doc.saga.document = ""  # a document's name or path can identify a patient
+        return doc
+
+    async def queues(self) -> Any:
+        """``saga top --once --json``; throughput against the previous call's sample."""
+        from saga.cli.cmd_top import document, sample
+
+        cur = await sample(self.redis, self.keys)
+        prev = self._last if self._last and cur.at - self._last.at <= RATE_WINDOW_S else None
+        self._last = cur
+        return document(cur, prev)
+
+    async def steps(self, step: str | None) -> list[str]:
+        """Every registered step, or ``step`` if it is one."""
+        known = await registered_steps(self.redis, self.keys)
+        if not step:
+            return known
+        if validate_step(step) not in known:
+            raise ConsoleError(f"unknown step {step!r}; the steps are {', '.join(known)}")
+        return [step]
+
+    async def dead_letters(self, step: str | None, limit: int) -> Any:
+        """``saga dlq list --json``."""
+        from saga.state.dead_letters import dead_letters
+
+        found = await dead_letters(self.redis, self.keys, await self.steps(step), limit)
+        return shapes.DeadLettersDocument(dead_letters=found)
+
+    async def costs(self, user: str | None, since_ms: int) -> Any:
+        """``saga costs --json``."""
+        from saga.cli.cmd_costs import document
+        from saga.state.queries import cost_totals
+
+        days = _days(since_ms)
+        return document(await cost_totals(self.redis, self.keys, days, user), days)
+
+    async def costs_daily(self, user: str | None, since_ms: int) -> dict[str, Any]:
+        """The rows of ``saga costs`` per UTC day, and each day's total (the chart)."""
+        from saga.state.queries import cost_by_day
+
+        days = _days(since_ms)
+        by_day = await cost_by_day(self.redis, self.keys, days, user)
+        return {"from": days[0], "to": days[-1], "days": [
+            {"day": d, "usd": round(sum(r.usd for r in rows), 9), "rows": rows}
+            for d, rows in by_day.items()
+        ]}  # fmt: skip
+
+    # -- actions --------------------------------------------------------------------
+    async def retry(self, who: Identity, record_id: str, step: str | None, force: bool) -> Any:
+        """``saga retry <record> --step S --json``."""
+        if step and step not in self.pipeline.names:
+            raise ConsoleError(f"unknown step {step!r}; the pipeline has "
+                               f"{', '.join(self.pipeline.names)}")  # fmt: skip
+        with _audited(who, "retry", record_id, step=step or "", force=force):
+            res = await self.sagas.retry(record_id, step=step, force=force, actor=who.actor)
+        return shapes.RetryResult(record_id=record_id, step=res.step, epoch=res.epoch,
+                                  duplicate=res.duplicate)  # fmt: skip
+
+    async def cancel(self, who: Identity, record_id: str) -> Any:
+        """``saga cancel <record> --json``."""
+        with _audited(who, "cancel", record_id):
+            previous = await self.sagas.cancel(record_id, actor=who.actor)
+        return shapes.CancelResult(record_id=record_id, previous_state=SagaState(previous),
+                                   state=SagaState.CANCELLED)  # fmt: skip
+
+    async def accept_review(self, who: Identity, record_id: str, note: str) -> Any:
+        """``saga review accept <record> --json``; the note is kept in history."""
+        actor = (who.actor + (f": {note}" if note else ""))[:500]
+        with _audited(who, "accept_review", record_id):
+            cleared = await self.sagas.accept_review(record_id, actor=actor)
+        return shapes.ReviewAccepted(record_id=record_id, accepted=True, flags_cleared=cleared)
+
+    async def replay(
+        self, who: Identity, step: str | None, record_ids: list[str] | None, dry_run: bool,
+        limit: int,
+    ) -> Any:  # fmt: skip
+        """``saga dlq replay --json``: each live dead letter's saga re-runs from its step;
+        ``record_ids`` picks some of them (the ones a person selected)."""
+        from saga.state.dead_letters import dead_letters, split_live
+        from saga.state.errors import StateError
+
+        letters = await dead_letters(
+            self.redis, self.keys, await self.steps(step), limit, oldest_first=True
+        )
+        if record_ids is not None:
+            chosen = set(record_ids)
+            letters = [d for d in letters if d.record_id in chosen]
+        live, stale = await split_live(self.redis, self.keys, letters)
+        skipped = [shapes.SkippedLetter(record_id=d.record_id, step=d.step, reason="stale")
+                   for d in stale]  # fmt: skip
+        done: list[Any] = []
+        errors: list[Any] = []
+        for d in live:
+            if not dry_run:
+                try:
+                    with _audited(who, "replay", d.record_id, step=d.step):
+                        await self.sagas.retry(d.record_id, step=d.step, actor=who.actor)
+                except (StateError, KeyError) as exc:
+                    errors.append(shapes.StepError(record_id=d.record_id, step=d.step,
+                                                   error=str(exc)))  # fmt: skip
+                    continue
+            done.append(shapes.RecordStep(record_id=d.record_id, step=d.step))
+        return shapes.ReplayDocument(dry_run=dry_run, replayed=done, skipped=skipped,
+                                     errors=errors)  # fmt: skip
+
+    async def purge(self, who: Identity, step: str | None) -> Any:
+        """``saga dlq purge --yes --json``: the dead letters go, the sagas stay failed."""
+        from saga.state.dead_letters import purge_dead_letters
+
+        steps = await self.steps(step)
+        with _audited(who, "purge_dead_letters", "", steps=",".join(steps)):
+            count = await purge_dead_letters(self.redis, self.keys, steps)
+        return shapes.PurgeDocument(purged=count, steps=steps)
+
+
+@contextlib.contextmanager
+def _audited(who: Identity, action: str, record_id: str, **fields: Any) -> Iterator[None]:
+    """Logs an action once it ended: who (subject, role, how signed in), what, on which
+    record, and ``ok`` or the error's type. Never a document name or an output."""
+    outcome = "ok"
+    try:
+        yield
+    except BaseException as exc:
+        outcome = type(exc).__name__
+        raise
+    finally:
+        audit.info("console_action", action=action, actor=who.actor, role=who.role.value,
+                   via=who.via, record_id=record_id, outcome=outcome, **fields)  # fmt: skip
+
+
+def _days(since_ms: int) -> list[str]:
+    """The UTC days ``saga costs --since`` covers (at most MAX_DAYS)."""
+    from saga.cli.cmd_costs import days_since
+    from saga.cli.common import CliError
+
+    try:
+        return days_since(since_ms, time.time())
+    except CliError as exc:
+        raise ConsoleError(str(exc).replace("--since", "since")) from None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
