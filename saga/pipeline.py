@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from saga.retry import RetryPolicy
 from saga.state.ids import validate_step
 from saga.state.keys import DEFAULT_TYPE, validate_type
+from saga.state.types import TypeInfo
 
 if TYPE_CHECKING:
     from saga.settings import Settings
@@ -133,6 +134,11 @@ class Pipeline:
     def insert_after(self, after: str, spec: StepSpec) -> Pipeline:
         i = self.names.index(self.get(after).name)
         return replace(self, steps=(*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
+
+    def info(self) -> TypeInfo:
+        """What the registry of types keeps of this pipeline (``saga.state.types``)."""
+        pages = tuple(s.name for s in self.steps if s.loads_pages)
+        return TypeInfo(name=self.name, steps=self.names, loads_pages=pages)
 
     def with_overrides(self, overrides: Callable[[StepSpec], StepSpec]) -> Pipeline:
         return replace(self, steps=tuple(overrides(s) for s in self.steps))
