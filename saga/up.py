@@ -8,9 +8,19 @@ import signal
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 
-def run_up(steps: list[str], per_step: int, redis_url: str) -> int:
+class Unit(NamedTuple):
+    """One worker process to run: its log label, the app (``module:attr``, "" for this
+    deployment's pipeline) and the step it serves."""
+
+    label: str
+    app: str
+    step: str
+
+
+def run_up(units: list[Unit], per_step: int, redis_url: str) -> int:
     """Run until Ctrl-C/SIGTERM, then SIGTERM every worker and wait for their drain."""
     env = dict(
         os.environ,
@@ -18,12 +28,13 @@ def run_up(steps: list[str], per_step: int, redis_url: str) -> int:
         SAGA_LOG_FORMAT=os.environ.get("SAGA_LOG_FORMAT", "console"),
     )
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    for step in steps:
+    for unit in units:
         for i in range(per_step):
-            name = f"{step}-{i + 1}"
+            name = f"{unit.label}-{i + 1}"
             penv = dict(env, SAGA_HEALTH_PORT=str(0))
+            target = [unit.app, unit.step] if unit.app else [unit.step]
             procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "saga.cli.main", "worker", step],
+                [sys.executable, "-m", "saga.cli.main", "worker", *target],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 env=penv,

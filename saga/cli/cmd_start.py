@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from saga.cli.common import CliError, Exit, print_json, run, state_text, table
+from saga.cli.saga_types import add_type_option
 
 NO_WORKER_AFTER_S = 3.0
 """How long ``--wait`` sees a saga pending with nobody reading its step before saying so."""
@@ -32,6 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "(default: resolved from SAGA_DOCUMENT_SOURCE by the router)",
     )
     p.add_argument(
+        "--input", help="the first step's input as a JSON object (instead of --document)"
+    )
+    add_type_option(p)
+    p.add_argument(
         "--wait",
         action="store_true",
         help="wait for a terminal state; says so once if no worker reads the saga's step",
@@ -55,8 +60,14 @@ def main(args: argparse.Namespace) -> int:
     async def go() -> int:
         from saga.client import SagaClient
 
-        async with SagaClient.from_settings(settings) as sagas:
-            res = await sagas.start(args.record_id, args.user_id, document=args.document)
+        async with await SagaClient.for_type(settings, args.saga_type) as sagas:
+            first = args.input.encode() if args.input else None
+            try:
+                res = await sagas.start(
+                    args.record_id, args.user_id, document=args.document, input=first
+                )
+            except ValueError as exc:  # --input does not fit the first step
+                raise CliError(f"{exc}.", Exit.USAGE) from None
             if not args.json:
                 _print_started(args, res)
             if not args.wait:
@@ -165,9 +176,10 @@ class _NoWorkerWatch:
             self.since = time.monotonic()
             return
         self.said = True
+        app = "" if keys.saga_type == "documents" else f"<module:app of {keys.saga_type}> "
         print(
             f"saga: no worker is reading the {saga.step} queue; start one with "
-            f"`saga worker {saga.step}` or `saga up` (still waiting; Ctrl-C to stop).",
+            f"`saga worker {app}{saga.step}` or `saga up` (still waiting; Ctrl-C to stop).",
             file=sys.stderr,
             flush=True,
         )
