@@ -13,7 +13,6 @@ from typing import Any
 
 from saga.cli.common import CliError, Exit
 
-
 OWN = "documents, or the type of the app SAGA_PIPELINE names"
 
 
