@@ -220,6 +220,7 @@ def test_public_names_load_lazily() -> None:
     import subprocess
     import sys
 
-    code = "import sys, saga; print(sorted(m for m in ('saga.app', 'saga.client', 'redis') if m in sys.modules))"
+    probe = ("saga.app", "saga.client", "redis")
+    code = f"import sys, saga; print(sorted(m for m in {probe!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
