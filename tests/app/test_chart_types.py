@@ -71,6 +71,14 @@ def test_a_types_scaledobject_watches_the_types_own_streams() -> None:
     assert f"{FULL}-orders-charge" in budgets
 
 
+def test_a_types_workers_get_the_workers_network_policy() -> None:
+    """The workers' egress policy selects a type's worker pods too."""
+    values = merged(ORDERS, {"networkPolicy": {"enabled": True}})
+    policies = of_kind(rendered(values), "NetworkPolicy")
+    selector = policies[f"{FULL}-workers"]["spec"]["podSelector"]["matchExpressions"][0]
+    assert {"orders-router", "orders-charge", "router"} <= set(selector["values"])
+
+
 @pytest.mark.parametrize(
     ("bad", "words"),
     [
