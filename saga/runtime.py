@@ -104,12 +104,14 @@ def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pip
     except (ImportError, AttributeError, ValueError) as exc:
         raise SettingsError(f"{what} {ref!r} does not name module:attribute ({exc})") from None
     try:
-        if callable(target) and not isinstance(target, App | Pipeline):
-            target = target()
+        if callable(target) and not isinstance(target, type | App | Pipeline):
+            target = target()  # a factory function
         if isinstance(target, App):
             return target.pipeline(settings)
     except AppError as exc:
         raise SettingsError(f"{what} {ref!r}: {exc}") from None
+    except Exception as exc:  # the factory's own failure, in one sentence at start-up
+        raise SettingsError(f"{what} {ref!r} failed ({type(exc).__name__}: {exc})") from None
     if not isinstance(target, Pipeline):
         raise SettingsError(f"{what} {ref!r} is neither a saga.App nor a Pipeline")
     return apply_overrides(target, settings)
