@@ -1,4 +1,56 @@
-"""saga: a durable saga runner for medical document pipelines on Redis."""
+"""saga: durable sagas on Redis — define a saga type with ``saga.App``, run its steps
+with ``saga worker module:app``, start and read sagas with ``app.client()``.
+
+The names below are the public API. They load on first use, so that ``import saga``
+(and every ``saga`` command) stays quick.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from saga.app import App
+    from saga.client import SagaClient
+    from saga.pipeline import AppError
+    from saga.steps.context import StepContext
+    from saga.steps.errors import (
+        InvalidInputError,
+        NotFoundError,
+        PermanentError,
+        RetryableError,
+    )
 
 __version__ = "0.1.0"
-__all__ = ["__version__"]
+__all__ = [
+    "App",
+    "AppError",
+    "InvalidInputError",
+    "NotFoundError",
+    "PermanentError",
+    "RetryableError",
+    "SagaClient",
+    "StepContext",
+    "__version__",
+]
+
+_HOMES = {
+    "App": "saga.app",
+    "AppError": "saga.pipeline",
+    "SagaClient": "saga.client",
+    "StepContext": "saga.steps.context",
+    "InvalidInputError": "saga.steps.errors",
+    "NotFoundError": "saga.steps.errors",
+    "PermanentError": "saga.steps.errors",
+    "RetryableError": "saga.steps.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'saga' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

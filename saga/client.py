@@ -1,6 +1,7 @@
-"""The async client an API backend uses to submit and steer sagas.
+"""The async client an API backend uses to submit and steer sagas of one type.
 
-It runs the same scripts as the CLI and the executors::
+It runs the same scripts as the CLI and the executors. ``app.client()`` gives one
+for a ``saga.App``; ``from_settings`` one for the document pipeline::
 
     async with SagaClient.from_settings(load_settings()) as sagas:
         await sagas.start("mr-2024-0001", "user-42", document="s3-proxy://...")
@@ -9,6 +10,9 @@ It runs the same scripts as the CLI and the executors::
         await sagas.retry("mr-2024-0001", step="parser")
         await sagas.cancel("mr-2024-0001")
         await sagas.accept_review("mr-2024-0001")   # a person checked the flagged results
+
+    async with orders.client() as sagas:               # orders = saga.App("orders")
+        await sagas.start("order-1", "user-7", input=Order(sku="A1", qty=2))
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ import msgspec
 from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.state import operator, reads, streams
+from saga.state.errors import InvalidIdError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.model import HistoryEvent, Saga
 from saga.state.operator import RetryResult
 from saga.state.requests import StartResult
+from saga.state.types import TypeInfo, register_type, type_info, type_names
 
 __all__ = ["SagaClient"]
 
@@ -35,20 +41,31 @@ class _FirstInput(msgspec.Struct, frozen=True):
 
 
 class SagaClient:
-    """start / get / history / retry / cancel over one keyspace."""
+    """start / get / history / retry / cancel for one saga type over one keyspace.
+
+    ``pipeline`` is the type's Pipeline (``app.pipeline()``), or just its registered
+    steps (a ``TypeInfo``: what the CLI has of a type whose code it lacks). The keys
+    are those of the pipeline's type."""
 
     def __init__(
-        self, client: Any, keys: Keys, pipeline: Pipeline, settings: Settings | None = None
+        self,
+        client: Any,
+        keys: Keys,
+        pipeline: Pipeline | TypeInfo,
+        settings: Settings | None = None,
     ) -> None:
         self.redis = client
-        self.keys = keys
-        self.pipeline = pipeline
-        self.sm = StateMachine(client, keys, settings.limits if settings else None)
+        self.pipeline = pipeline if isinstance(pipeline, Pipeline) else None
+        self.type_info = pipeline.info() if isinstance(pipeline, Pipeline) else pipeline
+        self.keys = keys.of_type(self.type_info.name)
+        self.sm = StateMachine(client, self.keys, settings.limits if settings else None)
         self._owns_client = False
         self._groups_ready = False
 
     @classmethod
     def from_settings(cls, settings: Settings, pipeline: Pipeline | None = None) -> SagaClient:
+        """A client of ``pipeline``'s type (default: this deployment's, the document
+        pipeline unless SAGA_PIPELINE names another) that closes its connection."""
         from saga.runtime import document_pipeline, keys_of, open_client
 
         self = cls(
@@ -58,6 +75,29 @@ class SagaClient:
             settings,
         )
         self._owns_client = True
+        return self
+
+    @classmethod
+    async def for_type(cls, settings: Settings, saga_type: str | None) -> SagaClient:
+        """A client of the registered type ``saga_type``, from the registry of types (the
+        CLI's ``--type``); None or this deployment's own type is ``from_settings``."""
+        from saga.runtime import document_pipeline
+
+        own = document_pipeline(settings)
+        if saga_type is None or saga_type == own.name:
+            return cls.from_settings(settings, own)
+        self = cls.from_settings(settings, own)
+        found = await type_info(self.redis, self.keys, saga_type)
+        if found is None:
+            known = ", ".join(await type_names(self.redis, self.keys)) or "none"
+            await self.aclose()
+            raise InvalidIdError(
+                f"no saga type {saga_type!r} is registered (registered: {known}); "
+                "a worker or client of the type registers it"
+            )
+        self.type_info, self.pipeline = found, None
+        self.keys = self.keys.of_type(found.name)
+        self.sm = StateMachine(self.redis, self.keys, settings.limits)
         return self
 
     async def __aenter__(self) -> SagaClient:
@@ -73,23 +113,32 @@ class SagaClient:
             await self.redis.aclose()
 
     async def start(
-        self, record_id: str, user_id: str, *, document: str = "", trace: str = ""
+        self,
+        record_id: str,
+        user_id: str,
+        *,
+        document: str = "",
+        input: Any = None,
+        trace: str = "",
     ) -> StartResult:
         """Create the saga and enqueue its first step; the same call again is a no-op.
 
         ``document`` reaches the first step as given: a local path should be absolute,
         since workers run in other directories (``saga start`` makes it so).
 
-        ``trace`` is a W3C traceparent to run the saga's steps under; by default
-        the saga gets its own trace (a ``saga <record_id>`` span, under the
-        caller's current span if there is one) when tracing is on."""
+        ``input`` is the first step's input (a Struct of its input type, or JSON bytes
+        of an object); without it the input is ``{"document": document}``, the
+        document pipeline's. ``trace`` is a W3C traceparent to run the saga's steps
+        under; by default the saga gets its own trace (a ``saga <record_id>`` span,
+        under the caller's current span if there is one) when tracing is on."""
         from saga.telemetry import tracing  # imports OpenTelemetry only when tracing is on
 
+        first = self._first_input(document, input)
         if not self._groups_ready:  # once per client: groups must exist at ID 0 first
-            await streams.ensure_groups(self.redis, self.keys, self.pipeline.names)
+            await streams.ensure_groups(self.redis, self.keys, self.type_info.steps)
+            await register_type(self.redis, self.keys, self.type_info)
             self._groups_ready = True
-        first = msgspec.json.encode(_FirstInput(document=document))
-        step = self.pipeline.first.name
+        step = self.type_info.first
         ready = self.keys.ready(self.keys.partition_of(record_id), step)
         with tracing.saga_span(record_id, user_id, ready) if not trace else tracing.NO_SPAN as span:
             result = await self.sm.start(
@@ -102,6 +151,26 @@ class SagaClient:
             )
             span.set("saga.created", result.created)
         return result
+
+    def _first_input(self, document: str, value: Any) -> bytes:
+        """The first step's input as JSON, checked against its type when it is known."""
+        if value is None:
+            return msgspec.json.encode(_FirstInput(document=document))
+        if document:
+            raise ValueError("give the saga's document= or its input=, not both")
+        raw = value if isinstance(value, bytes) else msgspec.json.encode(value)
+        try:
+            if self.pipeline is None:
+                msgspec.json.decode(raw, type=dict[str, Any])
+            else:
+                msgspec.json.decode(raw, type=self.pipeline.first.input_type)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            want = "a JSON object" if self.pipeline is None else (
+                self.pipeline.first.input_type.__name__)  # fmt: skip
+            raise ValueError(
+                f"the input does not fit step {self.type_info.first!r}, which takes {want}: {exc}"
+            ) from None
+        return raw
 
     async def get(self, record_id: str) -> Saga:
         return await reads.get_saga(self.redis, self.keys, record_id)
@@ -120,26 +189,26 @@ class SagaClient:
         """
         if step is None:
             step = (await self.get(record_id)).step
-        spec = self.pipeline.get(step)
-        while spec.loads_pages and self.pipeline.prev_of(step) != "_input":
+        info = self.type_info
+        info.index(step)  # an unknown step: KeyError naming the steps
+        while step in info.loads_pages and info.prev_of(step) != "_input":
             if await self.redis.exists(self.keys.pages(record_id)):
                 break
-            step = self.pipeline.prev_of(step)
-            spec = self.pipeline.get(step)
+            step = info.prev_of(step)
         return await operator.retry(
             self.sm,
             record_id,
             step,
-            self.pipeline.prev_of(step),
+            info.prev_of(step),
             force=force,
             actor=actor,
-            steps=self.pipeline.names,
+            steps=info.steps,
         )
 
     async def accept_review(self, record_id: str, *, actor: str = "api") -> int:
         """A person checked the results a step flagged and accepts them: the flags are
         cleared (the saga leaves ``saga list --review``) and who did it is in history."""
-        return await operator.accept_review(self.sm, record_id, self.pipeline.names, actor=actor)
+        return await operator.accept_review(self.sm, record_id, self.type_info.steps, actor=actor)
 
     async def cancel(self, record_id: str, *, actor: str = "api") -> str:
         return await operator.cancel(self.sm, record_id, actor=actor)

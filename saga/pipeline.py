@@ -1,24 +1,36 @@
-"""A pipeline is data: an ordered tuple of step specs.
+"""A pipeline is data: a saga type's name and its ordered tuple of step specs.
 
-The document pipeline is router → parser → grouper. Other packages add steps
-through the ``saga.steps`` entry-point group: each entry point names a
-``StepRegistration`` (or a callable returning one) saying which step it goes
-after. Adding an ``enricher`` takes a function, a registration and a
-deployment — no change to the engine.
+``saga.App`` builds one from decorated functions (``saga/app.py``); the executor,
+the client and the CLI read only this. The document pipeline is router → parser
+→ grouper. Other packages add steps to it through the ``saga.steps`` entry-point
+group: each entry point names a ``StepRegistration`` (or a callable returning
+one) saying which step it goes after. Adding an ``enricher`` takes a function, a
+registration and a deployment — no change to the engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saga.retry import RetryPolicy
 from saga.state.ids import validate_step
+from saga.state.keys import DEFAULT_TYPE, validate_type
+from saga.state.types import TypeInfo
+
+if TYPE_CHECKING:
+    from saga.settings import Settings
 
 ENTRY_POINT_GROUP = "saga.steps"
 StepFn = Callable[[Any, Any], Awaitable[Any]]
+CompensateFn = Callable[[Any, Any, Any, str], Awaitable[None]]
+"""``async def undo(ctx, input, output, idempotency_key) -> None``: see ``check_compensate``."""
+
+
+class AppError(ValueError):
+    """A saga type's definition cannot run; the message says why, in one sentence."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,11 +51,36 @@ class StepSpec:
     """The claim returns the record's pages blob (one round trip, no extra read)."""
     deletes_pages: bool = False
     """The commit deletes the pages blob (it is no longer needed)."""
+    compensate: CompensateFn | None = None
+    """Undoes the step's committed effect (``check_compensate`` says the shape); None
+    for a step with nothing to undo. Carried for the compensation runner."""
 
     def __post_init__(self) -> None:
         validate_step(self.name)
         if self.lease_s <= 0 or self.timeout_s <= 0 or self.concurrency < 1:
             raise ValueError(f"step {self.name!r}: lease, timeout and concurrency must be > 0")
+        if self.compensate is not None:
+            check_compensate(self.name, self.compensate)
+
+
+def check_compensate(step: str, fn: object) -> None:
+    """A compensation is ``async def undo(ctx, input, output, idempotency_key) -> None``:
+    the step's context, the input and the committed output of the step it undoes, and
+    the idempotency key that step ran with (its side effects are keyed on it)."""
+    import inspect
+
+    if not inspect.iscoroutinefunction(fn):
+        raise AppError(
+            f"step {step!r}: compensate= must be an async function "
+            "`async def undo(ctx, input, output, idempotency_key) -> None`"
+        )
+    try:
+        inspect.signature(fn).bind(None, None, None, "")
+    except TypeError:
+        raise AppError(
+            f"step {step!r}: compensate={getattr(fn, '__name__', fn)!r} must take four "
+            "arguments `(ctx, input, output, idempotency_key)`"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +93,14 @@ class StepRegistration:
 
 @dataclass(frozen=True, slots=True)
 class Pipeline:
+    """The steps of one saga type, in order; ``name`` namespaces its keys."""
+
     steps: tuple[StepSpec, ...]
+    name: str = DEFAULT_TYPE
+    """The saga type (``saga.App``'s name); the document pipeline's is ``documents``."""
 
     def __post_init__(self) -> None:
+        validate_type(self.name)
         names = [s.name for s in self.steps]
         if not names:
             raise ValueError("a pipeline needs at least one step")
@@ -91,10 +133,39 @@ class Pipeline:
 
     def insert_after(self, after: str, spec: StepSpec) -> Pipeline:
         i = self.names.index(self.get(after).name)
-        return Pipeline((*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
+        return replace(self, steps=(*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
+
+    def info(self) -> TypeInfo:
+        """What the registry of types keeps of this pipeline (``saga.state.types``)."""
+        pages = tuple(s.name for s in self.steps if s.loads_pages)
+        return TypeInfo(name=self.name, steps=self.names, loads_pages=pages)
 
     def with_overrides(self, overrides: Callable[[StepSpec], StepSpec]) -> Pipeline:
-        return Pipeline(tuple(overrides(s) for s in self.steps))
+        return replace(self, steps=tuple(overrides(s) for s in self.steps))
+
+
+def apply_overrides(pipeline: Pipeline, settings: Settings) -> Pipeline:
+    """``SAGA_<STEP>_*`` (concurrency, attempts, lease expiries, timeout, lease, backoff)
+    over the specs' own values (a step name's overrides apply to it in every saga type)."""
+
+    def override(spec: StepSpec) -> StepSpec:
+        o = settings.for_step(spec.name)
+        retry = spec.retry
+        if o.max_attempts:
+            retry = replace(retry, max_attempts=o.max_attempts)
+        if o.max_lease_expiries:
+            retry = replace(retry, max_lease_expiries=o.max_lease_expiries)
+        if o.backoff_s:
+            retry = replace(retry, base_s=o.backoff_s)
+        return replace(
+            spec,
+            retry=retry,
+            concurrency=o.concurrency or spec.concurrency,
+            timeout_s=o.timeout_s or spec.timeout_s,
+            lease_s=o.lease_s or spec.lease_s,
+        )
+
+    return pipeline.with_overrides(override)
 
 
 def with_registrations(pipeline: Pipeline, regs: Iterable[StepRegistration]) -> Pipeline:

@@ -1,37 +1,42 @@
 """Wiring from settings: the Redis client (embedded server when REDIS_URL is unset),
-the document pipeline with its overrides, and the ports each attempt gets."""
+the keys of a saga type, and the pipeline a process serves (the document pipeline,
+or the App named by ``module:attr``) with its overrides."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.pipeline import Pipeline, StepSpec, discovered_registrations, with_registrations
-from saga.retry import RetryPolicy
+from saga.pipeline import (
+    AppError,
+    Pipeline,
+    apply_overrides,
+    discovered_registrations,
+    with_registrations,
+)
 from saga.settings import Settings
 from saga.state.connection import connect
-from saga.state.keys import Keys
-
-# Defaults per step: the parser calls an LLM and may be slow; the others are quick.
-_STEP_DEFAULTS: dict[str, dict[str, Any]] = {
-    "router": {"timeout_s": 120.0, "lease_s": 60.0, "concurrency": 8, "max_attempts": 5},
-    "parser": {"timeout_s": 600.0, "lease_s": 120.0, "concurrency": 4, "max_attempts": 5},
-    "grouper": {"timeout_s": 300.0, "lease_s": 60.0, "concurrency": 8, "max_attempts": 5},
-}
+from saga.state.keys import DEFAULT_TYPE, Keys
 
 
-def keys_of(settings: Settings) -> Keys:
+def keys_of(settings: Settings, saga_type: str = DEFAULT_TYPE) -> Keys:
+    """The keys of one saga type (the document pipeline's by default), sealing patient
+    data with ``SAGA_DATA_KEY`` when it is set."""
     sealer = None
     if settings.data_key:
         from saga.state.sealing import Sealer, parse_key
 
         sealer = Sealer(parse_key(settings.data_key))
-    return Keys(prefix=settings.key_prefix, partitions=settings.partitions, sealer=sealer)
+    return Keys(
+        prefix=settings.key_prefix,
+        partitions=settings.partitions,
+        saga_type=saga_type,
+        sealer=sealer,
+    )
 
 
 def embedded_server(settings: Settings) -> EmbeddedServer:
@@ -81,67 +86,53 @@ async def client_for(settings: Settings) -> AsyncIterator[Any]:
 
 
 def document_pipeline(settings: Settings) -> Pipeline:
-    """router → parser → grouper, plus steps from entry points, with SAGA_<STEP>_* applied.
-    ``SAGA_PIPELINE=module:function`` replaces the document pipeline with another one."""
+    """This deployment's saga type: the document pipeline (``saga.documents``, type
+    ``documents``) plus steps from entry points, with SAGA_<STEP>_* applied; or, with
+    ``SAGA_PIPELINE=module:attr``, the App or Pipeline it names."""
     if settings.pipeline:
-        return apply_overrides(custom_pipeline(settings.pipeline), settings)
-    from saga.steps.pipeline_steps import STEPS
+        return load_pipeline(settings.pipeline, settings, what="SAGA_PIPELINE")
+    from saga.documents import app
 
-    specs = []
-    for d in STEPS:
-        base = _STEP_DEFAULTS.get(d.name, {})
-        specs.append(
-            StepSpec(
-                name=d.name,
-                fn=d.fn,
-                input_type=d.input_type,
-                output_type=d.output_type,
-                loads_pages=d.loads_pages,
-                deletes_pages=d.deletes_pages,
-                timeout_s=base.get("timeout_s", 300.0),
-                lease_s=base.get("lease_s", 60.0),
-                concurrency=base.get("concurrency", 8),
-                retry=RetryPolicy(max_attempts=base.get("max_attempts", 5)),
-            )
-        )
-    pipeline = with_registrations(Pipeline(tuple(specs)), discovered_registrations())
+    pipeline = with_registrations(app.build(), discovered_registrations())
     return apply_overrides(pipeline, settings)
 
 
-def custom_pipeline(ref: str) -> Pipeline:
+def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pipeline:
+    """``module:attr`` naming a ``saga.App``, a ``Pipeline``, or a function returning
+    either, as a checked pipeline with SAGA_<STEP>_* applied. The current directory is
+    searched first, as for ``python -m``. Raises SettingsError in one sentence."""
     import importlib
+    import os
+    import sys
 
+    from saga.app import App
     from saga.settings import SettingsError
 
     module, _, attr = ref.partition(":")
+    if not module or not attr:
+        raise SettingsError(f"{what} {ref!r} must be module:attribute, e.g. myapp:app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
-        factory = getattr(importlib.import_module(module), attr)
+        target = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise SettingsError(
-            f"SAGA_PIPELINE={ref!r} does not name module:function ({exc})"
-        ) from None
-    pipeline = factory() if callable(factory) else factory
-    if not isinstance(pipeline, Pipeline):
-        raise SettingsError(f"SAGA_PIPELINE={ref!r} did not give a Pipeline")
-    return pipeline
+        raise SettingsError(f"{what} {ref!r} does not name module:attribute ({exc})") from None
+    try:
+        if callable(target) and not isinstance(target, type | App | Pipeline):
+            target = target()  # a factory function
+        if isinstance(target, App):
+            return target.pipeline(settings)
+    except AppError as exc:
+        raise SettingsError(f"{what} {ref!r}: {exc}") from None
+    except Exception as exc:  # the factory's own failure, in one sentence at start-up
+        raise SettingsError(f"{what} {ref!r} failed ({type(exc).__name__}: {exc})") from None
+    if not isinstance(target, Pipeline):
+        raise SettingsError(f"{what} {ref!r} is neither a saga.App nor a Pipeline")
+    return apply_overrides(target, settings)
 
 
-def apply_overrides(pipeline: Pipeline, settings: Settings) -> Pipeline:
-    def override(spec: StepSpec) -> StepSpec:
-        o = settings.for_step(spec.name)
-        retry = spec.retry
-        if o.max_attempts:
-            retry = replace(retry, max_attempts=o.max_attempts)
-        if o.max_lease_expiries:
-            retry = replace(retry, max_lease_expiries=o.max_lease_expiries)
-        if o.backoff_s:
-            retry = replace(retry, base_s=o.backoff_s)
-        return replace(
-            spec,
-            retry=retry,
-            concurrency=o.concurrency or spec.concurrency,
-            timeout_s=o.timeout_s or spec.timeout_s,
-            lease_s=o.lease_s or spec.lease_s,
-        )
+def custom_pipeline(ref: str) -> Pipeline:
+    """``SAGA_PIPELINE``'s target without overrides (kept for callers of old releases)."""
+    from saga.settings import load_settings
 
-    return pipeline.with_overrides(override)
+    return load_pipeline(ref, load_settings(), what="SAGA_PIPELINE")

@@ -8,10 +8,20 @@ import signal
 import subprocess
 import sys
 import time
+from typing import NamedTuple
+
+
+class Unit(NamedTuple):
+    """One worker process to run: its log label, the app (``module:attr``, "" for this
+    deployment's pipeline) and the step it serves."""
+
+    label: str
+    app: str
+    step: str
 
 
 def run_up(
-    steps: list[str], per_step: int, redis_url: str, extra: dict[str, list[str]] | None = None
+    units: list[Unit], per_step: int, redis_url: str, extra: dict[str, list[str]] | None = None
 ) -> int:
     """Run until Ctrl-C/SIGTERM, then SIGTERM every worker and wait for their drain.
     ``extra``: more ``saga`` commands to supervise the same way, by name (the console)."""
@@ -21,12 +31,13 @@ def run_up(
         SAGA_LOG_FORMAT=os.environ.get("SAGA_LOG_FORMAT", "console"),
     )
     procs: dict[str, subprocess.Popen[bytes]] = {}
-    for step in steps:
+    for unit in units:
         for i in range(per_step):
-            name = f"{step}-{i + 1}"
+            name = f"{unit.label}-{i + 1}"
             penv = dict(env, SAGA_HEALTH_PORT=str(0))
+            target = [unit.app, unit.step] if unit.app else [unit.step]
             procs[name] = subprocess.Popen(
-                [sys.executable, "-m", "saga.cli.main", "worker", step],
+                [sys.executable, "-m", "saga.cli.main", "worker", *target],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 env=penv,

@@ -4,6 +4,13 @@ Every key one script touches carries the record's partition hash tag
 (``{p3}``), so each transition runs unchanged on Redis Cluster: the saga hash,
 its history, its pages and the partition's streams, indexes and counters all
 land in one slot.
+
+Several saga types share one Redis: a type's keys carry its name in the hash tag
+(``saga:{orders.p3}:ready:router``), so each type's records, streams, indexes,
+counters and step registry are its own, and types spread over a cluster's slots.
+The default type (``documents``, the document pipeline) keeps the tag ``{p3}``:
+its keys are exactly those of the releases before types. Breakers, billing keys
+and the registry of types are shared by all types.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from saga.state.errors import InvalidIdError
@@ -22,17 +29,32 @@ from saga.state.sealing import Sealer
 GROUP = "executors"
 """The one consumer group on every ready stream."""
 
+DEFAULT_TYPE = "documents"
+"""The saga type of the document pipeline; its keys have no type in them."""
+
 _ACTIVE = (SagaState.PENDING, SagaState.RUNNING)
 _PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+_TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+def validate_type(name: object) -> str:
+    """Saga type names are lowercase identifiers (they appear in keys and hash tags)."""
+    if not isinstance(name, str) or _TYPE.fullmatch(name) is None:
+        raise InvalidIdError(
+            f"saga type name {name!r} must be a lowercase identifier of at most 32 characters"
+        )
+    return name
 
 
 @dataclass(frozen=True, slots=True)
 class Keys:
-    """Forms keys for one keyspace (``prefix``) split into ``partitions`` hash tags, and
-    seals its patient data with the keyspace's data key when there is one."""
+    """Forms keys for one saga type (``saga_type``) of one keyspace (``prefix``), split
+    into ``partitions`` hash tags, and seals its patient data with the keyspace's data
+    key when there is one."""
 
     prefix: str = "saga"
     partitions: int = 1
+    saga_type: str = DEFAULT_TYPE
     sealer: Sealer | None = field(default=None, compare=False)
     """``SAGA_DATA_KEY``'s cipher (state/sealing.py); None stores values in clear."""
 
@@ -43,6 +65,7 @@ class Keys:
         return self.sealer.unseal(data) if self.sealer is not None else data
 
     def __post_init__(self) -> None:
+        validate_type(self.saga_type)
         if _PREFIX.fullmatch(self.prefix) is None:
             raise InvalidIdError(f"key prefix {self.prefix!r} must match {_PREFIX.pattern}")
         if not 1 <= self.partitions <= 1024:
@@ -57,7 +80,7 @@ class Keys:
         return range(self.partitions)
 
     def _p(self, partition: int) -> str:
-        return f"{self.prefix}:{{p{partition}}}"
+        return _base(self.prefix, self.saga_type, partition)
 
     def _r(self, record_id: str) -> str:
         validate_id(record_id, "record_id")
@@ -86,15 +109,15 @@ class Keys:
         return f"{self._r(record_id)}:llm:{record_id}:{validate_step(step)}:{digest}"
 
     # -- per partition and step --------------------------------------------
-    # Formed on every transition: cached per (prefix, partition, step, kind).
+    # Formed on every transition: cached per (prefix, type, partition, step, kind).
     def ready(self, partition: int, step: str) -> str:
-        return _step_key(self.prefix, partition, step, "ready")
+        return _step_key(self.prefix, self.saga_type, partition, step, "ready")
 
     def delayed(self, partition: int, step: str) -> str:
-        return _step_key(self.prefix, partition, step, "delayed")
+        return _step_key(self.prefix, self.saga_type, partition, step, "delayed")
 
     def dead(self, partition: int, step: str) -> str:
-        return _step_key(self.prefix, partition, step, "dead")
+        return _step_key(self.prefix, self.saga_type, partition, step, "dead")
 
     def quarantine(self, partition: int) -> str:
         return f"{self._p(partition)}:quarantine"
@@ -110,12 +133,11 @@ class Keys:
         """Sagas by state, scored by when they entered it. Pending and running share
         one index ("active"): claims and hand-offs between steps, the two commonest
         transitions, then move nothing (readers filter on the saga's own state)."""
-        name = "active" if state in _ACTIVE else state.value
-        return f"{self._p(partition)}:idx:state:{name}"
+        return _state_index(self._p(partition), state)
 
     def state_indexes(self, partition: int) -> list[str]:
         """One index key per state, in SagaState order (the Lua scripts rely on it)."""
-        return list(_state_indexes(self.prefix, partition))
+        return list(_state_indexes(self.prefix, self.saga_type, partition))
 
     def user_index(self, partition: int, user_id: str) -> str:
         return f"{self._p(partition)}:idx:user:{validate_id(user_id, 'user_id')}"
@@ -158,8 +180,19 @@ class Keys:
         return f"{self.prefix}:workers"
 
     def steps_registry(self) -> str:
-        """A set of every step name a worker or client has created groups for."""
-        return f"{self.prefix}:steps"
+        """A set of every step name a worker or client of this type has created groups for."""
+        if self.saga_type == DEFAULT_TYPE:
+            return f"{self.prefix}:steps"
+        return f"{self.prefix}:steps:{self.saga_type}"
+
+    def types_registry(self) -> str:
+        """A hash of every saga type a worker or client has registered: name -> its steps
+        in order (``saga.state.types``), read by ``saga top`` and ``--type``."""
+        return f"{self.prefix}:types"
+
+    def of_type(self, saga_type: str) -> Keys:
+        """The same keyspace and partitions, for another saga type."""
+        return replace(self, saga_type=saga_type)
 
     # -- the web console (not touched by transition scripts) -------------------
     def console_tokens(self) -> str:
@@ -189,12 +222,25 @@ class RecordKeys(NamedTuple):
 
 
 @functools.lru_cache(maxsize=4096)
-def _step_key(prefix: str, partition: int, step: str, kind: str) -> str:
-    return f"{prefix}:{{p{partition}}}:{kind}:{validate_step(step)}"
+def _base(prefix: str, saga_type: str, partition: int) -> str:
+    """``saga:{p3}`` for the default type, ``saga:{orders.p3}`` for the others."""
+    if saga_type == DEFAULT_TYPE:
+        return f"{prefix}:{{p{partition}}}"
+    return f"{prefix}:{{{saga_type}.p{partition}}}"
 
 
-@functools.cache
-def _state_indexes(prefix: str, partition: int) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=4096)
+def _step_key(prefix: str, saga_type: str, partition: int, step: str, kind: str) -> str:
+    return f"{_base(prefix, saga_type, partition)}:{kind}:{validate_step(step)}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _state_indexes(prefix: str, saga_type: str, partition: int) -> tuple[str, ...]:
     # Every transition passes these six keys: form them once per partition.
-    keys = Keys(prefix)
-    return tuple(keys.state_index(partition, s) for s in SagaState)
+    base = _base(prefix, saga_type, partition)
+    return tuple(_state_index(base, s) for s in SagaState)
+
+
+def _state_index(base: str, state: SagaState) -> str:
+    name = "active" if state in _ACTIVE else state.value
+    return f"{base}:idx:state:{name}"

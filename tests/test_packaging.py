@@ -71,7 +71,25 @@ def test_editable_install_maps_the_four_folders() -> None:
 
 def test_public_api_is_pinned() -> None:
     """The exported names of the package and the client do not change by accident."""
-    assert saga.__all__ == ["__version__"]
+    assert saga.__all__ == [
+        "App",
+        "AppError",
+        "InvalidInputError",
+        "NotFoundError",
+        "PermanentError",
+        "RetryableError",
+        "SagaClient",
+        "StepContext",
+        "__version__",
+    ]
+    assert all(getattr(saga, name) is not None for name in saga.__all__)
+    assert {n for n in dir(saga.App) if not n.startswith("_")} == {
+        "name",
+        "step",
+        "build",
+        "pipeline",
+        "client",
+    }
     assert saga.client.__all__ == ["SagaClient"]
     public = {n for n in dir(saga.client.SagaClient) if not n.startswith("_")}
     assert public == {
@@ -83,8 +101,10 @@ def test_public_api_is_pinned() -> None:
         "accept_review",
         "aclose",
         "from_settings",
+        "for_type",
         "redis",
         "keys",
         "pipeline",
         "sm",
-    } - {"redis", "keys", "pipeline", "sm"}
+        "type_info",
+    } - {"redis", "keys", "pipeline", "sm", "type_info"}

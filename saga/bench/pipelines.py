@@ -1,6 +1,7 @@
 """Pipelines for bench worker processes, named through ``SAGA_PIPELINE``.
 
-``noop``: router → parser → grouper, each step returning a tiny output at once,
+``noop``: router → parser → grouper, declared with ``saga.App`` as a user would
+(so the bench measures the public API's path), each step returning a tiny output at once,
 so every figure measures the engine (claim, commit, history, logging), not a step.
 With ``SAGA_BENCH_PAGE_BYTES`` > 0 (``saga bench --page-bytes``) it has the document
 pipeline's shape as well: the router stores that much page text, and the parser
@@ -16,12 +17,20 @@ from typing import Any
 import anyio
 import msgspec
 
+from saga.app import App
 from saga.pipeline import Pipeline, StepSpec
+from saga.state.keys import DEFAULT_TYPE
 
 STEP_NAMES = ("router", "parser", "grouper")
 PAGE_BYTES_ENV = "SAGA_BENCH_PAGE_BYTES"
 PAGE_CHARS = 2000
 """Text per page: a dense page of a lab report."""
+
+
+class Start(msgspec.Struct, frozen=True):
+    """What ``SagaClient.start`` gives the first step."""
+
+    document: str = ""
 
 
 class Done(msgspec.Struct, frozen=True):
@@ -31,11 +40,18 @@ class Done(msgspec.Struct, frozen=True):
 def _noop(name: str) -> Any:
     out = Done(name)
 
-    async def step(ctx: Any, inp: Any) -> Done:
+    async def step(ctx: Any, inp: Done) -> Done:
         return out
 
     step.__name__ = f"noop_{name}"
     return step
+
+
+_ROUTED = Done("router")
+
+
+async def _noop_first(ctx: Any, inp: Start) -> Done:
+    return _ROUTED
 
 
 def page_texts(total: int) -> list[str]:
@@ -48,7 +64,7 @@ def page_texts(total: int) -> list[str]:
 def _storing(pages: list[str]) -> Any:
     out = Done("router")
 
-    async def step(ctx: Any, inp: Any) -> Done:
+    async def step(ctx: Any, inp: Start) -> Done:
         ctx.store_pages(pages)
         return out
 
@@ -56,7 +72,7 @@ def _storing(pages: list[str]) -> Any:
     return step
 
 
-async def _reading(ctx: Any, inp: Any) -> Done:
+async def _reading(ctx: Any, inp: Done) -> Done:
     if not ctx.pages:  # loaded by the claim: missing pages are an engine defect here
         raise RuntimeError(f"the parser of {ctx.record_id} got no pages")
     return Done("parser")
@@ -68,29 +84,18 @@ async def _hang(ctx: Any, inp: Any) -> Done:
 
 
 def noop() -> Pipeline:
-    base = Pipeline(
-        tuple(StepSpec(name=n, fn=_noop(n), input_type=dict, output_type=Done) for n in STEP_NAMES)
-    )
+    app = App(DEFAULT_TYPE)
     page_bytes = int(os.environ.get(PAGE_BYTES_ENV) or 0)
-    if page_bytes <= 0:
-        return base
-    pages = page_texts(page_bytes)
-
-    def paged(s: StepSpec) -> StepSpec:
-        if s.name == "router":
-            return StepSpec(name=s.name, fn=_storing(pages), input_type=dict, output_type=Done)
-        if s.name == "parser":
-            return StepSpec(
-                name=s.name,
-                fn=_reading,
-                input_type=dict,
-                output_type=Done,
-                loads_pages=True,
-                deletes_pages=True,
-            )
-        return s
-
-    return base.with_overrides(paged)
+    if page_bytes > 0:
+        router = app.step(name="router")(_storing(page_texts(page_bytes)))
+        parser = app.step(name="parser", after=router, loads_pages=True, deletes_pages=True)(
+            _reading
+        )
+    else:
+        router = app.step(name="router")(_noop_first)
+        parser = app.step(name="parser", after=router)(_noop("parser"))
+    app.step(name="grouper", after=parser)(_noop("grouper"))
+    return app.build()
 
 
 def stuck() -> Pipeline:

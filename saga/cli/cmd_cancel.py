@@ -7,6 +7,7 @@ import getpass
 import socket
 
 from saga.cli.common import Exit, print_json, run
+from saga.cli.saga_types import add_type_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "cancelling twice changes nothing.",
     )
     p.add_argument("record_id")
+    add_type_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
 
@@ -33,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
     async def go() -> int:
         from saga.client import SagaClient
 
-        async with SagaClient.from_settings(settings) as sagas:
+        async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             previous = await sagas.cancel(args.record_id, actor=actor())
         if args.json:
             from saga.cli.shapes import CancelResult

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table
+from saga.cli.saga_types import add_type_option, pipeline_of, typed_keys
 
 USAGE = "saga dlq list|show|replay|purge; see `saga dlq <verb> --help`."
 LIST_SHRINK = {"message": 16, "error": 14}
@@ -23,11 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--step", help="only this step (default: every registered step)")
     common.add_argument("--json", action="store_true", help="one JSON document")
+    add_type_option(common)
     v = verbs.add_parser("list", parents=[common], help="dead letters, newest first")
     v.add_argument("--limit", type=int, default=50, help="at most N (default 50)")
     v = verbs.add_parser("show", help="the dead letter of one record")
     v.add_argument("record_id")
     v.add_argument("--json", action="store_true", help="one JSON document")
+    add_type_option(v)
     v = verbs.add_parser(
         "replay", parents=[common], help="re-run dead-lettered sagas from the step they failed at"
     )
@@ -60,10 +63,10 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
+        from saga.runtime import client_for
 
         async with client_for(settings) as client:
-            keys = keys_of(settings)
+            keys = await typed_keys(client, settings, args.saga_type)
             if args.verb == "show":
                 return await _show(client, keys, args)
             steps = await _steps(client, keys, args.step)
@@ -147,9 +150,8 @@ async def _replay(
     if not args.dry_run and live:
         # The pipeline's order says which step's output feeds the step: imported only here.
         from saga.client import SagaClient
-        from saga.runtime import document_pipeline
 
-        sagas = SagaClient(client, keys, document_pipeline(settings), settings)
+        sagas = SagaClient(client, keys, await pipeline_of(client, settings, keys), settings)
         for d in live:
             try:
                 await sagas.retry(d.record_id, step=d.step, actor=_actor())

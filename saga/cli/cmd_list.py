@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from saga.cli.common import CliError, Exit, fmt_ms, parse_since, print_json, run, state_text, table
+from saga.cli.saga_types import add_type_option, typed_keys
 
 MAX_LIMIT = 10_000
 
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--since", help="only sagas created since T: 30m, 2h, 7d or an ISO date")
     p.add_argument("--limit", type=int, default=50, help="at most N sagas (default 50)")
+    add_type_option(p)
     p.add_argument(
         "--json", action="store_true", help='one JSON document {"sagas": [...]} (docs/json.md)'
     )
@@ -56,11 +58,12 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
+        from saga.runtime import client_for
         from saga.state.listing import list_sagas
 
         async with client_for(settings) as client:
-            rows = await list_sagas(client, keys_of(settings), query)
+            keys = await typed_keys(client, settings, args.saga_type)
+            rows = await list_sagas(client, keys, query)
         if args.json:
             print_json(document(rows))
         elif not rows:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from saga.cli.common import CliError, Exit, parse_since, print_json, run, table
+from saga.cli.saga_types import add_type_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--since", help="bulk: created within, e.g. 2h, 7d, or an ISO date")
     p.add_argument("--limit", type=int, default=1000, help="bulk: at most N sagas")
     p.add_argument("--dry-run", action="store_true", help="bulk: list what would be retried")
+    add_type_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
 
@@ -55,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         from saga.cli.cmd_cancel import actor
         from saga.client import SagaClient
 
-        async with SagaClient.from_settings(settings) as sagas:
+        async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             if args.step:
                 _known_step(sagas, args.step)
             if args.record_id:
@@ -90,9 +92,10 @@ def _known_step(sagas: object, step: str) -> None:
     from saga.client import SagaClient
 
     assert isinstance(sagas, SagaClient)
-    if step not in sagas.pipeline.names:
+    if step not in sagas.type_info.steps:
         raise CliError(
-            f"unknown step {step!r}; the pipeline has {', '.join(sagas.pipeline.names)}", Exit.USAGE
+            f"unknown step {step!r}; the pipeline has {', '.join(sagas.type_info.steps)}",
+            Exit.USAGE,
         )
 
 

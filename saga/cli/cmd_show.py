@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from saga.cli.common import Exit, fmt_ms, print_json, run, state_text, table, tty
+from saga.cli.saga_types import add_type_option, typed_keys
 
 POLL_S = 0.5
 
@@ -25,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "3 Redis unreachable, 4 no such saga, 130 Ctrl-C.",
     )
     p.add_argument("record_id", help="the record whose saga to show")
+    add_type_option(p)
     p.add_argument(
         "--json",
         action="store_true",
@@ -56,11 +58,11 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
+        from saga.runtime import client_for
         from saga.state.reads import get_saga_and_history
 
         async with client_for(settings) as client:
-            keys = keys_of(settings)
+            keys = await typed_keys(client, settings, args.saga_type)
             if args.follow:
                 return await follow(client, keys, args.record_id, as_json=args.json)
             saga, events = await get_saga_and_history(client, keys, args.record_id)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from saga.cli.common import CliError, Exit, print_json, run, state_text, table
+from saga.cli.saga_types import add_type_option
 
 NO_WORKER_AFTER_S = 3.0
 """How long ``--wait`` sees a saga pending with nobody reading its step before saying so."""
@@ -33,6 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="path or URL of the document; a path is made absolute here and must exist "
         "(default: resolved from SAGA_DOCUMENT_SOURCE by the router)",
     )
+    p.add_argument(
+        "--input", help="the first step's input as a JSON object (instead of --document)"
+    )
+    add_type_option(p)
     p.add_argument(
         "--wait",
         action="store_true",
@@ -58,8 +63,14 @@ def main(args: argparse.Namespace) -> int:
     async def go() -> int:
         from saga.client import SagaClient
 
-        async with SagaClient.from_settings(settings) as sagas:
-            res = await sagas.start(args.record_id, args.user_id, document=document)
+        async with await SagaClient.for_type(settings, args.saga_type) as sagas:
+            first = args.input.encode() if args.input else None
+            try:
+                res = await sagas.start(
+                    args.record_id, args.user_id, document=document, input=first
+                )
+            except ValueError as exc:  # --input does not fit the first step
+                raise CliError(f"{exc}.", Exit.USAGE) from None
             if not args.json:
                 _print_started(args, res)
             if not args.wait:
@@ -180,9 +191,10 @@ class _NoWorkerWatch:
             self.since = time.monotonic()
             return
         self.said = True
+        app = "" if keys.saga_type == "documents" else f"<module:app of {keys.saga_type}> "
         print(
             f"saga: no worker is reading the {saga.step} queue; start one with "
-            f"`saga worker {saga.step}` or `saga up` (still waiting; Ctrl-C to stop).",
+            f"`saga worker {app}{saga.step}` or `saga up` (still waiting; Ctrl-C to stop).",
             file=sys.stderr,
             flush=True,
         )

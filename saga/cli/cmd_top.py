@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from saga.cli.common import CliError, Exit, colour, print_json, run, table, tty
+from saga.cli.saga_types import add_type_option, typed_keys
 
 BREAKERS = ("llm", "billing")
 BREAKER_COLOURS = {"closed": "32", "open": "31", "half_open": "33"}
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         ),
     )
     p.add_argument("--once", action="store_true", help="print one view and exit")
+    add_type_option(p, default="every registered type")
     p.add_argument(
         "--json",
         action="store_true",
@@ -54,10 +56,13 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
+        from saga.runtime import client_for
+        from saga.state.types import type_names
 
         async with client_for(settings) as client:
-            keys = keys_of(settings)
+            keys = await typed_keys(client, settings, args.saga_type)
+            if args.saga_type is None:  # every type, from the registry of types
+                keys = [keys.of_type(t) for t in await type_names(client, keys)] or [keys]
             if args.once:
                 await _once(client, keys, args)
             else:
@@ -71,45 +76,73 @@ def main(args: argparse.Namespace) -> int:
 
 
 class Sample:
-    """One reading: queue numbers per step, breakers, live workers, when (monotonic s)."""
+    """One reading: queue numbers per step, breakers, live workers, when (monotonic s).
+    ``types`` holds the saga type of each of ``steps`` (the default type's if None)."""
 
     def __init__(
-        self, steps: list[Any], breakers: dict[str, Any], at: float, workers: list[Any]
+        self,
+        steps: list[Any],
+        breakers: dict[str, Any],
+        at: float,
+        workers: list[Any],
+        types: list[str] | None = None,
     ) -> None:
+        from saga.state.keys import DEFAULT_TYPE
+
         self.steps, self.breakers, self.at, self.workers = steps, breakers, at, workers
+        self.types = types or [DEFAULT_TYPE] * len(steps)
+        self.default = DEFAULT_TYPE
+
+    def labels(self) -> list[str]:
+        """``step`` for the default type, ``type/step`` for others (names may repeat)."""
+        return [s.step if t == self.default else f"{t}/{s.step}" for t, s in self.rows()]
+
+    def rows(self) -> list[tuple[str, Any]]:
+        return list(zip(self.types, self.steps, strict=True))
 
 
 async def sample(client: Any, keys: Any) -> Sample:
-    """The steps' queue numbers (one pipeline) and the breakers, read concurrently."""
+    """The steps' queue numbers of one or more saga types (``keys``: one Keys or a list)
+    and the breakers, read concurrently."""
     import anyio
 
     from saga.adapters.breaker import read_all
     from saga.state.presence import live_workers
     from saga.state.queries import queue_stats, registered_steps
 
-    steps = await registered_steps(client, keys)
-    found: dict[str, Any] = {}
+    keyses = keys if isinstance(keys, list) else [keys]
+    found: dict[str, Any] = {"steps": [], "types": []}
 
     async def queues() -> None:
-        found["workers"] = await live_workers(client, keys)
-        found["steps"] = await queue_stats(client, keys, steps, workers=found["workers"])
+        found["workers"] = await live_workers(client, keyses[0])
+        for k in keyses:
+            steps = await registered_steps(client, k)
+            stats = await queue_stats(client, k, steps, workers=found["workers"])
+            found["steps"] += stats
+            found["types"] += [k.saga_type] * len(stats)
 
     async def breakers() -> None:
-        found["breakers"] = await read_all(client, keys, list(BREAKERS))
+        found["breakers"] = await read_all(client, keyses[0], list(BREAKERS))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(queues)
         tg.start_soon(breakers)
-    return Sample(found["steps"], found["breakers"], time.monotonic(), found["workers"])
+    return Sample(
+        found["steps"], found["breakers"], time.monotonic(), found["workers"], found["types"]
+    )
 
 
 def rates(prev: Sample | None, cur: Sample) -> dict[str, float | None]:
-    """Commits per second per step between two samples (None without a previous one)."""
+    """Commits per second per step between two samples (None without a previous one),
+    by ``Sample.labels``."""
     if prev is None or cur.at <= prev.at:
-        return {s.step: None for s in cur.steps}
-    before = {s.step: s.committed for s in prev.steps}
+        return dict.fromkeys(cur.labels())
+    before = {label: s.committed for label, s in zip(prev.labels(), prev.steps, strict=True)}
     dt = cur.at - prev.at
-    return {s.step: max(0, s.committed - before.get(s.step, s.committed)) / dt for s in cur.steps}
+    return {
+        label: max(0, s.committed - before.get(label, s.committed)) / dt
+        for label, s in zip(cur.labels(), cur.steps, strict=True)
+    }
 
 
 def document(cur: Sample, prev: Sample | None) -> Any:
@@ -118,7 +151,10 @@ def document(cur: Sample, prev: Sample | None) -> Any:
     from saga.cli.shapes import TopDocument, TopStep
 
     r = rates(prev, cur)
-    steps = [TopStep(**msgspec.structs.asdict(s), throughput=_round(r[s.step])) for s in cur.steps]
+    steps = [
+        TopStep(type=t, **msgspec.structs.asdict(s), throughput=_round(r[label]))
+        for label, (t, s) in zip(cur.labels(), cur.rows(), strict=True)
+    ]
     window = round(cur.at - prev.at, 3) if prev else None
     return TopDocument(
         at_ms=int(time.time() * 1000),
@@ -135,24 +171,27 @@ def _round(v: float | None) -> float | None:
 
 def render(cur: Sample, prev: Sample | None) -> str:
     r = rates(prev, cur)
+    typed = any(t != cur.default for t in cur.types)  # a type column once types are in use
     if not cur.steps:
         body = "no steps registered yet: start a worker (`saga worker`) or a saga first"
     else:
         rows = [
             [
+                *([t] if typed else []),
                 s.step,
                 "?" if s.lag is None else str(s.lag),
                 str(s.pending),
                 str(s.delayed),
                 colour(str(s.dead), "31") if s.dead else "0",
-                "-" if r[s.step] is None else f"{r[s.step]:.1f}",
+                "-" if r[label] is None else f"{r[label]:.1f}",
                 str(s.workers),
             ]
-            for s in cur.steps
+            for label, (t, s) in zip(cur.labels(), cur.rows(), strict=True)
         ]
         # ready: entries no worker has taken yet (the group's lag), not the stream's
         # length, which keeps delivered and done entries until they are trimmed.
         headers = ["step", "ready", "pending", "retrying", "dead", "done/s", "workers"]
+        headers = ["type", *headers] if typed else headers
         body = table(headers, rows)
     body += "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
     return body + _workers(cur.workers)

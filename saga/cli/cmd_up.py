@@ -1,14 +1,17 @@
-"""saga up: the cluster's topology on one machine — one worker process per step, and with
---console the web console beside them."""
+"""saga up [module:app ...]: the cluster's topology on one machine — one worker process
+per step of each saga type, and with --console the web console beside them."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saga.cli.common import CliError, Exit, run
 
 UP_TOKEN_HOURS = 12
+
+if TYPE_CHECKING:
+    from saga.up import Unit
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -17,7 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="run one worker process per step against one Redis (Ctrl-C stops all)",
         description="Start N worker processes per step, as Kubernetes would, with their "
         "logs interleaved and prefixed; Ctrl-C (or SIGTERM) drains and stops them all. "
-        "With --console, the web console too: its URL and a sign-in token are printed.",
+        "With --console, the web console too: its URL and a sign-in token are printed. "
+        "Name apps (module:attribute) to run their steps; without one, the document "
+        "pipeline (or SAGA_PIPELINE's).",
+    )
+    p.add_argument(
+        "apps", nargs="*", metavar="module:app", help="saga.App(s) to run, e.g. myapp:app"
     )
     p.add_argument("--workers-per-step", type=int, default=1)
     p.add_argument("--steps", help="comma-separated steps (default: the whole pipeline)")
@@ -37,25 +45,48 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.runtime import document_pipeline, redis_url
+    from saga.runtime import redis_url
     from saga.settings import load_settings
     from saga.up import run_up
 
     settings = load_settings()
     if args.dev and not args.console:
         raise CliError("--dev applies to --console only.", Exit.USAGE)
-    steps = args.steps.split(",") if args.steps else list(document_pipeline(settings).names)
+    units = _units(args, settings)
     url = redis_url(settings)  # start the embedded server once, before the workers
     extra: dict[str, list[str]] = {}
     token_name = ""
     if args.console:
         extra["console"], token_name = _console(settings, args)
     try:
-        code = run_up(steps, args.workers_per_step, url, extra)
+        code = run_up(units, args.workers_per_step, url, extra)
     finally:
         if token_name:
             run(lambda: _revoke(settings, token_name))
     return Exit.OK if code == 0 else Exit.FAILED
+
+
+def _units(args: argparse.Namespace, settings: Any) -> list[Unit]:
+    """One unit per step of each app named (the document pipeline without one)."""
+    from saga.runtime import document_pipeline, load_pipeline
+    from saga.up import Unit
+
+    if args.workers_per_step < 1:
+        raise CliError("--workers-per-step must be at least 1.", Exit.USAGE)
+    only = args.steps.split(",") if args.steps else None
+    units: list[Unit] = []
+    for ref in args.apps or [""]:
+        pipeline = load_pipeline(ref, settings) if ref else document_pipeline(settings)
+        steps = only or list(pipeline.names)
+        unknown = [s for s in steps if s not in pipeline.names]
+        if ref and unknown:
+            raise CliError(
+                f"{ref} has no step {unknown[0]!r}; its steps: {', '.join(pipeline.names)}",
+                Exit.USAGE,
+            )
+        label = f"{pipeline.name}/" if len(args.apps) > 1 else ""
+        units += [Unit(f"{label}{s}", ref, s) for s in steps]
+    return units
 
 
 def _console(settings: Any, args: argparse.Namespace) -> tuple[list[str], str]:

@@ -1,4 +1,4 @@
-"""saga worker <step>... [--concurrency N]"""
+"""saga worker [module:app] <step>... [--concurrency N]"""
 
 from __future__ import annotations
 
@@ -11,11 +11,18 @@ from saga.cli.common import CliError, Exit, run
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "worker",
-        help="run a step executor (one or several steps in one process)",
-        description="Run executors for the given steps (default: $SAGA_STEP, comma-separated) "
-        "until SIGTERM/SIGINT, then drain in-flight steps within SAGA_DRAIN_SECONDS.",
+        help="run a step executor (one or several steps of one saga type in one process)",
+        description="Run executors for the given steps until SIGTERM/SIGINT, then drain "
+        "in-flight steps within SAGA_DRAIN_SECONDS. Name an app (module:attribute, a "
+        "saga.App) to serve its steps (all of them when none is named); without one, the "
+        "document pipeline (or SAGA_PIPELINE's), steps from the arguments or $SAGA_STEP.",
     )
-    p.add_argument("steps", nargs="*", help="steps to serve, e.g. router parser grouper")
+    p.add_argument(
+        "targets",
+        nargs="*",
+        metavar="[module:app] step",
+        help="an app such as myapp:app, then steps to serve, e.g. router parser grouper",
+    )
     p.add_argument("--concurrency", type=int, help="attempts per step at once (overrides)")
     p.add_argument(
         "--health-port",
@@ -25,8 +32,21 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.set_defaults(func=main)
 
 
-def steps_of(args: argparse.Namespace) -> list[str]:
-    steps = list(args.steps) or [s for s in os.environ.get("SAGA_STEP", "").split(",") if s]
+def split_targets(targets: list[str]) -> tuple[str, list[str]]:
+    """(the app reference or "", the steps): an app reference has a colon, a step never."""
+    apps = [t for t in targets if ":" in t]
+    if len(apps) > 1:
+        raise CliError(
+            "a worker serves one saga type; run one worker per app (`saga up` starts them all)",
+            Exit.USAGE,
+        )
+    return (apps[0] if apps else ""), [t for t in targets if ":" not in t]
+
+
+def steps_of(steps: list[str], app: str, names: tuple[str, ...]) -> list[str]:
+    steps = steps or [s for s in os.environ.get("SAGA_STEP", "").split(",") if s]
+    if not steps and app:
+        return list(names)
     if not steps:
         raise CliError(
             "name the steps to serve, e.g. `saga worker parser`, or set SAGA_STEP", Exit.USAGE
@@ -42,11 +62,12 @@ def main(args: argparse.Namespace) -> int:
     from saga.worker.service import serve
 
     settings = load_settings()
-    steps = steps_of(args)
+    app, named = split_targets(args.targets)
     configure_logging(settings.log_format, settings.log_level)
-    from saga.runtime import document_pipeline
+    from saga.runtime import document_pipeline, load_pipeline
 
-    pipeline = document_pipeline(settings)
+    pipeline = load_pipeline(app, settings) if app else document_pipeline(settings)
+    steps = steps_of(named, app, pipeline.names)
     unknown = [s for s in steps if s not in pipeline.names]
     if unknown:
         raise CliError(

@@ -158,6 +158,8 @@ class PurgeDocument(msgspec.Struct, kw_only=True):
 
 
 class TopStep(StepStats, frozen=True, kw_only=True):
+    type: str = "documents"
+    """The saga type the step belongs to (docs/sagas.md)."""
     throughput: float | None
     """Commits per second over the sampling window; None with one sample."""
 

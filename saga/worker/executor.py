@@ -23,6 +23,7 @@ from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.presence import PRESENCE_EVERY_S
 from saga.state.scripts import ensure_loaded
+from saga.state.types import register_type
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
 from saga.worker.entries import Malformed, Newer, parse_entry
@@ -53,9 +54,11 @@ class Executor:
         on_ready: Callable[[], None] | None = None,
         health_address: str = "",
     ) -> None:
+        keys = keys.of_type(pipeline.name)  # the pipeline's saga type owns the keys
         self.client, self.keys, self.settings = client, keys, settings
         self.on_ready = on_ready
         self.specs = [pipeline.get(s) for s in steps]
+        self.type_info = pipeline.info()
         self._prev = {s.name: pipeline.prev_of(s.name) for s in self.specs}
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
@@ -152,6 +155,7 @@ class Executor:
             await ensure_loaded(self.client)
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
+            await register_type(self.client, self.keys, self.type_info)  # for `saga top`
             self.health.groups_present = True
             await self.upkeep.sync_clock()
 

@@ -50,7 +50,7 @@ async def serve(
     listener = await listen(settings, health_port)
     address = f"{settings.health_host}:{bound_port(listener)}" if listener else ""
     client = open_client(settings)
-    keys = keys_of(settings)
+    keys = keys_of(settings, pipeline.name)
     ports = DefaultPorts(settings, client, keys)
     health = HealthState()
     telemetry = WorkerTelemetry.start(settings, steps)

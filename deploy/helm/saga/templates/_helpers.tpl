@@ -81,9 +81,39 @@ app.kubernetes.io/component: {{ .step | replace "_" "-" }}
 {{- toYaml (sortAlpha $names) -}}
 {{- end -}}
 
-{{/* Ready stream of one step in one partition: <prefix>:{p<N>}:ready:<step>. */}}
+{{/*
+Every worker Deployment as a YAML list: the document pipeline's enabled steps
+(`steps`), then each saga type's (`types`, docs/sagas.md). Each item has the
+type, the step, the app (module:attr; "" for the document pipeline), `name`
+(the objects' name part: the step, or <type>-<step>) and `values` (stepDefaults
+overridden by the step's own).
+*/}}
+{{- define "saga.workers" -}}
+{{- $out := list -}}
+{{- range $step := include "saga.enabledSteps" . | fromYamlArray -}}
+{{- $v := include "saga.stepValues" (dict "root" $ "spec" (get $.Values.steps $step)) | fromYaml -}}
+{{- $out = append $out (dict "type" "documents" "step" $step "app" "" "name" $step "values" $v) -}}
+{{- end -}}
+{{- range $type, $t := .Values.types -}}
+{{- range $step, $spec := $t.steps -}}
+{{- $v := include "saga.stepValues" (dict "root" $ "spec" $spec) | fromYaml -}}
+{{- if $v.enabled -}}
+{{- $name := printf "%s-%s" $type $step -}}
+{{- $out = append $out (dict "type" $type "step" $step "app" $t.app "name" $name "values" $v) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/*
+Ready stream of one step in one partition: <prefix>:{p<N>}:ready:<step> for the
+document pipeline, <prefix>:{<type>.p<N>}:ready:<step> for another saga type.
+*/}}
 {{- define "saga.readyStream" -}}
-{{- printf "%s:{p%d}:ready:%s" .root.Values.config.keyPrefix (int .partition) .step -}}
+{{- $tag := printf "p%d" (int .partition) -}}
+{{- if and .type (ne .type "documents") }}{{ $tag = printf "%s.%s" .type $tag }}{{ end -}}
+{{- printf "%s:{%s}:ready:%s" .root.Values.config.keyPrefix $tag .step -}}
 {{- end -}}
 
 {{/* The one consumer group on every ready stream. */}}

@@ -1,0 +1,269 @@
+"""``saga.App``: define a saga type with decorated async functions.
+
+::
+
+    app = saga.App("orders")
+
+    @app.step()
+    async def reserve(ctx: saga.StepContext, order: Order) -> Reservation: ...
+
+    @app.step(after=reserve, retries=5, timeout=600, compensate=release)
+    async def charge(ctx: saga.StepContext, r: Reservation) -> Receipt: ...
+
+Input and output types are read from the annotations (msgspec Structs). When the
+app is built (``app.pipeline()``, ``app.client()``, ``saga worker module:app``) the
+steps must form one chain through ``after=`` — branches are not supported yet —
+and each step's input type must accept the previous step's output
+(``saga.app_types``). Every mistake fails there with one sentence (``AppError``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import typing
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import msgspec
+
+from saga.app_chain import chain_order
+from saga.app_types import accepts, describe
+from saga.pipeline import AppError, CompensateFn, Pipeline, StepSpec, check_compensate
+from saga.state.errors import InvalidIdError
+from saga.state.ids import validate_step
+from saga.state.keys import validate_type
+
+if TYPE_CHECKING:
+    from saga.client import SagaClient
+    from saga.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+After = str | Callable[..., Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """One ``@app.step`` as written; turned into a ``StepSpec`` when the app is built."""
+
+    name: str
+    fn: Callable[..., Any]
+    after: After
+    retries: int | None
+    timeout: float | None
+    lease: float | None
+    concurrency: int | None
+    backoff: float | None
+    compensate: CompensateFn | None
+    loads_pages: bool
+    deletes_pages: bool
+
+
+class App:
+    """A saga type: its name (which namespaces its keys in Redis) and its steps."""
+
+    def __init__(self, name: str) -> None:
+        try:
+            self._name = validate_type(name)
+        except InvalidIdError as exc:
+            raise AppError(str(exc)) from None
+        self._declared: list[_Declared] = []
+
+    @property
+    def name(self) -> str:
+        """The saga type, as ``saga start --type`` and ``saga list --type`` name it."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"App({self._name!r}, steps={[d.name for d in self._declared]})"
+
+    def step(
+        self,
+        *,
+        name: str | None = None,
+        after: After = None,
+        retries: int | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+        concurrency: int | None = None,
+        backoff: float | None = None,
+        compensate: CompensateFn | None = None,
+        loads_pages: bool = False,
+        deletes_pages: bool = False,
+    ) -> Callable[[F], F]:
+        """Declare ``async def fn(ctx, inp: In) -> Out`` a step; returns ``fn`` unchanged.
+
+        - ``name``: the step's name (default: the function's), a lowercase identifier.
+        - ``after``: the step (function or name) whose output this one takes; the one
+          step without ``after`` is the first. Steps form one chain.
+        - ``retries``: retries after the first attempt before the saga is
+          dead-lettered (``SAGA_<STEP>_MAX_ATTEMPTS`` counts attempts: retries + 1).
+        - ``timeout``, ``lease``: seconds; ``concurrency``: attempts at once per
+          worker; ``backoff``: base of the retry delay, seconds.
+        - ``compensate``: ``async def undo(ctx, input, output, idempotency_key)``,
+          which undoes the step's committed effect.
+        - ``loads_pages`` / ``deletes_pages``: the claim loads the record's pages
+          blob into ``ctx.pages`` / the commit deletes it (the document pipeline's).
+
+        Unset settings take the defaults of ``StepSpec``; ``SAGA_<STEP>_*``
+        environment variables override them all, as for the document pipeline.
+        """
+
+        def register(fn: F) -> F:
+            step = _Declared(
+                name=name or str(getattr(fn, "__name__", "")),
+                fn=fn,
+                after=after,
+                retries=retries,
+                timeout=timeout,
+                lease=lease,
+                concurrency=concurrency,
+                backoff=backoff,
+                compensate=compensate,
+                loads_pages=loads_pages,
+                deletes_pages=deletes_pages,
+            )
+            _check(step)
+            self._declared.append(step)
+            return fn
+
+        return register
+
+    def pipeline(self, settings: Settings | None = None) -> Pipeline:
+        """The checked chain of steps with ``SAGA_<STEP>_*`` applied (read from the
+        environment when no settings are given). Raises AppError when it cannot run."""
+        from saga.pipeline import apply_overrides
+
+        if settings is None:
+            from saga.settings import load_settings
+
+            settings = load_settings()
+        return apply_overrides(self.build(), settings)
+
+    def build(self) -> Pipeline:
+        """The checked chain of steps with the settings written in the decorators."""
+        by_name = {d.name: d for d in self._declared}
+        twice = [n for n, c in Counter(d.name for d in self._declared).items() if c > 1]
+        if twice:
+            raise AppError(f"app {self._name!r} has two steps named {twice[0]!r}")
+        edges = {d.name: self._after_name(d) for d in self._declared}
+        specs = [_spec(by_name[n]) for n in chain_order(self._name, edges)]
+        for before, step in itertools.pairwise(specs):
+            if (why := accepts(step.input_type, before.output_type)) is not None:
+                raise AppError(
+                    f"step {step.name!r} cannot take the output of {before.name!r} "
+                    f"({describe(before.output_type)} into {describe(step.input_type)}): {why}"
+                )
+        return Pipeline(tuple(specs), name=self._name)
+
+    def client(self, settings: Settings | None = None) -> SagaClient:
+        """A client that starts and reads sagas of this type::
+
+        async with app.client() as sagas:
+            await sagas.start("order-1", "user-7", input=Order(...))
+        """
+        from saga.client import SagaClient
+        from saga.settings import load_settings
+
+        settings = settings or load_settings()
+        return SagaClient.from_settings(settings, self.pipeline(settings))
+
+    def _after_name(self, d: _Declared) -> str | None:
+        if d.after is None or isinstance(d.after, str):
+            return d.after
+        for other in self._declared:
+            if other.fn is d.after:
+                return other.name
+        label = getattr(d.after, "__name__", repr(d.after))
+        raise AppError(
+            f"step {d.name!r} runs after {label}(), which is not a step of app {self._name!r} "
+            "(decorate it with this app's @app.step, or name a step of this app)"
+        )
+
+
+def _check(d: _Declared) -> None:
+    """What can be told at once, before the app is built: the name, async, the numbers."""
+    step = d.name
+    try:
+        validate_step(step)
+    except InvalidIdError as exc:
+        raise AppError(f"{exc}; name it with @app.step(name=...)") from None
+    if not inspect.iscoroutinefunction(d.fn):
+        raise AppError(f"step {step!r} must be an async function `async def {step}(ctx, inp)`")
+    for label, value in (("timeout", d.timeout), ("lease", d.lease), ("backoff", d.backoff)):
+        if value is not None and not value > 0:
+            raise AppError(f"step {step!r}: {label}= must be more than 0 seconds, not {value!r}")
+    if d.concurrency is not None and d.concurrency < 1:
+        raise AppError(f"step {step!r}: concurrency= must be at least 1, not {d.concurrency!r}")
+    if d.retries is not None and d.retries < 0:
+        raise AppError(f"step {step!r}: retries= must be 0 or more, not {d.retries!r}")
+    if d.compensate is not None:
+        check_compensate(step, d.compensate)
+
+
+def _spec(d: _Declared) -> StepSpec:
+    input_type, output_type = io_types(d.name, d.fn)
+    if d.compensate is not None:
+        _check_compensate_types(d.name, d.compensate, input_type, output_type)
+    base = StepSpec(name=d.name, fn=d.fn, input_type=input_type, output_type=output_type)
+    retry = base.retry
+    if d.retries is not None:
+        retry = replace(retry, max_attempts=d.retries + 1)
+    if d.backoff is not None:
+        retry = replace(retry, base_s=float(d.backoff))
+    return replace(
+        base,
+        retry=retry,
+        timeout_s=float(d.timeout or base.timeout_s),
+        lease_s=float(d.lease or base.lease_s),
+        concurrency=d.concurrency or base.concurrency,
+        loads_pages=d.loads_pages,
+        deletes_pages=d.deletes_pages,
+        compensate=d.compensate,
+    )
+
+
+def io_types(step: str, fn: Callable[..., Any]) -> tuple[type, type]:
+    """The input and output Structs of ``async def fn(ctx, inp: In) -> Out``."""
+    hints = _hints(step, fn)
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    shape = f"`async def {step}(ctx, inp: In) -> Out` with msgspec Structs In and Out"
+    if len(params) < 2:
+        raise AppError(f"step {step!r} must take (ctx, input): {shape}")
+    found = (hints.get(params[1].name), hints.get("return"))
+    for what, tp in zip(("input", "output"), found, strict=True):
+        if not (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
+            got = "no annotation" if tp is None else describe(tp)
+            raise AppError(f"step {step!r}: its {what} type is {got}; write {shape}")
+    return typing.cast(tuple[type, type], found)
+
+
+def _hints(step: str, fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn)
+    except Exception as exc:  # a name the annotations use is not importable where fn is
+        raise AppError(
+            f"step {step!r}: its annotations cannot be read ({type(exc).__name__}: {exc}); "
+            "define the types at module level"
+        ) from None
+
+
+def _check_compensate_types(step: str, fn: CompensateFn, inp: type, out: type) -> None:
+    """An annotated compensation must accept what it will get: the step's input and output."""
+    hints = _hints(step, fn)
+    names = list(inspect.signature(fn).parameters)[1:3]
+    for what, given, name in zip(("input", "output"), (inp, out), names, strict=False):
+        wanted = hints.get(name)
+        if not (isinstance(wanted, type) and issubclass(wanted, msgspec.Struct)):
+            continue  # not annotated with a Struct: nothing to check
+        if (why := accepts(wanted, given)) is not None:
+            raise AppError(
+                f"step {step!r}: compensate= takes {describe(wanted)} as the step's {what}, "
+                f"which is {describe(given)}: {why}"
+            )
