@@ -11,11 +11,11 @@ from typing import Any
 import anyio
 
 from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.errors import SagaNotFoundError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.model import EventType, SagaState
 from saga.state.reads import get_saga_and_history
-from saga.state.errors import SagaNotFoundError
 from tests.cluster.support import STEPS
 from tests.executor.support import Worker
 

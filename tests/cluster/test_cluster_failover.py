@@ -23,7 +23,7 @@ from saga.state.streams import ensure_groups
 from tests.cluster.churn import Churn, figures, settled
 from tests.cluster.local_cluster import LocalCluster
 from tests.cluster.support import STEPS, env_for
-from tests.executor.support import SOAK, Worker, spawn_worker, wait_until
+from tests.executor.support import SOAK, spawn_worker, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -63,8 +63,10 @@ async def run_failover(
             assert all(w.alive() for w in workers), [w.tail() for w in workers]
             return await settled(client, keys, churn.acked)
 
-        took = await wait_until(done, within=60, what="every saga completed", every=0.5,
-                                on_timeout=lambda: "\n".join(w.tail() for w in workers))  # fmt: skip
+        def tails() -> str:
+            return "\n".join(w.tail() for w in workers)
+
+        took = await wait_until(done, within=60, what="every saga", every=0.5, on_timeout=tails)
         f = await figures(client, keys, churn.acked, workers)
         print(f"\nfailover durability={durability}: {f.line()} drained_after={took:.1f}s "
               f"start_errors={churn.start_errors}")  # fmt: skip
