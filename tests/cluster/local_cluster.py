@@ -146,6 +146,52 @@ class LocalCluster:
         port = int(rows[0].decode().split()[1].split("@")[0].split(":")[1])
         return self.node_of_port(port)
 
+    def node_id(self, i: int) -> str:
+        c = self._client(i)
+        try:
+            return bytes(c.execute_command("CLUSTER", "MYID")).decode()
+        finally:
+            c.close()
+
+    def owner_of_slot(self, slot: int) -> int:
+        c = self._client(0)
+        try:
+            for start, end, primary, *_ in c.execute_command("CLUSTER", "SLOTS"):
+                if start <= slot <= end:
+                    return self.node_of_port(int(primary[1]))
+        finally:
+            c.close()
+        raise RuntimeError(f"slot {slot} is not served")
+
+    def migrate_slot(self, slot: int, dst: int, *, batch: int = 10, pause_s: float = 0.02) -> int:
+        """Move one slot to node ``dst`` as ``redis-cli --cluster reshard`` does: IMPORTING
+        on the target, MIGRATING on the source, MIGRATE ``batch`` keys at a time (``pause_s``
+        apart, so clients meet ASK and TRYAGAIN meanwhile), then SETSLOT NODE everywhere.
+        Returns the number of keys moved."""
+        src = self.owner_of_slot(slot)
+        s, d = self._client(src), self._client(dst)
+        moved = 0
+        try:
+            d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", self.node_id(src))
+            s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", self.node_id(dst))
+            while keys := s.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+                s.execute_command("MIGRATE", "127.0.0.1", self.ports[dst], "", 0, 5000,
+                                  "KEYS", *keys)  # fmt: skip
+                moved += len(keys)
+                time.sleep(pause_s)
+            owner = self.node_id(dst)
+            for i in [dst, src] + [n for n in range(len(self.ports)) if n not in (src, dst)]:
+                if self.procs[i].poll() is None and self.is_primary(i):
+                    c = self._client(i)
+                    try:
+                        c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", owner)
+                    finally:
+                        c.close()
+        finally:
+            s.close()
+            d.close()
+        return moved
+
     def kill_node(self, i: int) -> None:
         """SIGKILL node ``i``: no AOF flush, no goodbye to the cluster bus."""
         self.procs[i].kill()
