@@ -20,7 +20,7 @@ import msgspec
 
 from saga.pipeline import Pipeline
 from saga.settings import Settings
-from saga.state import operator, reads, streams
+from saga.state import operator, partitions, reads, streams
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.model import HistoryEvent, Saga
@@ -61,6 +61,7 @@ class SagaClient:
         return self
 
     async def __aenter__(self) -> SagaClient:
+        await partitions.guard(self.redis, self.keys)  # SAGA_PARTITIONS as stored, or refuse
         return self
 
     async def __aexit__(
@@ -83,6 +84,7 @@ class SagaClient:
         from saga.telemetry import tracing  # imports OpenTelemetry only when tracing is on
 
         if not self._groups_ready:  # once per client: groups must exist at ID 0 first
+            await partitions.guard(self.redis, self.keys)
             await streams.ensure_groups(self.redis, self.keys, self.pipeline.names)
             self._groups_ready = True
         first = msgspec.json.encode(_FirstInput(document=document))

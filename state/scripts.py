@@ -41,6 +41,8 @@ SCRIPT_NAMES = (
     "prune_retired",
     "prune_consumers",
     "accept_review",
+    "receive_record",
+    "release_record",
 )
 
 

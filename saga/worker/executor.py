@@ -15,7 +15,7 @@ from redis.exceptions import ResponseError
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
-from saga.state import recovery, streams
+from saga.state import partitions, recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
@@ -149,6 +149,7 @@ class Executor:
             self.health.redis_down(exc)
 
         async def prepare() -> None:
+            await partitions.guard(self.client, self.keys)  # refuses a different count
             await ensure_loaded(self.client)
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
