@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     show.set_defaults(func=main_show)
     mig = verbs.add_parser("migrate", help="move records to N partitions (needs a drain)")
     mig.add_argument("--to", type=int, required=True, metavar="N", help="partitions, 1..1024")
-    force = "move terminal sagas even if others are active (those stay; the count changes once all moved)"
+    force = "move terminal sagas while others are active (those stay; the count waits for them)"
     mig.add_argument("--force", action="store_true", help=force)
     mig.add_argument("--json", action="store_true")
     mig.set_defaults(func=main_migrate)
