@@ -88,8 +88,8 @@ async def migrate(
         answers = await _answers(client, src, p)
         async for raw in client.zscan_iter(src.created_index(p)):
             rid = text(raw[0] if isinstance(raw, tuple) else raw)
-            if dst.partition_of(rid) == p:
-                report.stayed += 1
+            if dst.partition_of(rid) == p:  # in place (or moved here by this run)
+                report.stayed += src.partition_of(rid) == p
                 continue
             await _move(client, src, dst, rid, op, answers.get(rid, []), report)
     if report.active_left == report.changed == 0:
