@@ -16,6 +16,8 @@ the command again, and a record is never in neither partition.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
 import msgspec
@@ -91,7 +93,10 @@ async def migrate(
             if dst.partition_of(rid) == p:  # in place (or moved here by this run)
                 report.stayed += src.partition_of(rid) == p
                 continue
-            await _move(client, src, dst, rid, op, answers.get(rid, []), report)
+            moved = await move_record(client, src, dst, rid, op, answers.get(rid, []))
+            report.moved += moved == Moved.MOVED
+            report.active_left += moved == Moved.ACTIVE
+            report.changed += moved == Moved.CHANGED
     if report.active_left == report.changed == 0:
         await ensure_groups(client, dst, steps)
         await client.hset(keys.partition_count(), "count", to)
@@ -109,56 +114,96 @@ async def _answers(client: Any, keys: Keys, partition: int) -> dict[str, list[st
     return found
 
 
-async def _move(
-    client: Any, src: Keys, dst: Keys, rid: str, op: str, answers: list[str], report: Any
-) -> None:
-    p, q = src.partition_of(rid), dst.partition_of(rid)
-    old, new = src.record(rid), dst.record(rid)
-    state, updated, uid, step, dead_id = map(
-        text, await client.hmget(old.saga, "state", "updated", "uid", "step", "dead_id")
-    )
-    if not state:  # expired meanwhile (retention): its index entries go with the sweep
-        return
-    if state not in _TERMINAL:
-        report.active_left += 1
-        return
-    if not await _clear_stale_copy(client, dst, rid, op, updated):
-        report.changed += 1
-        return
-    retired = f"{uid}|{rid}"
-    dead_fields: list[str] = []
-    if dead_id:
-        rows = await client.xrange(src.dead(p, step), dead_id, dead_id)
-        dead_fields = [text(x) for _, f in rows for kv in f.items() for x in kv]
-    got = await _dumps(client, [old.saga, old.history, old.pages, *answers])
-    scores = [
-        await client.zscore(key, member)
-        for key, member in (
-            (src.created_index(p), rid), (src.user_index(p, uid), rid),
-            (src.state_index(p, SagaState(state)), rid), (src.retired(p), retired),
-            (src.review_index(p), rid),
-        )
-    ]  # fmt: skip
-    keys_in = [new.saga, new.history, new.pages, dst.created_index(q), dst.user_index(q, uid),
-               dst.retired(q), dst.review_index(q), dst.state_index(q, SagaState(state)),
-               dst.dead(q, step), *(src.retag(a, q) for a in answers)]  # fmt: skip
-    args: list[Any] = [op, rid, *got[0], *got[1], *got[2]]
-    args += [_score(scores[0]), _score(scores[1]), _score(scores[2])]
-    args += [retired if scores[3] is not None else "", _score(scores[3])]
-    args += ["" if scores[4] is None else _score(scores[4])]
-    args += [msgspec.json.encode(dead_fields).decode() if dead_fields else ""]
-    args += [len(answers), *(x for pair in got[3:] for x in pair), updated]
+class Moved(StrEnum):
+    """What ``move_record`` did with one record."""
+
+    MOVED = "moved"
+    GONE = "gone"
+    """No saga in the old partition (moved already, or expired): nothing written."""
+    ACTIVE = "active"
+    """Not terminal: left in place."""
+    CHANGED = "changed"
+    """Changed while being moved, or another saga of the record is in the new partition."""
+
+
+async def move_record(
+    client: Any, src: Keys, dst: Keys, rid: str, op: str, answers: Sequence[str] = ()
+) -> Moved:
+    """Move one terminal saga from its partition under ``src`` to its partition under
+    ``dst`` (``answers``: its cached LLM answers' keys); ``op`` makes a repeat harmless."""
+    c = await _read(client, src, rid, answers)
+    if c is None:  # moved already, or expired (retention): the sweep drops its entries
+        return Moved.GONE
+    if c.state not in _TERMINAL:
+        return Moved.ACTIVE
+    if not await _clear_stale_copy(client, dst, rid, op, c.updated):
+        return Moved.CHANGED
+    keys_in, args = _receive_call(src, dst, rid, c, op, answers)
     received = to_code((await evalsha(client, "receive_record", keys_in, args))[0])
     if received == RC.BUSY:
-        report.changed += 1
-        return
-    keys_out = [*_release_keys(src, rid, uid, step), *answers]
-    out_args = [op, rid, updated, retired if scores[3] is not None else "", dead_id, len(answers)]
+        return Moved.CHANGED
+    keys_out = [*_release_keys(src, rid, c.uid, c.step), *answers]
+    retired = c.retired if c.scores[3] is not None else ""
+    out_args = [op, rid, c.updated, retired, c.dead_id, len(answers)]
     released = to_code((await evalsha(client, "release_record", keys_out, out_args))[0])
-    if released == RC.WRONG_STATE:
-        report.changed += 1
-    else:
-        report.moved += 1
+    return Moved.CHANGED if released == RC.WRONG_STATE else Moved.MOVED
+
+
+class _Copy(msgspec.Struct):
+    """A record as read in its old partition, to be restored in its new one."""
+
+    state: str
+    updated: str
+    uid: str
+    step: str
+    dead_id: str
+    retired: str
+    dumps: list[tuple[bytes | str, int]] = []
+    """(DUMP, PTTL) of its hash, history, pages and each cached answer."""
+    scores: list[float | None] = []
+    """In the created, user, state, retired and review indexes (None: absent)."""
+    dead_fields: list[str] = []
+
+
+async def _read(client: Any, src: Keys, rid: str, answers: Sequence[str]) -> _Copy | None:
+    old, p = src.record(rid), src.partition_of(rid)
+    fields = await client.hmget(old.saga, "state", "updated", "uid", "step", "dead_id")
+    if not fields[0]:
+        return None
+    state, updated, uid, step, dead_id = map(text, fields)
+    c = _Copy(state, updated, uid, step, dead_id, f"{uid}|{rid}")
+    if state not in _TERMINAL:
+        return c
+    pipe = client.pipeline(transaction=False)
+    for key, member in (
+        (src.created_index(p), rid), (src.user_index(p, uid), rid),
+        (src.state_index(p, SagaState(state)), rid), (src.retired(p), c.retired),
+        (src.review_index(p), rid),
+    ):  # fmt: skip
+        pipe.zscore(key, member)
+    c.scores = list(await pipe.execute())
+    if dead_id:
+        rows = await client.xrange(src.dead(p, step), dead_id, dead_id)
+        c.dead_fields = [text(x) for _, f in rows for kv in f.items() for x in kv]
+    c.dumps = await _dumps(client, [old.saga, old.history, old.pages, *answers])
+    return c
+
+
+def _receive_call(
+    src: Keys, dst: Keys, rid: str, c: _Copy, op: str, answers: Sequence[str]
+) -> tuple[list[str], list[Any]]:
+    new, q = dst.record(rid), dst.partition_of(rid)
+    keys = [new.saga, new.history, new.pages, dst.created_index(q), dst.user_index(q, c.uid),
+            dst.retired(q), dst.review_index(q), dst.state_index(q, SagaState(c.state)),
+            dst.dead(q, c.step), *(src.retag(a, q) for a in answers)]  # fmt: skip
+    created, user, state, retired, review = c.scores
+    args: list[Any] = [op, rid, *c.dumps[0], *c.dumps[1], *c.dumps[2]]
+    args += [_score(created), _score(user), _score(state)]
+    args += [c.retired if retired is not None else "", _score(retired)]
+    args += ["" if review is None else _score(review)]
+    args += [msgspec.json.encode(c.dead_fields).decode() if c.dead_fields else ""]
+    args += [len(answers), *(x for pair in c.dumps[3:] for x in pair), c.updated]
+    return keys, args
 
 
 async def _clear_stale_copy(client: Any, dst: Keys, rid: str, op: str, updated: str) -> bool:
