@@ -34,7 +34,7 @@ CLUSTER_VARIANTS = {
                 "secretKeys": {"username": "username", "ca": "ca.crt"},
             }
         },
-    ),  # fmt: skip
+    ),
     "large": merged(example("large"), {"redis": {"cluster": True}}),
 }
 
