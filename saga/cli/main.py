@@ -124,8 +124,6 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         StateError,
     )
 
-    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        return classify(exc.exceptions[0])  # raised inside a task group (a worker's start)
     if isinstance(exc, CliError):
         return exc.code, str(exc)
     if isinstance(exc, InvalidIdError | SettingsError | PartitionCountError):
