@@ -38,6 +38,10 @@ class Layout(msgspec.Struct, frozen=True):
     primaries: int
     """0: one plain server (no cluster mode)."""
     partitions: int
+    replicas: int = 0
+    """Replicas per primary."""
+    durability: str = "local"
+    """SAGA_COMMIT_DURABILITY of the workers."""
 
 
 LAYOUTS = (
@@ -45,6 +49,8 @@ LAYOUTS = (
     Layout("1 server, 16 partitions", 0, 16),
     Layout("cluster, 1 primary, 16 partitions", 1, 16),
     Layout("cluster, 3 primaries, 16 partitions", 3, 16),
+    Layout("cluster, 3 primaries + 3 replicas, durability local", 3, 16, 1),
+    Layout("cluster, 3 primaries + 3 replicas, durability replica", 3, 16, 1, "replica"),
 )
 
 
@@ -81,12 +87,14 @@ class _Servers:
         from saga.bench.local_cluster import LocalCluster, free_port
 
         self.cluster = layout.primaries > 0
-        self._c = LocalCluster(data, layout.primaries) if self.cluster else None
+        self._c = (
+            LocalCluster(data, layout.primaries, replicas=layout.replicas) if self.cluster else None
+        )
         self._s = None if self.cluster else EmbeddedServer(data, port=free_port([]))
 
     def __enter__(self) -> _Servers:
         if self._c is not None:
-            self._c.start()
+            self._c.start(within_s=60)
         else:
             assert self._s is not None
             self._s.start()
@@ -104,7 +112,10 @@ class _Servers:
 
     @property
     def ports(self) -> list[int]:
-        return self._c.ports if self._c is not None else [self._s.port]  # type: ignore[union-attr]
+        """The primaries' ports (replicas' CPU is not the primaries' work)."""
+        if self._c is not None:
+            return self._c.ports[: self._c.primaries]
+        return [self._s.port]  # type: ignore[union-attr]
 
 
 def _cpu_s(port: int) -> float:
@@ -123,7 +134,8 @@ async def run_layout(
         data = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="saga-cb-")))
         servers = stack.enter_context(_Servers(layout, data / "servers"))
         flags = {"SAGA_LOG_LEVEL": "warning", "REDIS_URL": servers.url,
-                 "SAGA_REDIS_CLUSTER": "1" if servers.cluster else "0"}  # fmt: skip
+                 "SAGA_REDIS_CLUSTER": "1" if servers.cluster else "0",
+                 "SAGA_COMMIT_DURABILITY": layout.durability}  # fmt: skip
         system = SagaSystem(f"cb{uuid.uuid4().hex[:6]}", layout.partitions, flags)
         client = connect(servers.url, cluster=servers.cluster)
         try:
