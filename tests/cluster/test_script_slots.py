@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from saga.state import operator, recovery, retention, streams
+from saga.state import operator, recovery, requeue, retention, streams
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction
+from saga.state.repartition import Moved, move_record
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import SCRIPT_NAMES, load_all
 from tests.cluster.support import start_sagas
@@ -54,7 +55,8 @@ class Recording:
 
 
 async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> None:
-    """All thirteen transitions, run on the cluster: each call's KEYS are in one slot."""
+    """Every transition (SCRIPT_NAMES), run on the cluster: each call's KEYS are in one slot
+    (a partition migration's two calls are in the old and the new partition's)."""
     rec = Recording(client)
     rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw"]
     sm = await start_sagas(client, keys, rids)
@@ -90,6 +92,13 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await client.zadd(keys.retired(p_raw), {f"u1|{gone}": 0})
     await retention.prune_retired(sm, p_raw)
     await streams.prune_consumers(rec, keys.ready(p_raw, "router"), keep="w", idle_ms=0)
+    p_late = keys.partition_of("s-late")
+    late = await client.xrange(keys.ready(p_late, "router"), count=1)
+    await requeue.requeue_idle(sm, "router", p_late, [(late[0][0].decode(), "s-late")],
+                               min_idle_ms=0)  # fmt: skip
+    wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
+    assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
+    assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
 
     assert {name for name, _ in rec.calls} == set(SCRIPT_NAMES)
     for name, ks in rec.calls:
