@@ -28,6 +28,7 @@ from saga.worker.committer import Committer
 from saga.worker.entries import Malformed, parse_entry
 from saga.worker.health import HealthState
 from saga.worker.observer import Observer
+from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
 from saga.worker.slots import Slots
@@ -193,15 +194,13 @@ class Executor:
     # -- reading and claiming ---------------------------------------------------
     async def _read_loop(self, spec: StepSpec) -> None:
         streams_of = {self.keys.ready(p, spec.name): p for p in self.keys.all_partitions()}
-        groups = (
-            [{s: ">"} for s in streams_of]
-            if self.settings.cluster
-            else [dict.fromkeys(streams_of, ">")]
-        )
+        groups = [dict.fromkeys(streams_of, ">")]
+        # On a cluster one XREADGROUP cannot name two partitions' streams (two slots).
+        reader = PartitionReader(self.client, self.worker, list(streams_of))
         delay, recover_at = 0.1, 0.0
         while True:
             try:
-                recover_at = await self._read_once(spec, groups, streams_of, recover_at)
+                recover_at = await self._read_once(spec, groups, streams_of, recover_at, reader)
                 delay = 0.1
             except TRANSIENT_ERRORS as exc:
                 self.health.redis_down(exc)
@@ -223,6 +222,7 @@ class Executor:
         groups: list[dict[str, str]],
         streams_of: dict[str, int],
         recover_at: float,
+        reader: PartitionReader,
     ) -> float:
         """One pass: recovery if due, then one blocking read per group of streams, whose
         entries are claimed and started. Returns when recovery is next due."""
@@ -246,9 +246,12 @@ class Executor:
             until_recovery_ms = int((recover_at - time.monotonic()) * 1000)
             block = max(1, min(self.settings.block_ms, until_recovery_ms))
             try:
-                reply = await self.client.xreadgroup(
-                    GROUP, self.worker, group, count=n, block=block
-                )
+                if self.settings.cluster:
+                    reply = await reader.read(n, block)
+                else:
+                    reply = await self.client.xreadgroup(
+                        GROUP, self.worker, group, count=n, block=block
+                    )
             except BaseException:
                 slots.release(n)
                 raise
