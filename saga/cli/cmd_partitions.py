@@ -49,11 +49,12 @@ def main_show(args: argparse.Namespace) -> int:
             stored = await stored_count(client, keys)
         finally:
             await client.aclose()
-        doc = {"prefix": keys.prefix, "stored": stored.count if stored else None,
-               "migrating_to": stored.migrating_to if stored else 0,
-               "configured": settings.partitions}  # fmt: skip
         if args.json:
-            print_json(doc)
+            from saga.cli.shapes import PartitionsDocument
+
+            print_json(PartitionsDocument(prefix=keys.prefix, configured=settings.partitions,
+                stored=stored.count if stored else None,
+                migrating_to=stored.migrating_to if stored else 0))  # fmt: skip
         elif stored is None:
             print(f"no partition count stored for {keys.prefix!r} yet (run `saga init`)")
         else:
