@@ -140,7 +140,8 @@ def _connect(url: str, *, cluster: bool, **options: Any) -> aioredis.Redis:
         # The cluster client takes no connection class: set it in the arguments its
         # node manager makes nodes with (one dict), and on the nodes already made.
         kwargs = client.nodes_manager.connection_kwargs
-        safe = _asking_on_same_connection(_close_race_safe(kwargs["connection_class"]))
+        base = _hiredis_packing(_close_race_safe(kwargs["connection_class"]))
+        safe = _asking_on_same_connection(base)
         kwargs["connection_class"] = safe
         for node in client.nodes_manager.startup_nodes.values():
             node.connection_class = safe

@@ -31,9 +31,9 @@ async def test_partitions_live_on_different_nodes(client: Any, keys: Keys) -> No
     owners = {client.get_node_from_key(keys.ready(p, "router")).port for p in range(4)}
     assert len(owners) >= 2
     # Every node's connections survive a close mid-write (see tests/state/test_connection_races)
-    # and send ASKING with the command it is for (tests/cluster/test_cluster_reshard).
+    # pack with hiredis, and send ASKING with the command it is for (test_cluster_redirects).
     classes = {n.connection_class.__name__ for n in client.get_nodes()}
-    assert classes == {"AskingSafeCloseRaceSafeConnection"}
+    assert classes == {"AskingSafeHiredisCloseRaceSafeConnection"}
 
 
 async def test_sagas_complete_on_a_cluster_with_a_retry_and_the_cli_shows_them(
