@@ -144,7 +144,7 @@ async def evalsha_many(
     """
     if not calls:
         return []
-    durable: dict[str, int] = {"replicas": replicas, "wait_ms": wait_ms} if replicas else {}
+    durable: dict[str, Any] = {"replicas": replicas, "wait_ms": wait_ms} if replicas else {}
     results = await _pipeline(client, calls, **durable)
     refused = next((r for r in results if isinstance(r, TRANSIENT_ERRORS)), None)
     if refused is not None:
