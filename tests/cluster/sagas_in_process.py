@@ -22,7 +22,9 @@ async def claim_all(sm: StateMachine, client: Any, step: str) -> dict[str, Claim
     for p in keys.all_partitions():
         reply = await client.xreadgroup(GROUP, "w", {keys.ready(p, step): ">"}, count=100)
         pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
-        for out in await sm.claim(step, p, pairs, worker="w", lease_ms=60_000, max_attempts=3):
+        for out in await sm.claim(
+            step, p, pairs, worker="w", lease_ms=60_000, max_lease_expiries=3
+        ):
             if out.claim is not None:
                 got[out.claim.record_id] = out.claim
     return got

@@ -35,7 +35,7 @@ async def claimed(sm: StateMachine, client: Any, keys: Keys) -> list[Claim]:
     for p in keys.all_partitions():
         reply = await client.xreadgroup(GROUP, "w", {keys.ready(p, "router"): ">"}, count=100)
         pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
-        outs = await sm.claim("router", p, pairs, worker="w", lease_ms=30_000, max_attempts=3)
+        outs = await sm.claim("router", p, pairs, worker="w", lease_ms=30_000, max_lease_expiries=3)
         claims += [o.claim for o in outs if o.claim is not None]
     return claims
 

@@ -67,7 +67,9 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     for p in keys.all_partitions():
         reply = await client.xreadgroup(GROUP, "w", {keys.ready(p, "router"): ">"}, count=100)
         pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
-        for out in await sm.claim("router", p, pairs, worker="w", lease_ms=60_000, max_attempts=3):
+        for out in await sm.claim(
+            "router", p, pairs, worker="w", lease_ms=60_000, max_lease_expiries=3
+        ):
             assert out.claim is not None
             by_rid[out.claim.record_id] = out.claim
     await sm.heartbeat(by_rid["s-commit"], worker="w", lease_ms=60_000)
