@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+from redis.asyncio.connection import SSLConnection
 
-from saga.runtime import keys_of
+from saga.runtime import keys_of, open_client
 from saga.settings import load_settings
 from saga.state.keys import GROUP
 from tests.deploy.chart import container, env_of, example, merged, of_kind, render
+
+pytestmark = pytest.mark.anyio
 
 ENDPOINT = {"host": "redis-0.redis.svc", "port": "6380", "username": "saga-app",
             "password": "s3cret", "ca.crt": "-----BEGIN CERTIFICATE-----\nCA\n"}  # fmt: skip
@@ -80,10 +82,25 @@ def keda_params(objs: list[dict[str, Any]], trigger: dict[str, Any]) -> dict[str
     return params
 
 
+def client_sees(settings: Any) -> tuple[Any, dict[str, Any]]:
+    """The cluster client the workers open (``open_client``; nothing connects yet): its
+    seed node and the arguments every node connection gets."""
+    client = open_client(settings)
+    (seed,) = client.nodes_manager.startup_nodes.values()
+    kw = client.nodes_manager.connection_kwargs
+    return client, {
+        "seed": (seed.host, str(seed.port)),
+        "tls": issubclass(kw["connection_class"], SSLConnection),
+        "auth": (kw.get("username"), kw.get("password")),
+        "ca_file": kw.get("ssl_ca_certs"),
+    }
+
+
 @pytest.mark.parametrize("variant", sorted(CLUSTER_VARIANTS))
-def test_cluster_triggers_reach_what_the_client_reaches(variant: str) -> None:
-    """Per step: host and port among KEDA's seeds, TLS on both sides or neither, the same
-    user, password and CA, one lag and one pending trigger per partition stream."""
+async def test_cluster_triggers_reach_what_the_client_reaches(variant: str) -> None:
+    """Per step: the client's seed among KEDA's hosts/ports, TLS on both sides or
+    neither, the same user, password and CA, one lag and one pending trigger per
+    partition stream of the step, and the client's consumer group."""
     objs = render(CLUSTER_VARIANTS[variant])
     scaled = of_kind(objs, "ScaledObject")
     assert scaled
@@ -91,20 +108,21 @@ def test_cluster_triggers_reach_what_the_client_reaches(variant: str) -> None:
     for so in scaled.values():
         deployment = deployments[so["spec"]["scaleTargetRef"]["name"]]
         settings, env = pod_settings(objs, deployment)
-        url = urlsplit(settings.redis_url)
+        assert settings.cluster
+        client, sees = client_sees(settings)
+        await client.aclose()
         keys = keys_of(settings)
         streams = {keys.ready(p, env["SAGA_STEP"]) for p in keys.all_partitions()}
-        assert settings.cluster
         seen: dict[str, set[str]] = {"lag": set(), "pending": set()}
         for trigger in so["spec"]["triggers"]:
             assert trigger["type"] == "redis-cluster-streams"
             p = keda_params(objs, trigger)
             seeds = set(zip(p["hosts"].split(","), p["ports"].split(","), strict=True))
-            assert (url.hostname, str(url.port)) in seeds
-            assert (p.get("enableTLS") == "true") == (url.scheme == "rediss")
-            assert (p.get("username"), p.get("password")) == (url.username, url.password)
-            if settings.redis_ca_file:
-                assert p["ca"] == ca_seen_by_pods(deployment, settings.redis_ca_file)
+            assert sees["seed"] in seeds
+            assert (p.get("enableTLS") == "true") == sees["tls"]
+            assert (p.get("username"), p.get("password")) == sees["auth"]
+            if sees["ca_file"]:
+                assert p["ca"] == ca_seen_by_pods(deployment, sees["ca_file"])
             assert p["consumerGroup"] == GROUP
             seen[trigger["name"].split("-")[0]].add(p["stream"])
         assert seen == {"lag": streams, "pending": streams}
