@@ -45,7 +45,7 @@ def test_every_setting_is_in_the_readme_table() -> None:
 @pytest.mark.parametrize("name", [v for v in VARIABLES if v.startswith("SAGA_")])
 def test_a_setting_is_never_taken_for_a_step_override(name: str) -> None:
     """No setting of its own (SAGA_LLM_TIMEOUT) turns into a step's override (`llm`)."""
-    for value in ("0.5", "5", "json", "rules", "auto"):  # the first value it accepts
+    for value in ("0.5", "5", "json", "rules", "auto", "local"):  # the first value it accepts
         try:
             settings = load_settings({name: value})
         except SettingsError:
