@@ -36,9 +36,11 @@ async def stored_count(client: Any, keys: Keys) -> StoredCount | None:
 async def guard(client: Any, keys: Keys) -> int:
     """Store ``keys.partitions`` if the keyspace has no count yet; raise
     PartitionCountError if it has another, or a migration is under way. Returns it."""
-    await client.hsetnx(keys.partition_count(), "count", keys.partitions)
     stored = await stored_count(client, keys)
-    assert stored is not None  # just set, or set before
+    if stored is None:  # first use: written only then (a read-only user can still read)
+        await client.hsetnx(keys.partition_count(), "count", keys.partitions)
+        stored = await stored_count(client, keys)
+        assert stored is not None  # just set, or set by another process meanwhile
     if stored.migrating_to:
         raise PartitionCountError(
             f"keyspace {keys.prefix!r} is being migrated from {stored.count} to "
