@@ -231,13 +231,11 @@ class StateMachine:
                 calls.append(self._commit_call(claim, req))
             else:
                 calls.append(self._fail_call(claim, req))
-        lim = self.limits
+        lim, durable = self.limits, {}
+        if self.limits.commit_replicas:  # else the call is as it was without the setting
+            durable = {"replicas": lim.commit_replicas, "wait_ms": lim.replica_wait_ms}
         replies = await resend(
-            lambda: evalsha_many(
-                self.client, calls, replicas=lim.commit_replicas, wait_ms=lim.replica_wait_ms
-            ),
-            attempts,
-            on_retry,
+            lambda: evalsha_many(self.client, calls, **durable), attempts, on_retry
         )
         out = []
         for reply in replies:
