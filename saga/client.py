@@ -24,7 +24,7 @@ import msgspec
 
 from saga.pipeline import Pipeline
 from saga.settings import Settings
-from saga.state import operator, reads, streams
+from saga.state import operator, partitions, reads, streams
 from saga.state.errors import InvalidIdError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -101,6 +101,7 @@ class SagaClient:
         return self
 
     async def __aenter__(self) -> SagaClient:
+        await partitions.guard(self.redis, self.keys)  # SAGA_PARTITIONS as stored, or refuse
         return self
 
     async def __aexit__(
@@ -135,6 +136,7 @@ class SagaClient:
 
         first = self._first_input(document, input)
         if not self._groups_ready:  # once per client: groups must exist at ID 0 first
+            await partitions.guard(self.redis, self.keys)
             await streams.ensure_groups(self.redis, self.keys, self.type_info.steps)
             await register_type(self.redis, self.keys, self.type_info)
             self._groups_ready = True

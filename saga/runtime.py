@@ -78,8 +78,11 @@ def open_client(settings: Settings) -> Any:
 
 @contextlib.asynccontextmanager
 async def client_for(settings: Settings) -> AsyncIterator[Any]:
+    from saga.state.partitions import guard
+
     client = open_client(settings)
     try:
+        await guard(client, keys_of(settings))  # SAGA_PARTITIONS as stored, or refuse
         yield client
     finally:
         await client.aclose()

@@ -92,6 +92,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_EMBEDDED_MALLOC``: the embedded server's allocator (auto, jemalloc, tuned, libc)."""
     partitions: int = 1
     """``SAGA_PARTITIONS``: hash-tag partitions of the record space."""
+    commit_durability: str = "local"
+    """``SAGA_COMMIT_DURABILITY``: ``local`` (a write is done when the primary has it) or
+    ``replica`` (starts and commit batches also wait for a replica: ``WAIT``)."""
     key_prefix: str = "saga"
     document_source: str = ""
     """``SAGA_DOCUMENT_SOURCE``: template resolving a record's document, ``{record_id}``."""
@@ -231,6 +234,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(
             f"SAGA_EMBEDDED_MALLOC={malloc!r} must be one of {', '.join(MALLOC_CHOICES)}"
         )
+    durability = get("SAGA_COMMIT_DURABILITY", "local").lower()
+    if durability not in ("local", "replica"):
+        raise SettingsError(f"SAGA_COMMIT_DURABILITY={durability!r} must be local or replica")
     parser = get("SAGA_PARSER", "rules")
     if parser not in ("rules", "llm"):
         raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
@@ -260,6 +266,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
             embedded_malloc=malloc,
             partitions=int(num("SAGA_PARTITIONS", 1, int)),
+            commit_durability=durability,
             key_prefix=get("SAGA_KEY_PREFIX", "saga"),
             document_source=get("SAGA_DOCUMENT_SOURCE"),
             document_policy=policy,
@@ -291,6 +298,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
                 pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
                 retention_s=int(num("SAGA_RETENTION_DAYS", 7.0) * 86400),
+                commit_replicas=1 if durability == "replica" else 0,
+                replica_wait_ms=int(num("SAGA_COMMIT_WAIT_MS", 1000, int)),
             ),
             step_config=StepConfig(
                 max_document_bytes=int(num("SAGA_MAX_DOCUMENT_BYTES", 20 * 1024 * 1024, int)),

@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import (
     AuthenticationError,
     ClusterDownError,
+    ClusterError,
     InvalidResponse,
     NoPermissionError,
     SlotNotCoveredError,
@@ -38,6 +39,13 @@ _PACKABLE = frozenset({bytes, str, int, float})
 """Exact types hiredis packs byte for byte as redis-py's Encoder does (bool, None,
 subclasses, memoryviews go through redis-py)."""
 
+
+class NotReplicatedError(RedisConnectionError):
+    """A write the primary ran but no replica acknowledged within the wait
+    (``SAGA_COMMIT_DURABILITY=replica``): not yet safe from a failover, so the caller
+    re-sends it (its op id makes the repeat a no-op) or reports it unconfirmed."""
+
+
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     RedisConnectionError,
     RedisTimeoutError,
@@ -49,6 +57,10 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     ClusterDownError,
     TryAgainError,
     SlotNotCoveredError,
+    # redis-py's cluster client follows ASK/MOVED and TRYAGAIN 16 times in a row, then
+    # gives up with "TTL exhausted": a slot whose keys are half moved keeps a script's
+    # keys split (TRYAGAIN) as long as the migration lasts. Nothing ran: re-send.
+    ClusterError,
 )
 """Errors after which the server may be back soon: re-send, do not give up."""
 
@@ -128,7 +140,9 @@ def _connect(url: str, *, cluster: bool, **options: Any) -> aioredis.Redis:
         # The cluster client takes no connection class: set it in the arguments its
         # node manager makes nodes with (one dict), and on the nodes already made.
         kwargs = client.nodes_manager.connection_kwargs
-        safe = kwargs["connection_class"] = _close_race_safe(kwargs["connection_class"])
+        base = _hiredis_packing(_close_race_safe(kwargs["connection_class"]))
+        safe = _asking_on_same_connection(base)
+        kwargs["connection_class"] = safe
         for node in client.nodes_manager.startup_nodes.values():
             node.connection_class = safe
         return client  # type: ignore[no-any-return]
@@ -165,6 +179,54 @@ def _close_race_safe(base: type[AbstractConnection]) -> type[AbstractConnection]
 
     CloseRaceSafe.__name__ = CloseRaceSafe.__qualname__ = f"CloseRaceSafe{base.__name__}"
     return CloseRaceSafe
+
+
+def _asking_on_same_connection(base: type[AbstractConnection]) -> type[AbstractConnection]:
+    """``base`` sending a cluster client's ASKING in the same write as the command it is
+    for. redis-py sends ASKING as a command of its own on one pooled connection and
+    the redirected command on the next free one (a FIFO pool): under load they differ,
+    the importing node answers MOVED back to the source, which answers ASK again,
+    until "TTL exhausted" (tests/cluster/test_cluster_reshard, a slot moved under
+    load). Here ASKING is only noted for its node (answered OK, nothing sent) and put
+    in front of the next command packed for that node. Nothing yields between the
+    two, so no other command of the client can take it; one class per client."""
+    asking: set[tuple[str, int]] = set()
+
+    class AskingSafe(base):  # type: ignore[valid-type,misc]
+        _skip = 0
+        _fake_ok = False
+
+        def pack_command(self, *args: Any) -> list[bytes]:
+            node = (self.host, self.port)
+            if len(args) == 1 and str(args[0]).upper() == "ASKING":
+                asking.add(node)
+                self._fake_ok = True
+                return []
+            if node in asking:
+                asking.discard(node)
+                self._skip += 1
+                return [*super().pack_command("ASKING"), *super().pack_command(*args)]
+            return list(super().pack_command(*args))
+
+        async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+            if command:  # a noted ASKING sends nothing (and must not yield to connect)
+                await super().send_packed_command(command, check_health)
+
+        async def read_response(self, *args: Any, **kwargs: Any) -> Any:
+            if self._fake_ok:
+                self._fake_ok = False
+                return b"OK"
+            while self._skip:
+                self._skip -= 1
+                await super().read_response(*args, **kwargs)  # ASKING's +OK
+            return await super().read_response(*args, **kwargs)
+
+        async def disconnect(self, *args: Any, **kwargs: Any) -> None:
+            self._skip, self._fake_ok = 0, False  # replies of a dropped socket never come
+            await super().disconnect(*args, **kwargs)
+
+    AskingSafe.__name__ = AskingSafe.__qualname__ = f"AskingSafe{base.__name__}"
+    return AskingSafe
 
 
 def _hiredis_packing(base: type[AbstractConnection]) -> type[AbstractConnection]:

@@ -2,6 +2,7 @@
 
     SagaError                      root of every error this project raises
     ├── InvalidIdError             a record/user id or step name that could break a key
+    ├── PartitionCountError        SAGA_PARTITIONS differs from the keyspace's stored count
     └── StateError                 a transition was refused
         ├── SagaNotFoundError      no saga for that record
         ├── SagaExistsError        the record already has a saga for another user
@@ -22,6 +23,11 @@ class SagaError(Exception):
 
 class InvalidIdError(SagaError, ValueError):
     """An id that would break a Redis key or hash tag."""
+
+
+class PartitionCountError(SagaError):
+    """This process's partition count is not the one the keyspace was set up with (or a
+    migration to another count is under way): it would read and write the wrong keys."""
 
 
 class StateError(SagaError):

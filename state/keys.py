@@ -179,6 +179,23 @@ class Keys:
         """A sorted set of worker names by when they last announced themselves (ms)."""
         return f"{self.prefix}:workers"
 
+    def partition_count(self) -> str:
+        """A hash: ``count`` (the partitions this keyspace was set up with), and ``to`` and
+        ``op`` while ``saga partitions migrate`` moves records to another count."""
+        return f"{self.prefix}:partitions"
+
+    def retag(self, key: str, partition: int) -> str:
+        """A key of one of this keyspace's partitions, in ``partition`` instead (a record's
+        key, moved by ``saga partitions migrate``)."""
+        head, sep, rest = key.partition("}:")
+        if not sep or not head.startswith(f"{self.prefix}:{{p"):
+            raise InvalidIdError(f"{key!r} is not a partitioned key of {self.prefix!r}")
+        return f"{self._p(partition)}:{rest}"
+
+    def llm_cache_pattern(self, partition: int) -> str:
+        """SCAN pattern of a partition's cached LLM answers (moved with their records)."""
+        return f"{self._p(partition)}:llm:*"
+
     def steps_registry(self) -> str:
         """A set of every step name a worker or client of this type has created groups for."""
         if self.saga_type == DEFAULT_TYPE:

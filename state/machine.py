@@ -53,6 +53,21 @@ class StateMachine:
         """Re-send a transition on connection loss; the op id makes a repeat harmless."""
         return await resend(call, attempts=5)
 
+    async def _durable(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """One script; with ``commit_replicas`` its WAIT rides in the same round trip."""
+        if not self.limits.commit_replicas:
+            return await evalsha(self.client, name, keys, args)
+        lim = self.limits
+        reply = (
+            await evalsha_many(
+                self.client, [(name, keys, args)], replicas=lim.commit_replicas,
+                wait_ms=lim.replica_wait_ms,
+            )
+        )[0]  # fmt: skip
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
     def _state_indexes(self, partition: int) -> list[str]:
         return self.keys.state_indexes(partition)
 
@@ -83,7 +98,7 @@ class StateMachine:
         args: list[Any] = [record_id, user_id, first_step, k.seal(input_json)]
         args += [k.seal(document.encode()) if document else "", trace]
         args += [op or new_op(), self.limits.history_maxlen]
-        reply = await self._resend(lambda: evalsha(self.client, "start_saga", keys, args))
+        reply = await self._resend(lambda: self._durable("start_saga", keys, args))
         code = to_code(reply[0])
         raise_for(code, record_id, f"owned by {text(reply[1])}" if len(reply) > 1 else "")
         return StartResult(
@@ -226,7 +241,12 @@ class StateMachine:
                 calls.append(self._commit_call(claim, req))
             else:
                 calls.append(self._fail_call(claim, req))
-        replies = await resend(lambda: evalsha_many(self.client, calls), attempts, on_retry)
+        lim, durable = self.limits, {}
+        if self.limits.commit_replicas:  # else the call is as it was without the setting
+            durable = {"replicas": lim.commit_replicas, "wait_ms": lim.replica_wait_ms}
+        replies = await resend(
+            lambda: evalsha_many(self.client, calls, **durable), attempts, on_retry
+        )
         out = []
         for reply in replies:
             if isinstance(reply, Exception):

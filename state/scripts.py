@@ -21,7 +21,7 @@ from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, ResponseError
 
 from saga.state.codes import RC
-from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.connection import TRANSIENT_ERRORS, NotReplicatedError
 from saga.state.model import SCHEMA_VERSION, SagaState
 
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
@@ -41,6 +41,8 @@ SCRIPT_NAMES = (
     "prune_retired",
     "prune_consumers",
     "accept_review",
+    "receive_record",
+    "release_record",
 )
 
 
@@ -122,8 +124,17 @@ async def evalsha(client: Any, name: str, keys: list[str], args: list[Any]) -> A
         return await client.eval(script.source, len(keys), *keys, *args)
 
 
-async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]]) -> list[Any]:
+async def evalsha_many(
+    client: Any,
+    calls: list[tuple[str, list[str], list[Any]]],
+    *,
+    replicas: int = 0,
+    wait_ms: int = 1000,
+) -> list[Any]:
     """Run several scripts in one pipeline (one round trip); each stays its own atomic call.
+
+    ``replicas`` > 0 ends the pipeline with one ``WAIT replicas wait_ms`` per node it
+    wrote to (in the same round trip): fewer acknowledgements raise NotReplicatedError.
 
     Results are returned in order; an exception is returned in place of a failed
     call's result. NOSCRIPT entries are re-run with EVAL (they did not execute).
@@ -133,20 +144,26 @@ async def evalsha_many(client: Any, calls: list[tuple[str, list[str], list[Any]]
     """
     if not calls:
         return []
-    results = await _pipeline(client, calls)
+    durable: dict[str, Any] = {"replicas": replicas, "wait_ms": wait_ms} if replicas else {}
+    results = await _pipeline(client, calls, **durable)
     refused = next((r for r in results if isinstance(r, TRANSIENT_ERRORS)), None)
     if refused is not None:
         raise refused
     missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
     if missing:
-        again = await _pipeline(client, [calls[i] for i in missing], by_source=True)
+        again = await _pipeline(client, [calls[i] for i in missing], by_source=True, **durable)
         for i, r in zip(missing, again, strict=True):
             results[i] = r
     return results
 
 
 async def _pipeline(
-    client: Any, calls: list[tuple[str, list[str], list[Any]]], *, by_source: bool = False
+    client: Any,
+    calls: list[tuple[str, list[str], list[Any]]],
+    *,
+    by_source: bool = False,
+    replicas: int = 0,
+    wait_ms: int = 0,
 ) -> list[Any]:
     scripts = load_all()
     if by_source:
@@ -157,8 +174,22 @@ async def _pipeline(
         pipe = client.pipeline(transaction=False)
         for command in commands:
             pipe.execute_command(*command)
-        return list(await pipe.execute(raise_on_error=False))
-    return await _send_all(client, commands)
+        # One WAIT per node written to, after its scripts on the same connection.
+        nodes = {n.name: n for n in map(client.get_node_from_key, (k[0] for _, k, _ in calls))}
+        for node in nodes.values() if replicas else ():
+            pipe.execute_command("WAIT", replicas, wait_ms, target_nodes=node)
+        replies = list(await pipe.execute(raise_on_error=False))
+    else:
+        waits = [("WAIT", replicas, wait_ms)] if replicas else []
+        replies = await _send_all(client, commands + waits)
+    for acked in replies[len(commands) :]:
+        if isinstance(acked, Exception):  # e.g. the node became a replica: re-send
+            raise NotReplicatedError(f"WAIT refused ({acked})") from acked
+        if acked < replicas:
+            raise NotReplicatedError(
+                f"{acked} of {replicas} replica(s) acknowledged in {wait_ms} ms"
+            )
+    return replies[: len(commands)]
 
 
 async def _send_all(client: Redis, commands: list[tuple[Any, ...]]) -> list[Any]:

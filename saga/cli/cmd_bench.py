@@ -131,6 +131,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "msgspec, tasks, tracing, packing; history, index, counter on a private server), "
         "CALLS times each (default 20000), and print that table",
     )
+    p.add_argument(
+        "--cluster",
+        action="store_true",
+        help="only measure how throughput grows with primaries: the backlog on 1 server "
+        "with 1 and 16 partitions and on clusters of 1 and 3 primaries (16 partitions), "
+        "each started for the run; --sagas, --workers, --concurrency apply",
+    )
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
@@ -145,6 +152,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.features is not None:
         return _features(args)
+    if args.cluster:
+        return _cluster(args)
     if args.rate is not None and args.rate < 0:
         raise CliError("--rate must be >= 0 (0 skips the paced phase).", Exit.USAGE)
     _check_pages(args.page_bytes, args.sagas)
@@ -239,3 +248,25 @@ def canonical(args: argparse.Namespace, only: tuple[str, ...]) -> str:
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
     return shlex.join(argv)
+
+
+def _cluster(args: argparse.Namespace) -> int:
+    import anyio
+
+    from saga.bench.cluster_bench import LAYOUTS, render_cluster, run_cluster_bench
+    from saga.bench.config import BenchError
+    from saga.cli.common import print_json
+
+    def progress(message: str) -> None:
+        print(f"bench: {message}", file=sys.stderr, flush=True)
+
+    try:
+        report = anyio.run(run_cluster_bench, args.sagas, args.workers, args.concurrency,
+                           progress, iter(LAYOUTS))  # fmt: skip
+    except BenchError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json(report)
+    else:
+        print(render_cluster(report))
+    return Exit.OK

@@ -1,4 +1,5 @@
-"""saga init: create consumer groups at ID 0 and load the scripts (a Helm hook runs it)."""
+"""saga init: store the partition count, create consumer groups at ID 0 and load the
+scripts (a Helm hook runs it)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "init",
         help="create consumer groups and load scripts",
-        description="Create every step's consumer group at ID 0 (MKSTREAM) in "
-        "every partition and load the Lua scripts. Safe to run again.",
+        description="Store SAGA_PARTITIONS in the keyspace (later processes with another "
+        "count refuse to run), create every step's consumer group at ID 0 (MKSTREAM) in "
+        "every partition and load the Lua scripts. Safe to run again; refuses (exit 2) "
+        "if the keyspace was set up with another partition count.",
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
@@ -28,7 +31,7 @@ def main(args: argparse.Namespace) -> int:
     keys = keys_of(settings)
 
     async def go() -> int:
-        async with client_for(settings) as client:
+        async with client_for(settings) as client:  # stores the count, or refuses
             await scripts.ensure_loaded(client)
             created = await streams.ensure_groups(client, keys, pipeline.names)
         if args.json:

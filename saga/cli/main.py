@@ -40,6 +40,7 @@ COMMANDS = (
     "bench",
     "eval",
     "controller",
+    "partitions",
 )
 
 
@@ -117,11 +118,16 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
     from saga.adapters.embedded_redis import EmbeddedServerError
     from saga.settings import SettingsError
     from saga.state.connection import connection_failure
-    from saga.state.errors import InvalidIdError, SagaNotFoundError, StateError
+    from saga.state.errors import (
+        InvalidIdError,
+        PartitionCountError,
+        SagaNotFoundError,
+        StateError,
+    )
 
     if isinstance(exc, CliError):
         return exc.code, str(exc)
-    if isinstance(exc, InvalidIdError | SettingsError):
+    if isinstance(exc, InvalidIdError | SettingsError | PartitionCountError):
         return Exit.USAGE, f"{exc}."
     if isinstance(exc, SagaNotFoundError):
         return Exit.NOT_FOUND, f"{exc}; check the id, or list sagas with `saga list`."

@@ -26,6 +26,7 @@ from saga.state.dead_letters import DeadLetter
 from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
+from saga.state.repartition import MigrationReport
 
 SCHEMAS = Path(__file__).with_name("schemas")
 
@@ -195,6 +196,18 @@ class InitDocument(msgspec.Struct, kw_only=True):
     scripts_version: str
 
 
+class PartitionsDocument(msgspec.Struct, kw_only=True):
+    """``saga partitions show --json``."""
+
+    prefix: str
+    stored: int | None
+    """The keyspace's partition count; None before ``saga init`` or the first process."""
+    migrating_to: int
+    """The count ``saga partitions migrate`` is moving records to; 0: none."""
+    configured: int
+    """This process's ``SAGA_PARTITIONS``."""
+
+
 class ControllerCheckDocument(msgspec.Struct, kw_only=True):
     """``saga controller --check --json``: is Redis ready for saga."""
 
@@ -252,6 +265,8 @@ SHAPES: dict[str, Any] = {
     "server": ServerStatus,
     "config": ConfigDocument,
     "controller-check": ControllerCheckDocument,
+    "partitions": PartitionsDocument,
+    "partitions-migrate": MigrationReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""

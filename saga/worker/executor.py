@@ -15,7 +15,7 @@ from redis.exceptions import ResponseError
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
-from saga.state import recovery, streams
+from saga.state import partitions, recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
@@ -29,6 +29,7 @@ from saga.worker.committer import Committer
 from saga.worker.entries import Malformed, Newer, parse_entry
 from saga.worker.health import HealthState
 from saga.worker.observer import Observer
+from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
 from saga.worker.slots import Slots
@@ -152,6 +153,7 @@ class Executor:
             self.health.redis_down(exc)
 
         async def prepare() -> None:
+            await partitions.guard(self.client, self.keys)  # refuses a different count
             await ensure_loaded(self.client)
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
@@ -196,15 +198,13 @@ class Executor:
     # -- reading and claiming ---------------------------------------------------
     async def _read_loop(self, spec: StepSpec) -> None:
         streams_of = {self.keys.ready(p, spec.name): p for p in self.keys.all_partitions()}
-        groups = (
-            [{s: ">"} for s in streams_of]
-            if self.settings.cluster
-            else [dict.fromkeys(streams_of, ">")]
-        )
+        groups = [dict.fromkeys(streams_of, ">")]
+        # On a cluster one XREADGROUP cannot name two partitions' streams (two slots).
+        reader = PartitionReader(self.client, self.worker, list(streams_of))
         delay, recover_at = 0.1, 0.0
         while True:
             try:
-                recover_at = await self._read_once(spec, groups, streams_of, recover_at)
+                recover_at = await self._read_once(spec, groups, streams_of, recover_at, reader)
                 delay = 0.1
             except TRANSIENT_ERRORS as exc:
                 self.health.redis_down(exc)
@@ -226,6 +226,7 @@ class Executor:
         groups: list[dict[str, str]],
         streams_of: dict[str, int],
         recover_at: float,
+        reader: PartitionReader,
     ) -> float:
         """One pass: recovery if due, then one blocking read per group of streams, whose
         entries are claimed and started. Returns when recovery is next due."""
@@ -249,9 +250,12 @@ class Executor:
             until_recovery_ms = int((recover_at - time.monotonic()) * 1000)
             block = max(1, min(self.settings.block_ms, until_recovery_ms))
             try:
-                reply = await self.client.xreadgroup(
-                    GROUP, self.worker, group, count=n, block=block
-                )
+                if self.settings.cluster:
+                    reply = await reader.read(n, block)
+                else:
+                    reply = await self.client.xreadgroup(
+                        GROUP, self.worker, group, count=n, block=block
+                    )
             except BaseException:
                 slots.release(n)
                 raise

@@ -53,6 +53,9 @@ local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 
                      'claimed', 'done:' .. step, 'att:' .. step)
 if not s[1] then return {RC.NOT_FOUND} end
 if s[9] == token then
+  -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
+  -- then also covers the first call's writes, whichever connection sent them.
+  redis.call('HSET', saga, 'done:' .. step, token)
   return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
 end
 local now = now_ms()

@@ -49,7 +49,12 @@ local ec, em, maxlen, worker = ARGV[7], ARGV[8], ARGV[10], ARGV[12]
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
                      'claimed', 'failtok', 'att:' .. step)
 if not s[1] then return {RC.NOT_FOUND} end
-if s[9] == token then return {RC.DUPLICATE, s[1]} end
+if s[9] == token then
+  -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
+  -- then also covers the first call's writes, whichever connection sent them.
+  redis.call('HSET', saga, 'failtok', token)
+  return {RC.DUPLICATE, s[1]}
+end
 local now = now_ms()
 if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
   fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], ARGV[9],

@@ -31,6 +31,9 @@ if cur[1] then
   if cur[1] ~= user then
     return {RC.USER_MISMATCH, cur[1]}
   end
+  -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
+  -- then also covers the first call's writes, whichever connection sent them.
+  redis.call('HSET', saga, 'uid', user)
   return {RC.DUPLICATE, cur[2], cur[3], tonumber(cur[4]), tonumber(cur[5])}
 end
 

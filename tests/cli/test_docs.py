@@ -47,7 +47,16 @@ def test_a_setting_is_never_taken_for_a_step_override(name: str) -> None:
     """No setting of its own (SAGA_LLM_TIMEOUT) turns into a step's override (`llm`)."""
     # the first value it accepts (the fetch policy's lists take a URL or a network)
     key = "A" * 43 + "="  # 32 bytes in base64: SAGA_DATA_KEY
-    candidates = ("0.5", "5", "json", "rules", "auto", "https://records.example/", "10.0.0.0/8")
+    candidates = (
+        "0.5",
+        "5",
+        "json",
+        "rules",
+        "auto",
+        "https://records.example/",
+        "10.0.0.0/8",
+        "local",
+    )
     for value in (*candidates, key):
         try:
             settings = load_settings({name: value})

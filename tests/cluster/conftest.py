@@ -35,3 +35,14 @@ async def client(cluster: LocalCluster) -> AsyncIterator[Any]:
     await c.initialize()  # the slot map, before get_node_from_key
     yield c
     await c.aclose()
+
+
+@pytest.fixture(scope="package")
+def replicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """Three primaries with one replica each (six nodes), node timeout 1 s."""
+    c = LocalCluster(tmp_path_factory.mktemp("replicated"), replicas=1)
+    try:
+        c.start(within_s=60)
+        yield c
+    finally:
+        c.stop()

@@ -30,9 +30,10 @@ async def test_partitions_live_on_different_nodes(client: Any, keys: Keys) -> No
     """The test below means something only if the partitions' tags span the nodes."""
     owners = {client.get_node_from_key(keys.ready(p, "router")).port for p in range(4)}
     assert len(owners) >= 2
-    # Every node's connections survive a close mid-write (see tests/state/test_connection_races).
+    # Every node's connections survive a close mid-write (see tests/state/test_connection_races)
+    # pack with hiredis, and send ASKING with the command it is for (test_cluster_redirects).
     classes = {n.connection_class.__name__ for n in client.get_nodes()}
-    assert classes == {"CloseRaceSafeConnection"}
+    assert classes == {"AskingSafeHiredisCloseRaceSafeConnection"}
 
 
 async def test_sagas_complete_on_a_cluster_with_a_retry_and_the_cli_shows_them(
@@ -96,3 +97,32 @@ async def test_scripts_flushed_from_every_node_are_loaded_again(client: Any, key
     for rid in rids:
         saga, _ = await get_saga_and_history(client, keys, rid)
         assert (saga.state, saga.step) == (SagaState.PENDING, "parser")
+
+
+async def test_work_on_one_partition_is_not_held_behind_empty_ones(
+    cluster: LocalCluster, client: Any, tmp_path: Path
+) -> None:
+    """A saga whose partition comes last of eight completes in well under one
+    SAGA_BLOCK_MS per empty partition: empty partitions do not hold the reader (one
+    blocking read per partition in turn took 7 x 2 s per step to reach it)."""
+    import time
+
+    keys = Keys(prefix=f"c{tmp_path.name[-8:]}", partitions=8)
+    rid = next(r for r in (f"late-{i}" for i in range(999)) if keys.partition_of(r) == 7)
+    await start_sagas(client, keys, [])
+    env = {**env_for(cluster, keys, tmp_path), "SAGA_BLOCK_MS": "2000",
+           "SAGA_RECOVERY_INTERVAL": "60"}  # fmt: skip
+    worker = spawn_worker(env, tmp_path / "worker.log", STEPS)
+    try:
+        await worker.wait_ready(within=60)
+        await start_sagas(client, keys, [rid])
+        began = time.monotonic()
+
+        async def completed() -> bool:
+            assert worker.alive(), worker.tail()
+            return await all_in(client, keys, [rid], SagaState.COMPLETED)
+
+        await wait_until(completed, within=60, what="the saga", on_timeout=worker.tail)
+        assert time.monotonic() - began < 6.0
+    finally:
+        worker.kill()

@@ -5,7 +5,9 @@ Three records, two steps (router -> parser), two workers. Rules: start, read+cla
 and fail with any claim ever issued (zombies included), promote, manual retry, cancel,
 accept review (commits flag their saga for review at random), the controller's
 requeue of idle entries (no consumer: a new entry for the same saga, state unchanged),
-and quarantine of read entries (a saga waiting on its quarantined entry is dead-lettered).
+and quarantine of read entries (a saga waiting on its quarantined entry is dead-lettered),
+and a move to another partition count and back (``saga partitions migrate``'s receive
+and release).
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -42,9 +44,11 @@ from hypothesis.stateful import (
 from saga.state import operator
 from saga.state.codes import RC
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
-from saga.state.keys import GROUP
+from saga.state.keys import GROUP, Keys
 from saga.state.model import Claim, FailAction, SagaState
+from saga.state.reads import get_saga_and_history
 from saga.state.recovery import quarantine, recover_idle
+from saga.state.repartition import Moved, move_record
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.requeue import requeue_idle
@@ -358,6 +362,30 @@ class SagaMachine(RedisMachine):
             if resend:
                 again = quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid)
                 assert self.run(unchanged(self.client, self.keys, again)) == ""
+
+    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
+    def move_and_back(self, rid: str, resend: bool) -> None:
+        """saga partitions migrate's two calls, to another partition count and back: a
+        terminal saga reads the same there and back here; any other is left untouched."""
+        m = self.model[rid]
+        wide = next(Keys(self.keys.prefix, n) for n in range(2, 64)
+                    if Keys(self.keys.prefix, n).partition_of(rid) != 0)  # fmt: skip
+        op = uuid.uuid4().hex
+        if m.state is None or not m.state.terminal:
+            moved = self.run(unchanged(self.client, self.keys, move_record(
+                self.client, self.keys, wide, rid, op)))  # fmt: skip
+            assert moved == (Moved.GONE if m.state is None else Moved.ACTIVE)
+            return
+        here = self.run(get_saga_and_history(self.client, self.keys, rid))
+        assert self.run(move_record(self.client, self.keys, wide, rid, op)) == Moved.MOVED
+        event(f"move {m.state.value}: MOVED")
+        assert self.run(get_saga_and_history(self.client, wide, rid)) == here
+        if resend:  # the same op again: nothing left to move, nothing written
+            self.run(unchanged(self.client, self.keys, move_record(
+                self.client, self.keys, wide, rid, op)))  # fmt: skip
+        back = self.run(move_record(self.client, wide, self.keys, rid, uuid.uuid4().hex))
+        assert back == Moved.MOVED
+        assert self.run(get_saga_and_history(self.client, self.keys, rid)) == here
 
     # -- invariants -----------------------------------------------------------
     @invariant()

@@ -1,0 +1,126 @@
+"""Every Lua transition touches one slot: the keys each call passes (the saga's hash,
+history, pages, answer-cache keys, its partition's streams, indexes and counters) share
+the partition's hash tag. Shown on a real cluster, where a call across slots would fail
+with CROSSSLOT, and checked key by key with the cluster's own slot function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from redis.crc import key_slot
+
+from saga.state import operator, recovery, requeue, retention, streams
+from saga.state.keys import GROUP, Keys
+from saga.state.machine import StateMachine
+from saga.state.model import FailAction
+from saga.state.repartition import Moved, move_record
+from saga.state.requests import CommitRequest, FailRequest
+from saga.state.scripts import SCRIPT_NAMES, load_all
+from tests.cluster.support import start_sagas
+
+pytestmark = pytest.mark.anyio
+
+
+class Recording:
+    """A cluster client that notes the keys of every script call, single or pipelined."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.calls: list[tuple[str, list[bytes]]] = []
+        self._names = {s.sha: s.name for s in load_all().values()}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def note(self, sha: str, numkeys: int, rest: tuple[Any, ...]) -> None:
+        keys = [k if isinstance(k, bytes) else str(k).encode() for k in rest[:numkeys]]
+        self.calls.append((self._names[sha], keys))
+
+    async def evalsha(self, sha: str, numkeys: int, *rest: Any) -> Any:
+        self.note(sha, numkeys, rest)
+        return await self._client.evalsha(sha, numkeys, *rest)
+
+    def pipeline(self, **kw: Any) -> Any:
+        recording, pipe = self, self._client.pipeline(**kw)
+        real = pipe.execute_command
+
+        def execute_command(*args: Any, **kwargs: Any) -> Any:
+            if args[0] == "EVALSHA":
+                recording.note(args[1], args[2], args[3:])
+            return real(*args, **kwargs)
+
+        pipe.execute_command = execute_command
+        return pipe
+
+
+async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> None:
+    """Every transition (SCRIPT_NAMES), run on the cluster: each call's KEYS are in one slot
+    (a partition migration's two calls are in the old and the new partition's)."""
+    rec = Recording(client)
+    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw"]
+    sm = await start_sagas(client, keys, rids)
+    sm = StateMachine(rec, keys)
+    for rid in ("s-late",):
+        await sm.start(rid, "u1", "router")
+    by_rid = {}
+    for p in keys.all_partitions():
+        reply = await client.xreadgroup(GROUP, "w", {keys.ready(p, "router"): ">"}, count=100)
+        pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
+        for out in await sm.claim(
+            "router", p, pairs, worker="w", lease_ms=60_000, max_lease_expiries=3
+        ):
+            assert out.claim is not None
+            by_rid[out.claim.record_id] = out.claim
+    await sm.heartbeat(by_rid["s-commit"], worker="w", lease_ms=60_000)
+    llm = keys.llm_cache("s-commit", "router", "e1-abc")
+    await client.set(llm, b'{"cost": 0.01}', ex=60)
+    done = CommitRequest(output=b"{}", next_step="parser", worker="w", review="check",
+                         cost_keys=(llm,))  # fmt: skip
+    retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="x", delay_ms=1)
+    dead = FailRequest(action=FailAction.DEAD, error_class="E", error_message="x")
+    await sm.finish_many([(by_rid["s-commit"], done), (by_rid["s-retry"], retry),
+                          (by_rid["s-dead"], dead)])  # fmt: skip
+    p_retry = keys.partition_of("s-retry")
+    await sm.promote("router", p_retry, ["s-retry"])
+    await operator.retry(sm, "s-dead", "router", "_input", steps=("router", "parser"))
+    await operator.cancel(sm, "s-cancel")
+    await operator.accept_review(sm, "s-commit", ("router", "parser"))
+    p_raw = keys.partition_of("s-raw")
+    await recovery.recover_idle(sm, "router", p_raw, worker="w2", min_idle_ms=0)
+    raw_id = by_rid["s-raw"].entry_id
+    await recovery.quarantine(sm, "router", p_raw, raw_id, "test", {b"rid": b"s-raw"})
+    gone = next(r for r in (f"gone-{i}" for i in range(99)) if keys.partition_of(r) == p_raw)
+    await client.zadd(keys.retired(p_raw), {f"u1|{gone}": 0})
+    await retention.prune_retired(sm, p_raw)
+    await streams.prune_consumers(rec, keys.ready(p_raw, "router"), keep="w", idle_ms=0)
+    p_late = keys.partition_of("s-late")
+    late = await client.xrange(keys.ready(p_late, "router"), count=1)
+    await requeue.requeue_idle(sm, "router", p_late, [(late[0][0].decode(), "s-late")],
+                               min_idle_ms=0)  # fmt: skip
+    wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
+    assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
+    assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
+
+    assert {name for name, _ in rec.calls} == set(SCRIPT_NAMES)
+    for name, ks in rec.calls:
+        slots = {key_slot(k) for k in ks}
+        assert len(slots) == 1, (name, ks)
+    assert len({key_slot(keys.ready(p, "router").encode()) for p in range(4)}) == 4
+
+
+def test_a_records_keys_share_its_partitions_slot() -> None:
+    """Every per-record key (hash, history, pages, answer cache) is in the slot of its
+    partition's streams and indexes, for any record id and partition count."""
+    for partitions in (1, 4, 16, 1024):
+        keys = Keys(prefix="saga", partitions=partitions)
+        for rid in ("r", "mr-2024-0042", "x" * 64, "a:b", "p1@x=+"):
+            p = keys.partition_of(rid)
+            record = [keys.saga(rid), keys.history(rid), keys.pages(rid),
+                      keys.llm_cache(rid, "parser", "e1-d")]  # fmt: skip
+            partition = [keys.ready(p, "router"), keys.delayed(p, "router"),
+                         keys.dead(p, "router"), keys.quarantine(p), keys.stats(p),
+                         keys.costs(p, "2026-01-01"), keys.created_index(p),
+                         keys.user_index(p, "u1"), keys.review_index(p), keys.retired(p),
+                         *keys.state_indexes(p)]  # fmt: skip
+            assert len({key_slot(k.encode()) for k in record + partition}) == 1, (rid, p)
