@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -14,13 +15,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
 from saga.cli.cmd_top import document, sample
+from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.queries import queue_stats
 from saga.telemetry.metrics import DURATION_BUCKETS_S, Metrics, metric_names
 from saga.worker.health import HealthState, serve_health
 
-from .support import PIPELINE, client, executors, wait_until
+from .support import PIPELINE, Count, Doc, client, executors, extract, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -47,22 +49,43 @@ async def scrape(port: int, path: str = "/metrics") -> httpx.Response:
         return await http.get(f"http://127.0.0.1:{port}{path}")
 
 
+class Checked(Count, frozen=True):
+    """The extract output, with the review reason a step sets to flag its saga."""
+
+    review: str = ""
+
+
+async def extract_or_flag(ctx: Any, inp: Doc) -> Checked:
+    """`extract`, flagging an "odd" document for a person's review."""
+    if inp.document == "odd":
+        return Checked(n=(await extract(ctx, Doc("fine"))).n, review="values out of range")
+    return Checked(n=(await extract(ctx, inp)).n)
+
+
+FLAGGING = Pipeline(
+    (replace(PIPELINE.steps[0], fn=extract_or_flag, output_type=Checked), PIPELINE.steps[1])
+)
+
+
 async def run_sagas(redis: Any, keys: Keys, metrics: Metrics) -> None:
-    """Three sagas stop at `count` (nobody serves it), one dead-letters at `extract`."""
-    async with executors(redis, keys, {"w-m": ["extract"]}, observer=metrics.observer):
-        sagas = client(redis, keys)
+    """Four sagas stop at `count` (nobody serves it), one of them flagged for review at
+    `extract`; one dead-letters at `extract`."""
+    observer = metrics.observer
+    async with executors(redis, keys, {"w-m": ["extract"]}, observer=observer, pipeline=FLAGGING):
+        sagas = client(redis, keys, FLAGGING)
         for i in range(3):
             await sagas.start(f"rec-{i}", "user-1", document="fine")
+        await sagas.start("rec-odd", "user-1", document="odd")
         await sagas.start("rec-bad", "user-1", document="broken")
-        await wait_until(redis, keys, ["rec-0", "rec-1", "rec-2"], step="count")
+        await wait_until(redis, keys, ["rec-0", "rec-1", "rec-2", "rec-odd"], step="count")
         await wait_until(redis, keys, ["rec-bad"])
 
 
 async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
     redis: Any, keys: Keys
 ) -> None:
-    """Counters by step, the duration histogram's buckets, and gauges equal to
-    queue_stats and to `saga top --once --json`."""
+    """Counters by step (a flagged commit counted once), the duration histogram's
+    buckets, and gauges equal to queue_stats and to `saga top --once --json`."""
     metrics = Metrics()
     steps = list(PIPELINE.names)
     async with anyio.create_task_group() as tg:
@@ -76,8 +99,9 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     families, samples = parse(response.text)
     counted = {
-        "claimed": 5,  # three fine, the broken one twice
-        "committed": 3,
+        "claimed": 6,  # three fine, the odd one, the broken one twice
+        "committed": 4,
+        "flagged_for_review": 1,  # the odd one; its commit is counted as committed too
         "failed": 2,
         "retried": 1,
         "dead_lettered": 1,
@@ -85,7 +109,8 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
     for name, n in counted.items():
         assert value(samples, f"saga_steps_{name}_total", step="extract") == n, name
     assert ("saga_steps_fenced_total", EXTRACT) not in samples
-    assert value(samples, "saga_step_duration_seconds_count", step="extract") == 5
+    assert ("saga_steps_flagged_for_review_total", frozenset({("step", "count")})) not in samples
+    assert value(samples, "saga_step_duration_seconds_count", step="extract") == 6
     buckets = sorted(
         float(dict(k[1])["le"])
         for k in samples
@@ -107,16 +132,15 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
         ):
             shown = value(samples, metric, step=stats.step)
             assert shown == getattr(stats, field) == row[field], (metric, stats.step)
-    assert value(samples, "saga_stream_length", step="count") == 3
-    assert value(samples, "saga_stream_lag", step="count") == 3
+    assert value(samples, "saga_stream_length", step="count") == 4
+    assert value(samples, "saga_stream_lag", step="count") == 4
     assert value(samples, "saga_dead_letters", step="extract") == 1
     # One worker did all the work: its counters equal the totals kept in Redis.
-    assert by_step["extract"]["committed"] == 3 and by_step["extract"]["dead_lettered"] == 1
+    assert by_step["extract"]["committed"] == 4 and by_step["extract"]["dead_lettered"] == 1
     assert {f for f in families} >= {n.removesuffix("_total") for n in metric_names()} - {
         "saga_steps_fenced",
         "saga_steps_quarantined",
         "saga_steps_left_for_newer_release",
-        "saga_steps_flagged_for_review",
         "saga_llm_cost_usd",
         "saga_llm_tokens",
     }
