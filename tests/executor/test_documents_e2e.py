@@ -98,6 +98,13 @@ UNLIMITED = {"SAGA_MAX_PAGE_CONTENT_BYTES": str(10**12), "SAGA_MAX_CONTENT_BYTES
     [
         pytest.param(UNLIMITED, "ran past its timeout of 5s", id="timeout"),
         pytest.param({}, "decompressed content of pages 1-34", id="content-limit"),
+        pytest.param(
+            {"SAGA_MAX_PAGES": "100"}, "page count is 200, over the limit of 100", id="page-limit"
+        ),
+        # the bomb is ~36 KB on disk (its one stream compresses well)
+        pytest.param(
+            {"SAGA_MAX_DOCUMENT_BYTES": "20000"}, "document size in bytes", id="size-limit"
+        ),
     ],
 )
 async def test_a_failed_pdf_step_releases_cpu_and_memory(
@@ -111,8 +118,9 @@ async def test_a_failed_pdf_step_releases_cpu_and_memory(
 ) -> None:
     """Issue 17's fault: 200 pages sharing one 1 MB stream, SAGA_ROUTER_TIMEOUT=5. With the
     content limits raised extraction runs until the timeout kills it; with the defaults it
-    is refused before extraction. Either way, within a second of the step failing the
-    worker's CPU is idle and its memory (with its extraction processes) back where it was."""
+    is refused before extraction, as it is over a lower page count or document size limit.
+    Whichever limit fails the step, within a second of the step failing the worker's CPU is
+    idle and its memory (with its extraction processes) back where it was."""
     bomb = tmp_path / "bomb.pdf"
     bomb.write_bytes(shared_stream_pdf(pages=200, stream_bytes=1_000_000))
     worker = spawn(
