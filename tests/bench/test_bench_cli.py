@@ -90,6 +90,13 @@ def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
     assert report.machine.nproc >= 1 and report.server.version
 
 
+def test_json_is_valid_under_its_shipped_schema(report_json: dict[str, Any]) -> None:
+    """saga bench --json validates against saga/cli/schemas/bench.json (docs/json.md)."""
+    from tests.cli.test_json_shapes import validate
+
+    validate("bench", report_json)
+
+
 def test_seed_protocol_costs_its_round_trips(report_json: dict[str, Any]) -> None:
     """7 round trips per step, 6 on the last: (7 + 7 + 6) / 3 plus idle reads."""
     seed = report_json["systems"]["seed"]["redis"]
