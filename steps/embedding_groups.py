@@ -8,9 +8,10 @@ all of these hold:
 1. **near**: each of its names has cosine similarity >= the threshold with some name
    of the table group (its canonical name counts), or with *every* name of the
    unknown group (complete linkage: a chain of near names never links two far ones);
-2. **units agree**: both groups carry units (``unit_key``) and share one, or, for a
-   table analyte, every unit is one the analyte is reported in (``analytes.LIMITS``);
-   or neither has a unit. "Neutrophils" in % and "Neutrophils" in 10^9/L stay apart;
+2. **units agree**: both groups carry units (``unit_key``) and share one (for a table
+   analyte, every unit is also one it is reported in, ``analytes.LIMITS``), or neither
+   has a unit. So "Neutrophils" in % and "Neutrophil count" in 10^9/L stay apart, and
+   so does "Blutglukose" in mmol/L from "Glucose" in mg/dL: left for a person to see;
 3. **no clash of distinguishing words**: short and digit words (HDL/LDL, B12/D,
    T3/T4) agree where both names have some, and no name is another plus a qualifier
    ("Sodium, urine" vs "Sodium", "Hemoglobin A1c" vs "Hemoglobin").
@@ -61,10 +62,8 @@ def units_agree(a: frozenset[str], b: frozenset[str], allowed: frozenset[str] | 
     """Units of two groups that may hold one analyte (``allowed``: a table analyte's)."""
     if not a and not b:
         return True
-    if not a or not b:
+    if allowed is not None and not (a | b) <= allowed:
         return False
-    if allowed:
-        return (a | b) <= allowed
     return bool(a & b)
 
 
