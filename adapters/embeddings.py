@@ -273,7 +273,7 @@ class LiteLLMEmbedder:
             failure = classify(litellm, exc)
         else:
             await self._answered()
-            return _vectors(response, len(batch)), cost_of(litellm, response), _tokens(response)
+            return response_vectors(response, len(batch)), cost_of(litellm, response), _tokens(response)
         # Outside the except blocks: nothing raised here chains the provider's exception.
         if unauthorized:
             await self._answered()
@@ -298,7 +298,7 @@ class LiteLLMEmbedder:
             await self._breaker.record_success()
 
 
-def _vectors(response: Any, expected: int) -> list[list[float]]:
+def response_vectors(response: Any, expected: int) -> list[list[float]]:
     """The vectors in input order (``index``), checked: one per text, all numbers."""
     data = getattr(response, "data", None) or []
     rows: list[tuple[int, list[float]]] = []

@@ -44,9 +44,14 @@ def text_of(name: str) -> str:
     return normalize_name(name) or " ".join(name.lower().split())
 
 
+NEUTRAL_WORDS = frozenset(("gesamt", "total", "i", "im", "quantitativ", "quantitative"))
+"""Words that qualify nothing: an unqualified result is the total, in serum (German
+``i.S.``, ``im Serum``), so "CK gesamt" and "Kreatinin i.S." are not qualified names."""
+
+
 def clash(a: str, b: str) -> bool:
     """Two normalised names that must not be grouped whatever their similarity."""
-    wa, wb = set(a.split()), set(b.split())
+    wa, wb = set(a.split()) - NEUTRAL_WORDS, set(b.split()) - NEUTRAL_WORDS
     if wa == wb:
         return False
     if wa < wb or wb < wa:  # one is the other plus a qualifier
