@@ -273,7 +273,8 @@ class LiteLLMEmbedder:
             failure = classify(litellm, exc)
         else:
             await self._answered()
-            return response_vectors(response, len(batch)), cost_of(litellm, response), _tokens(response)
+            vectors = response_vectors(response, len(batch))
+            return vectors, cost_of(litellm, response), _tokens(response)
         # Outside the except blocks: nothing raised here chains the provider's exception.
         if unauthorized:
             await self._answered()

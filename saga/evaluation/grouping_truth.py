@@ -40,7 +40,7 @@ platelets [/nL]: Platelets | Thrombozyten | PLT | Platelet count | Thrombocytes 
     | Blutplättchen
 alt [U/L]: ALT | GPT | ALAT | Alanine aminotransferase | SGPT | ALT (GPT) | Alanin-Aminotransferase
 ast [U/L]: AST | GOT | ASAT | Aspartate aminotransferase | SGOT | Aspartat-Aminotransferase
-ggt [U/L]: Gamma-GT | GGT | γ-GT | Gamma-glutamyltransferase | Gamma glutamyl transpeptidase
+ggt [U/L]: Gamma-GT | GGT | \u03b3-GT | Gamma-glutamyltransferase | Gamma glutamyl transpeptidase
     | Gamma-GT (GGT)
 tsh [mIU/L]: TSH | Thyrotropin | Thyroid stimulating hormone | TSH basal | Thyreotropin
     | TSH (3rd generation) | Thyroidea-stimulierendes Hormon

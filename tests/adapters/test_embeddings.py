@@ -98,15 +98,13 @@ async def test_cost_is_billed_once_through_the_commit(redis: Any, keys: Keys) ->
         paid = (await client.embed(["zinc", "selenium"])).cost
         await wait_lease_expired(redis, first.lease_until_ms)  # attempt 1 "was killed"
         second = await reclaim(sm)
-        client2, meter2 = embedder(
-            redis, keys, stub.url, record_id="emb-1", attempt=second.attempt
-        )
+        client2, meter2 = embedder(redis, keys, stub.url, record_id="emb-1", attempt=second.attempt)
         assert (await client2.embed(["zinc", "selenium"])).paid == 0
     assert len(inputs(stub)) == 1
     assert meter2.inherited == pytest.approx(paid) and meter2.cache_keys == meter.cache_keys
     done = CommitRequest(output=b"{}", cost_keys=tuple(meter2.cache_keys))
     assert (await sm.commit(second, done)).code.name == "OK"
-    saga, events = await get_saga_and_history(redis, keys, "emb-1")
+    saga, _ = await get_saga_and_history(redis, keys, "emb-1")
     assert saga.costs["grouper"] == pytest.approx(paid)
     [row] = await cost_totals(redis, keys, [time.strftime("%Y-%m-%d", time.gmtime())])
     assert (row.user_id, row.step, row.attempts) == ("u-1", "grouper", 1)

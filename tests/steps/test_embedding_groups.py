@@ -43,7 +43,7 @@ class TableEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
         self.calls.append(list(texts))
-        vectors = [list(AXES.get(t, (0.0, 0.0, 0.0))) + [_own(t)] for t in texts]
+        vectors = [[*AXES.get(t, (0.0, 0.0, 0.0)), _own(t)] for t in texts]
         return Embeddings(vectors=vectors, model=self.model, paid=len(texts))
 
 
@@ -60,7 +60,7 @@ def merged(rows: Sequence[tuple[str, str]], threshold: float = 0.9) -> list[list
     names = [n for n, _ in rows]
     drafts = group_names(names)
     texts = {text_of(n) for n in names} | {text_of(d.canonical_name) for d in drafts}
-    vectors = {t: list(AXES.get(t, (0.0, 0.0, 0.0))) + [_own(t)] for t in texts}
+    vectors = {t: [*AXES.get(t, (0.0, 0.0, 0.0)), _own(t)] for t in texts}
     out = merge_by_similarity(names, [u for _, u in rows], drafts, vectors, threshold)
     return [d.members for d in out]
 
