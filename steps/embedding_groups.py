@@ -59,7 +59,8 @@ def clash(a: str, b: str) -> bool:
     da, db = discriminators(" ".join(sorted(wa))), discriminators(" ".join(sorted(wb)))
     if da and db and da != db:
         return True
-    # a shared word and a distinguishing word on one side only: "hemoglobin a1c" / "hb x"
+    # a shared word, and a distinguishing word on one side only ("hemoglobin a1c" and
+    # "glycated hemoglobin" are table names; two unknown names like them stay apart)
     return bool((da or db) and da != db and wa & wb)
 
 
@@ -84,6 +85,10 @@ class _Cluster:
     drafts: list[int]
     known: bool
     texts: list[str]
+    """Every name's text (the clash rule holds against each one)."""
+    anchors: list[str]
+    """The texts similarity is measured against: a table group's own names (never the
+    names embeddings added, so nothing chains into it); an unknown group's every name."""
     units: frozenset[str]
 
 
@@ -106,7 +111,7 @@ class _Space:
         """Every name of an unknown side near some table name; else every pair near."""
         if a.known or b.known:
             known, other = (a, b) if a.known else (b, a)
-            return min(max(self.sim(u, k) for k in known.texts) for u in other.texts)
+            return min(max(self.sim(u, k) for k in known.anchors) for u in other.texts)
         return min(self.sim(x, y) for x in a.texts for y in b.texts)
 
 
@@ -138,6 +143,8 @@ def merge_by_similarity(
         keep, join = (a, b) if a.known or (not b.known and a.head < b.head) else (b, a)
         keep.drafts += join.drafts
         keep.texts += [t for t in join.texts if t not in keep.texts]
+        if not keep.known:
+            keep.anchors = keep.texts
         keep.units |= join.units
         keep.known = keep.known or join.known
         for d in join.drafts:
@@ -157,11 +164,16 @@ def _allowed(space: _Space, a: _Cluster, b: _Cluster, canon: Mapping[int, str]) 
     return space.linkage(a, b) >= space.threshold
 
 
-def _cluster(i: int, draft: Draft, units: Sequence[str]) -> _Cluster:
+def _texts(draft: Draft) -> list[str]:
+    """A draft's texts: a table group's canonical name first, then its members'."""
     texts = [text_of(draft.canonical_name)] if draft.known else []
-    texts += [t for t in (text_of(m) for m in draft.members) if t not in texts]
+    return texts + [t for t in dict.fromkeys(map(text_of, draft.members)) if t not in texts]
+
+
+def _cluster(i: int, draft: Draft, units: Sequence[str]) -> _Cluster:
+    texts = _texts(draft)
     found = frozenset(unit_key(units[p]) for p in draft.indexes if units[p].strip())
-    return _Cluster(i, [i], draft.known, texts, found)
+    return _Cluster(i, [i], draft.known, texts, list(texts), found)
 
 
 def _drafts(
@@ -178,7 +190,7 @@ def _drafts(
         seen.add(id(cluster))
         head = drafts[cluster.head]
         merged = Draft(head.canonical_name, known=head.known)
-        anchors = _cluster(cluster.head, head, [""] * len(names)).texts
+        anchors = _texts(head)
         rows: list[tuple[int, str, MemberSource]] = []
         for d in sorted(cluster.drafts):
             draft = drafts[d]

@@ -23,6 +23,7 @@ AXES = {
     "zn": (0.95, 0.0, 0.1),
     "glucose": (0.0, 1.0, 0.0),
     "blutglukose": (0.0, 0.97, 0.24),
+    "glukosewert": (0.0, 0.8, 0.6),  # near blutglukose (0.92), not glucose (0.8)
     "sodium": (0.0, 0.0, 1.0),
     "sodium urine": (0.0, 0.1, 0.99),
     "hdl cholesterol": (0.6, 0.6, 0.53),
@@ -152,6 +153,13 @@ def test_complete_linkage_does_not_chain() -> None:
     names = ["alpha", "bravo", "charlie"]
     out = merge_by_similarity(names, [""] * 3, group_names(names), vectors, 0.79)
     assert [d.members for d in out] == [["alpha", "bravo"], ["charlie"]]
+
+
+def test_nothing_chains_into_a_table_group() -> None:
+    """A name near a member that embeddings added, but not near the table's own names,
+    stays out of the table group."""
+    rows = [("Glucose", "mg/dL"), ("Blutglukose", "mg/dL"), ("Glukosewert", "mg/dL")]
+    assert merged(rows) == [["Glucose", "Blutglukose"], ["Glukosewert"]]
 
 
 def test_result_is_deterministic() -> None:
