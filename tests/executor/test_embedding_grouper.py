@@ -5,11 +5,11 @@ breaker or a dead server leaves the offline groups without failing the saga."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import pytest
 
@@ -18,9 +18,9 @@ from saga.client import SagaClient
 from saga.runtime import document_pipeline
 from saga.settings import Settings
 from saga.state.keys import Keys
-from saga.state.queries import cost_totals
 from saga.steps.models import GrouperOutput, JoinedBy
 from tests.adapters.support import Reply, Request, embeddings_reply, free_port, serve
+from tests.cli.inspect_support import cli_json
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, wait_completed
 
@@ -79,7 +79,12 @@ def members(output: GrouperOutput) -> list[list[str]]:
 
 
 async def test_embeddings_group_bill_the_user_and_are_paid_once(
-    spawn: SpawnWorker, base_env: dict[str, str], redis: Any, keys: Keys, tmp_path: Path
+    spawn: SpawnWorker,
+    base_env: dict[str, str],
+    redis: Any,
+    redis_url: str,
+    keys: Keys,
+    tmp_path: Path,
 ) -> None:
     """u1's saga pays for the names with u1's key, shown in the saga and `saga costs`;
     u2's saga with the same names calls nothing and pays nothing; with the breaker open
@@ -101,9 +106,9 @@ async def test_embeddings_group_bill_the_user_and_are_paid_once(
         assert stub.count("/v1/embeddings") == 1  # counted at the server: nothing new paid
         assert members(second) == members(first) and "grouper" not in second_costs
 
-        today = time.strftime("%Y-%m-%d", time.gmtime())
-        rows = {(r.user_id, r.step): r for r in await cost_totals(redis, keys, [today])}
-        assert rows[("u1", "grouper")].usd > 0 and ("u2", "grouper") not in rows
+        costs = await anyio.to_thread.run_sync(cli_json, keys, redis_url, "costs")  # `saga costs`
+        rows = {(r["user_id"], r["step"]): r["usd"] for r in costs["rows"]}
+        assert rows == {("u1", "grouper"): pytest.approx(first_costs["grouper"])}
 
         breaker = CircuitBreaker(redis, keys, "llm", BreakerPolicy(failures=1, cooldown_s=600))
         await breaker.record_failure()
