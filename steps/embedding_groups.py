@@ -13,8 +13,9 @@ all of these hold:
    has a unit. So "Neutrophils" in % and "Neutrophil count" in 10^9/L stay apart, and
    so does "Blutglukose" in mmol/L from "Glucose" in mg/dL: left for a person to see;
 3. **no clash of distinguishing words**: short and digit words (HDL/LDL, B12/D,
-   T3/T4) agree where both names have some, and no name is another plus a qualifier
-   ("Sodium, urine" vs "Sodium", "Hemoglobin A1c" vs "Hemoglobin").
+   T3/T4) agree where both names have some, no name is another plus a qualifier
+   ("Sodium, urine" vs "Sodium", "Hemoglobin A1c" vs "Hemoglobin"), and no word is
+   another behind a one- or two-letter prefix (fPSA vs PSA, hsCRP vs CRP).
 
 A wrong merge is a wrong value, so every doubt leaves names apart. Candidate pairs
 are taken by falling similarity, ties by position: the result is deterministic.
@@ -58,12 +59,20 @@ def clash(a: str, b: str) -> bool:
         return False
     if wa < wb or wb < wa:  # one is the other plus a qualifier
         return True
+    if any(_prefixed(x, y) or _prefixed(y, x) for x in wa - wb for y in wb - wa):
+        return True
     da, db = discriminators(" ".join(sorted(wa))), discriminators(" ".join(sorted(wb)))
     if da and db and da != db:
         return True
     # a shared word, and a distinguishing word on one side only ("hemoglobin a1c" and
     # "glycated hemoglobin" are table names; two unknown names like them stay apart)
     return bool((da or db) and da != db and wa & wb)
+
+
+def _prefixed(word: str, base: str) -> bool:
+    """``word`` is ``base`` behind a one- or two-letter qualifier: fPSA (free), hsCRP
+    (high-sensitivity), VLDL (very low density), iCa (ionised)."""
+    return len(base) >= 2 and 1 <= len(word) - len(base) <= 2 and word.endswith(base)
 
 
 def units_agree(a: frozenset[str], b: frozenset[str], allowed: frozenset[str] | None) -> bool:

@@ -132,6 +132,8 @@ def test_clash_allows_abbreviations_and_word_order() -> None:
     assert not clash("omega 3 index", "omega index 3")
     assert clash("hemoglobin a1c", "hemoglobin")
     assert clash("free t3", "free t4")
+    assert clash("fpsa", "psa") and clash("crp", "hscrp") and clash("vldl", "ldl")
+    assert not clash("selen", "selenium") and not clash("triglyceride", "triglycerides")
 
 
 def test_units_agree_rules() -> None:
