@@ -151,7 +151,10 @@ def _groups(groups: list[Any], output: Mapping[str, Any]) -> str:
 def _member(group: Mapping[str, Any], member: Any) -> str:
     """A member name, with the similarity it joined by when embeddings put it there."""
     for source in group.get("sources") or []:
-        if isinstance(source, dict) and source.get("name") == member:
-            if source.get("joined_by") == "embedding":
-                return f"{member} (embedding {float(source.get('score') or 0):.2f})"
+        if (
+            isinstance(source, dict)
+            and source.get("name") == member
+            and source.get("joined_by") == "embedding"
+        ):
+            return f"{member} (embedding {float(source.get('score') or 0):.2f})"
     return str(member)
