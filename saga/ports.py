@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
+
 from saga.adapters.billing import BillingClient, KeyProvider, Secret, StaticKey
 from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
 from saga.adapters.documents import DocumentFetcher
@@ -45,6 +47,12 @@ class DefaultPorts:
         model = settings.step_config.embedding_model
         self.embedding_enabled = bool(model and (settings.billing_url or settings.llm_api_key))
         self.embedding_config = None
+        if model and not self.embedding_enabled:
+            structlog.get_logger("saga.llm").warning(
+                "embedding_model_without_key",
+                model=model,
+                hint="set SAGA_BILLING_URL or SAGA_LLM_API_KEY; the grouper groups offline",
+            )
         if self.embedding_enabled:
             from saga.adapters.embeddings import EmbeddingConfig
 

@@ -142,7 +142,9 @@ async def group(ctx: StepContext, inp: ParserOutput) -> GrouperOutput:
     biomarkers = inp.extraction.biomarkers
     drafts = group_names([b.name for b in biomarkers])
     model, warnings = "", []
-    if ctx.config.embedding_model and ctx.embedder is not None:
+    if ctx.config.embedding_model and ctx.embedder is None:
+        warnings.append("embeddings unavailable (no key to call the model with): grouped offline")
+    elif ctx.config.embedding_model and ctx.embedder is not None:
         from saga.steps.embedding_groups import embed_and_merge
 
         drafts, model, warning = await embed_and_merge(ctx, ctx.embedder, biomarkers, drafts)

@@ -192,6 +192,14 @@ async def test_no_call_when_the_table_knows_every_name() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_model_without_an_embedder_says_so() -> None:
+    """A model configured but no key to call it with: offline groups and the reason."""
+    ctx = make_context(step="grouper", config=config())
+    out = await group(ctx, parser_output(("Zinc", "ug/dL"), ("Zink", "ug/dL")))
+    assert out.group_count == 2 and "no key" in out.warnings[0]
+
+
+@pytest.mark.anyio
 async def test_no_model_configured_means_offline() -> None:
     """An embedder without ``embedding_model`` set is not used."""
     embedder = TableEmbedder()
