@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from saga.steps.analytes import unit_key
 from saga.steps.config import StepConfig
 from saga.steps.context import Embeddings
 from saga.steps.embedding_groups import clash, merge_by_similarity, text_of, units_agree
@@ -237,3 +240,52 @@ def test_ngram_stand_in_is_deterministic_and_spelling_based() -> None:
         return dot / (sum(x * x for x in va) * sum(y * y for y in vb)) ** 0.5
 
     assert cos("cholesterol", "cholestrol") > cos("cholesterol", "creatinine")
+
+
+POOL = [
+    ("Glucose", "mg/dL"), ("Blutglukose", "mg/dL"), ("Glukose", "mmol/L"), ("HDL", "mg/dL"),
+    ("LDL cholesterol", "mg/dL"), ("HDL Chol", "mg/dL"), ("Zinc", "ug/dL"), ("Zink", "ug/dL"),
+    ("Zn", "umol/L"), ("Sodium", "mmol/L"), ("Sodium, urine", "mmol/L"), ("Natrium", "mmol/L"),
+    ("PSA", "ng/mL"), ("fPSA", "ng/mL"), ("Selen", "ug/L"), ("Selenium", "ug/L"),
+    ("Neutrophils", "%"), ("Neutrophil count", "/nL"), ("Omega-3 Index", "%"),
+    ("Omega-6 Index", "%"), ("Hemoglobin", "g/dL"), ("Hemoglobin A1c", "%"), ("Mystery", ""),
+]  # fmt: skip
+
+
+@given(
+    picks=st.lists(st.sampled_from(POOL), min_size=1, max_size=12),
+    seed=st.integers(0, 10_000),
+    threshold=st.floats(-1.0, 1.0),
+)
+@settings(max_examples=150, deadline=None)
+def test_merges_never_break_the_rules(
+    picks: list[tuple[str, str]], seed: int, threshold: float
+) -> None:
+    """Whatever the vectors and threshold: every result is in exactly one group, no two
+    table groups merge, and every embedding merge has agreeing units and no clash."""
+    import random
+
+    rng = random.Random(seed)
+    names = [n for n, _ in picks]
+    units = [u for _, u in picks]
+    drafts = group_names(names)
+    texts = {text_of(n) for n in names} | {text_of(d.canonical_name) for d in drafts}
+    vectors = {t: [rng.uniform(-1, 1) for _ in range(4)] for t in sorted(texts)}
+    out = merge_by_similarity(names, units, drafts, vectors, threshold)
+    assert sorted(i for d in out for i in d.indexes) == list(range(len(names)))
+    assert merge_by_similarity(names, units, group_names(names), vectors, threshold) == out
+    for d in out:
+        parts = [o for o in drafts if set(o.indexes) <= set(d.indexes)]
+        assert sum(o.known for o in parts) <= 1
+        if len(parts) == 1:
+            continue
+        assert any(s.joined_by == JoinedBy.EMBEDDING for s in d.sources)
+        part_units = [{unit_key(units[i]) for i in o.indexes if units[i]} for o in parts]
+        for k, own in enumerate(part_units):
+            others = set().union(*(u for j, u in enumerate(part_units) if j != k))
+            assert own & others or not any(part_units)
+        for k, a in enumerate(parts):
+            for b in parts[k + 1 :]:
+                ta = [text_of(m) for m in a.members]
+                tb = [text_of(m) for m in b.members]
+                assert not any(clash(x, y) for x in ta for y in tb)
