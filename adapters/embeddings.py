@@ -29,8 +29,6 @@ grouper catches them all and groups offline.
 from __future__ import annotations
 
 import hashlib
-import sys
-from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -41,6 +39,12 @@ import structlog
 
 from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
+from saga.adapters.embedding_replies import (
+    decode_vector,
+    encode_vector,
+    prompt_tokens,
+    response_vectors,
+)
 from saga.adapters.llm import CostMeter
 from saga.adapters.llm_models import load_litellm
 from saga.adapters.llm_replies import Unauthorized, classify, cost_of
@@ -53,7 +57,6 @@ __all__ = ["EmbeddingConfig", "LiteLLMEmbedder"]
 
 _log = structlog.get_logger("saga.llm")
 _RECEIPT_SCHEMA = 1
-_VECTOR_SCHEMA = b"\x01"
 _RECEIPTS_LOOKED_BACK = 32
 """Attempts whose receipts a finish looks for (the cost script reads at most 64 keys)."""
 
@@ -88,25 +91,6 @@ class _Receipt(msgspec.Struct, frozen=True):
 
 def _digest(text: str, size: int = 32) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:size]
-
-
-def encode_vector(vector: Sequence[float]) -> bytes:
-    """float32, little-endian, behind a schema byte: 4 bytes a dimension."""
-    packed = array("f", vector)
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return _VECTOR_SCHEMA + packed.tobytes()
-
-
-def decode_vector(raw: bytes) -> list[float] | None:
-    """The vector, or None for an entry of another schema (then it is fetched again)."""
-    if not raw.startswith(_VECTOR_SCHEMA) or (len(raw) - 1) % 4:
-        return None
-    packed = array("f")
-    packed.frombytes(raw[1:])
-    if sys.byteorder == "big":
-        packed.byteswap()
-    return packed.tolist()
 
 
 class LiteLLMEmbedder:
@@ -274,7 +258,7 @@ class LiteLLMEmbedder:
         else:
             await self._answered()
             vectors = response_vectors(response, len(batch))
-            return vectors, cost_of(litellm, response), _tokens(response)
+            return vectors, cost_of(litellm, response), prompt_tokens(response)
         # Outside the except blocks: nothing raised here chains the provider's exception.
         if unauthorized:
             await self._answered()
@@ -297,27 +281,3 @@ class LiteLLMEmbedder:
     async def _answered(self) -> None:
         if self._breaker is not None:
             await self._breaker.record_success()
-
-
-def response_vectors(response: Any, expected: int) -> list[list[float]]:
-    """The vectors in input order (``index``), checked: one per text, all numbers."""
-    data = getattr(response, "data", None) or []
-    rows: list[tuple[int, list[float]]] = []
-    for position, item in enumerate(data):
-        entry = item if isinstance(item, Mapping) else vars(item)
-        index = entry.get("index", position)
-        vector = entry.get("embedding")
-        if not isinstance(vector, list) or not vector:
-            raise PermanentError("the embedding provider answered an item without a vector")
-        rows.append((int(index), [float(x) for x in vector]))
-    rows.sort(key=lambda row: row[0])
-    if [i for i, _ in rows] != list(range(expected)):
-        raise PermanentError(
-            f"the embedding provider answered {len(rows)} vectors for {expected} texts"
-        )
-    return [vector for _, vector in rows]
-
-
-def _tokens(response: Any) -> int:
-    usage = getattr(response, "usage", None)
-    return int(getattr(usage, "prompt_tokens", 0) or 0)

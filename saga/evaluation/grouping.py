@@ -134,7 +134,7 @@ class DirectEmbedder:
         self._key, self._base, self._timeout = api_key, api_base, timeout_s
 
     async def embed(self, texts: Sequence[str]) -> Embeddings:
-        from saga.adapters.embeddings import response_vectors
+        from saga.adapters.embedding_replies import response_vectors
         from saga.adapters.llm_models import load_litellm
 
         litellm = await load_litellm()

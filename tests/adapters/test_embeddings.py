@@ -11,12 +11,8 @@ import pytest
 
 from saga.adapters.billing import Secret, StaticKey
 from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
-from saga.adapters.embeddings import (
-    EmbeddingConfig,
-    LiteLLMEmbedder,
-    decode_vector,
-    encode_vector,
-)
+from saga.adapters.embedding_replies import decode_vector, encode_vector
+from saga.adapters.embeddings import EmbeddingConfig, LiteLLMEmbedder
 from saga.adapters.llm import CostMeter
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -160,3 +156,23 @@ async def test_vector_encoding_round_trips() -> None:
     vector = [0.5, -1.25, 3.0]
     assert decode_vector(encode_vector(vector)) == vector
     assert decode_vector(b"\x02abcd") is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [{"index": 0, "embedding": "AAAA"}],  # base64, not asked for
+        [{"index": 0, "embedding": ["x"]}],
+        [{"index": 0, "embedding": [0.1]}, {"index": 0, "embedding": [0.2]}],
+        [],
+    ],
+)
+async def test_malformed_replies_are_permanent(data: list[dict[str, object]]) -> None:
+    """A reply without one numeric vector per text is refused (the grouper falls back)."""
+    from types import SimpleNamespace
+
+    from saga.adapters.embedding_replies import response_vectors
+    from saga.steps.errors import PermanentError
+
+    with pytest.raises(PermanentError):
+        response_vectors(SimpleNamespace(data=data), 1 if len(data) < 2 else 2)
