@@ -157,7 +157,6 @@ def merge_by_similarity(
         if not keep.known:
             keep.anchors = keep.texts
         keep.units |= join.units
-        keep.known = keep.known or join.known
         for d in join.drafts:
             cluster_of[d] = keep
     return _drafts(names, drafts, cluster_of, space)
