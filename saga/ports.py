@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import structlog
+
 from saga.adapters.billing import BillingClient, KeyProvider, Secret, StaticKey
 from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
 from saga.adapters.documents import DocumentFetcher
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import Claim
-from saga.steps.context import DocumentSource
+from saga.steps.context import DocumentSource, Embedder
 from saga.worker.ports import AttemptPorts
 
 
@@ -41,6 +43,23 @@ class DefaultPorts:
         self.llm_enabled = bool(
             settings.billing_url or settings.llm_api_key or settings.llm_mock_response
         )
+        # Embeddings need a real key (litellm's mock_response does not cover them).
+        model = settings.step_config.embedding_model
+        self.embedding_enabled = bool(model and (settings.billing_url or settings.llm_api_key))
+        self.embedding_config = None
+        if model and not self.embedding_enabled:
+            structlog.get_logger("saga.llm").warning(
+                "embedding_model_without_key",
+                model=model,
+                hint="set SAGA_BILLING_URL or SAGA_LLM_API_KEY; the grouper groups offline",
+            )
+        if self.embedding_enabled:
+            from saga.adapters.embeddings import EmbeddingConfig
+
+            api_base = settings.grouper_embedding_api_base or settings.llm_api_base
+            self.embedding_config = EmbeddingConfig(
+                model=model, api_base=api_base or None, timeout_s=settings.llm_timeout_s
+            )
 
     @property
     def documents(self) -> DocumentSource:
@@ -52,27 +71,50 @@ class DefaultPorts:
         return StaticKey(Secret(self.settings.llm_api_key or "sk-no-key"))
 
     def for_attempt(self, claim: Claim) -> AttemptPorts:
-        if not self.llm_enabled:
+        if not (self.llm_enabled or self.embedding_enabled):
             return AttemptPorts(None, lambda: (0.0, 0))
         from saga.adapters.llm import CostMeter, LiteLLMClient
 
         meter = CostMeter()
-        llm = LiteLLMClient(
-            self.llm_config,
-            redis=self.client,
-            keys=self.keys,
-            record_id=claim.record_id,
-            step=claim.step,
-            api_key=self._key(claim.user_id),
-            meter=meter,
-            breaker=self.llm_breaker,
-            epoch=claim.epoch,
-        )
+        key = self._key(claim.user_id)
+        llm = None
+        if self.llm_enabled:
+            llm = LiteLLMClient(
+                self.llm_config,
+                redis=self.client,
+                keys=self.keys,
+                record_id=claim.record_id,
+                step=claim.step,
+                api_key=key,
+                meter=meter,
+                breaker=self.llm_breaker,
+                epoch=claim.epoch,
+            )
         return AttemptPorts(
             llm,
             lambda: (meter.unkeyed_cost, meter.prompt_tokens + meter.completion_tokens),
             lambda: list(meter.cache_keys),
             lambda: meter.billed,
+            embedder=self._embedder(claim, key, meter),
+        )
+
+    def _embedder(self, claim: Claim, key: KeyProvider, meter: Any) -> Embedder | None:
+        """The user's embedding model on the attempt's meter (one shared breaker: ``llm``)."""
+        if self.embedding_config is None:
+            return None
+        from saga.adapters.embeddings import LiteLLMEmbedder
+
+        return LiteLLMEmbedder(
+            self.embedding_config,
+            redis=self.client,
+            keys=self.keys,
+            record_id=claim.record_id,
+            step=claim.step,
+            epoch=claim.epoch,
+            attempt=claim.attempt,
+            api_key=key,
+            meter=meter,
+            breaker=self.llm_breaker,
         )
 
     async def aclose(self) -> None:

@@ -120,6 +120,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     llm_max_input_tokens: int = 0
     """``SAGA_LLM_MAX_INPUT_TOKENS``: the model's window; 0 takes it from litellm's model map.
     The LLM extractor sends a document in as many requests as this window needs."""
+    grouper_embedding_api_base: str = ""
+    """``SAGA_GROUPER_EMBEDDING_API_BASE``: where the grouper's embedding model is served
+    ("" takes ``SAGA_LLM_API_BASE``). The model and threshold are in ``step_config``."""
     parser: ExtractorKind = ExtractorKind.RULES
     drain_s: float | None = None
     """``SAGA_DRAIN_SECONDS``: on SIGTERM, how long in-flight steps may take to finish and
@@ -282,6 +285,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             llm_timeout_s=num("SAGA_LLM_TIMEOUT", 60.0),
             llm_mock_response=get("SAGA_LLM_MOCK_RESPONSE"),
             llm_max_input_tokens=int(num("SAGA_LLM_MAX_INPUT_TOKENS", 0, int)),
+            grouper_embedding_api_base=get("SAGA_GROUPER_EMBEDDING_API_BASE"),
             parser=ExtractorKind(parser),
             drain_s=num("SAGA_DRAIN_SECONDS", 0.0) if get("SAGA_DRAIN_SECONDS") else None,
             read_batch=int(num("SAGA_READ_BATCH", 50, int)),
@@ -315,6 +319,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 extract_processes=int(num("SAGA_EXTRACT_PROCESSES", 2, int)),
                 extractor=ExtractorKind(parser),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
+                embedding_model=get("SAGA_GROUPER_EMBEDDING_MODEL"),
+                embedding_threshold=_share(
+                    "SAGA_GROUPER_EMBEDDING_THRESHOLD",
+                    num("SAGA_GROUPER_EMBEDDING_THRESHOLD", 0.9),
+                ),
                 max_output_bytes=int(num("SAGA_MAX_OUTPUT_BYTES", 512 * 1024, int)),
                 min_coverage=_share(
                     "SAGA_PARSER_MIN_COVERAGE", num("SAGA_PARSER_MIN_COVERAGE", 0.8)

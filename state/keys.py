@@ -9,8 +9,8 @@ Several saga types share one Redis: a type's keys carry its name in the hash tag
 (``saga:{orders.p3}:ready:router``), so each type's records, streams, indexes,
 counters and step registry are its own, and types spread over a cluster's slots.
 The default type (``documents``, the document pipeline) keeps the tag ``{p3}``:
-its keys are exactly those of the releases before types. Breakers, billing keys
-and the registry of types are shared by all types.
+its keys are exactly those of the releases before types. Breakers, billing keys,
+cached embeddings and the registry of types are shared by all types.
 """
 
 from __future__ import annotations
@@ -165,6 +165,15 @@ class Keys:
     def breaker_failures(self, name: str) -> str:
         return f"{{{self.breaker(name)}}}:failures"
 
+    def embedding(self, model_digest: str, text_digest: str) -> str:
+        """A cached embedding vector, shared by every record and user (hex digests of the
+        model and the normalised text). One hash tag for all, so one MGET reads a whole
+        request on a cluster."""
+        for part in (model_digest, text_digest):
+            if _HEX.fullmatch(part) is None:
+                raise InvalidIdError("an embedding key part must be 8 to 64 hex characters")
+        return f"{{{self.prefix}:emb}}:{model_digest}:{text_digest}"
+
     def billing_key(self, user_id: str) -> str:
         return f"{self.prefix}:billing:key:{validate_id(user_id, 'user_id')}"
 
@@ -222,6 +231,7 @@ class Keys:
 
 
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+_HEX = re.compile(r"[0-9a-f]{8,64}")
 
 
 def validate_digest(value: str) -> str:

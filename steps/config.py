@@ -32,6 +32,12 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     """``rules`` needs no network; ``llm`` calls the user's model through litellm."""
     llm_group_names: bool = False
     """Ask the LLM to canonicalise group names (grouper); off means offline only."""
+    embedding_model: str = ""
+    """``SAGA_GROUPER_EMBEDDING_MODEL``: the litellm embedding model the grouper uses to
+    join names the synonym table does not know; "" groups offline only."""
+    embedding_threshold: float = 0.9
+    """``SAGA_GROUPER_EMBEDDING_THRESHOLD``: the cosine similarity (0..1) two names need
+    to be grouped by embeddings. Model-dependent: calibrate with ``saga eval --grouping``."""
     min_coverage: float = 0.8
     """``SAGA_PARSER_MIN_COVERAGE``: below this share of result-like lines explained by
     a result, the parser marks the saga for review. 0.8 because the corpus gate asks

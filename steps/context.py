@@ -75,6 +75,32 @@ class LLM(Protocol):
         ...
 
 
+class Embeddings(msgspec.Struct, frozen=True, kw_only=True):
+    """Vectors for texts, in the order asked, and how many came from the provider."""
+
+    vectors: list[list[float]]
+    model: str
+    paid: int = 0
+    """Texts the provider embedded for this call (the rest came from the cache)."""
+    cost: float = 0.0
+    """USD this call paid (0 when every vector was cached)."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """An embedding model bound to the saga's user (their key) and attempt (cost).
+
+    Vectors are cached by (model, text) across records: callers pass normalised texts
+    so that one name is paid for once. Errors are those of ``LLM.complete``
+    (``CircuitOpenError`` while the provider's breaker is open, ``RetryableError``,
+    ``PermanentError``)."""
+
+    @property
+    def model(self) -> str: ...
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings: ...
+
+
 class StepContext(Protocol):
     """The per-attempt context handed to a step."""
 
@@ -103,6 +129,11 @@ class StepContext(Protocol):
     @property
     def llm(self) -> LLM | None:
         """The user's LLM, or None when the deployment runs without one."""
+        ...
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The user's embedding model, or None when none is configured (grouper)."""
         ...
 
     @property

@@ -18,6 +18,7 @@ import msgspec
 from saga.steps.context import LLM, StepContext
 from saga.steps.extract_llm import json_part
 from saga.steps.grouper import Draft
+from saga.steps.models import JoinedBy, MemberSource
 from saga.steps.synonyms import canonical_name
 
 PURPOSE = "group-names"
@@ -60,13 +61,19 @@ def apply_names(drafts: Sequence[Draft], names: Mapping[str, str]) -> list[Draft
     """Rename unknown drafts by ``names`` and merge those that now mean the same analyte."""
     merged: dict[str, Draft] = {}
     for draft in drafts:
-        name, known = draft.canonical_name, draft.known
+        name, known, sources = draft.canonical_name, draft.known, draft.sources
         if not known and (given := names.get(name, "").strip()):
             table = canonical_name(given)
             name, known = (table, True) if table else (given, False)
+            sources = [
+                MemberSource(name=s.name, joined_by=JoinedBy.LLM, matched=given) for s in sources
+            ]
         merge_key = f"table:{name}" if known else f"name:{name.casefold()}"
         target = merged.setdefault(merge_key, Draft(name, known=known))
         target.keys.extend(draft.keys)
-        target.members.extend(m for m in draft.members if m not in target.members)
+        for member, source in zip(draft.members, sources, strict=True):
+            if member not in target.members:
+                target.members.append(member)
+                target.sources.append(source)
         target.indexes.extend(draft.indexes)
     return list(merged.values())

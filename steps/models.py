@@ -178,20 +178,55 @@ class ParserOutput(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-class BiomarkerGroup(msgspec.Struct, frozen=True, kw_only=True):
+class JoinedBy(StrEnum):
+    """How a name came into its group."""
+
+    FIRST = "first"
+    """It opened the group: the first name of an analyte the synonym table does not know."""
+    SYNONYM = "synonym"
+    """The synonym table lists it (after normalisation)."""
+    FUZZY = "fuzzy"
+    """A near spelling (rapidfuzz) of a table alias or of a name already in the group."""
+    EMBEDDING = "embedding"
+    """Embedding similarity with the group's names, units and distinguishing words agreeing."""
+    LLM = "llm"
+    """The LLM named it (``SAGA_LLM_GROUP_NAMES``)."""
+
+
+class MemberSource(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why one member name is in its group: the evidence a reviewer checks.
+
+    ``score`` is rapidfuzz's ratio over 100 for ``fuzzy``, the cosine similarity for
+    ``embedding``, 0 otherwise; ``matched`` the alias or name it was matched against."""
+
+    name: str
+    joined_by: JoinedBy
+    score: float = 0.0
+    matched: str = ""
+
+
+class BiomarkerGroup(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Equivalent biomarkers under one canonical name.
 
     ``members`` lists the distinct names as the document wrote them, in order of
-    first appearance; ``biomarkers`` every result of the group, in document order.
+    first appearance; ``biomarkers`` every result of the group, in document order;
+    ``sources`` how each member joined (same order as ``members``).
     """
 
     canonical_name: str
     members: list[str]
     biomarkers: list[Biomarker]
+    sources: list[MemberSource] = []
 
 
-class GrouperOutput(msgspec.Struct, frozen=True, kw_only=True):
-    """The biomarker groups of one document, in order of first appearance."""
+class GrouperOutput(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The biomarker groups of one document, in order of first appearance.
+
+    ``embedding_model`` is the model whose similarities grouped the names (``""``: the
+    synonym table and fuzzy matching alone); ``warnings`` says why embeddings were
+    configured but not used (an open circuit, a failed call)."""
 
     group_count: int
     groups: list[BiomarkerGroup]
+    embedding_model: str = ""
+    warnings: list[str] = []

@@ -19,6 +19,8 @@ from saga.steps.context import (
     Completion,
     Document,
     DocumentSource,
+    Embedder,
+    Embeddings,
     StepContext,
     Tokenizer,
 )
@@ -73,6 +75,42 @@ def _four_chars_a_token(text: str) -> int:
     return len(text) // 4 + 1
 
 
+NGRAM_DIMENSIONS = 256
+
+
+def ngram_vector(text: str, dimensions: int = NGRAM_DIMENSIONS) -> list[float]:
+    """A deterministic stand-in for an embedding: character trigrams of each word
+    (padded), hashed with blake2b into ``dimensions`` signed buckets. Texts that share
+    spelling are near; it knows nothing of meaning (no synonym, no translation)."""
+    import hashlib
+
+    vector = [0.0] * dimensions
+    for word in text.lower().split():
+        padded = f" {word} "
+        for i in range(len(padded) - 2):
+            digest = hashlib.blake2b(padded[i : i + 3].encode(), digest_size=4).digest()
+            bucket = int.from_bytes(digest[:3], "little") % dimensions
+            vector[bucket] += 1.0 if digest[3] & 1 else -1.0
+    return vector
+
+
+@dataclass
+class NgramEmbedder:
+    """An Embedder port over ``ngram_vector``, recording every call; a reply that is an
+    exception instance (``failures``, in order) is raised instead."""
+
+    model: str = "ngram-stand-in"
+    calls: list[list[str]] = field(default_factory=list)
+    failures: list[Exception] = field(default_factory=list)
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings:
+        self.calls.append(list(texts))
+        if self.failures:
+            raise self.failures.pop(0)
+        vectors = [ngram_vector(t) for t in texts]
+        return Embeddings(vectors=vectors, model=self.model, paid=len(texts))
+
+
 @dataclass
 class ManualContext:
     """A StepContext built by hand; ``stored_pages`` and ``heartbeats`` record effects."""
@@ -88,6 +126,7 @@ class ManualContext:
     llm: LLM | None = None
     pages: list[str] | None = None
     config: StepConfig = field(default_factory=StepConfig)
+    embedder: Embedder | None = None
     stored_pages: list[list[str]] = field(default_factory=list)
     heartbeats: int = 0
 
@@ -118,6 +157,7 @@ def make_context(
     pages: list[str] | None = None,
     config: StepConfig | None = None,
     log: Any = None,
+    embedder: Embedder | None = None,
 ) -> ManualContext:
     """A context for one step attempt; every port defaults to an empty fake."""
     return ManualContext(
@@ -131,6 +171,7 @@ def make_context(
         llm=llm,
         pages=pages,
         config=config if config is not None else StepConfig(),
+        embedder=embedder,
     )
 
 

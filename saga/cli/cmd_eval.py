@@ -1,7 +1,9 @@
-"""saga eval <dir>: score the extractor on a corpus of PDFs with their ground truth.
+"""saga eval <dir>: score the extractor on a corpus of PDFs with their ground truth;
+saga eval --grouping: score both groupers on the labelled biomarker names.
 
 Exit 0 when every gate holds, 1 when one fails, 2 for bad usage (no such
-directory, no truth files, an unreadable truth file).
+directory, no truth files, an unreadable truth file). ``--grouping`` reports figures
+and has no gate: exit 0 unless the embedding model could not be used (1).
 """
 
 from __future__ import annotations
@@ -24,7 +26,32 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "Build the repository's corpus with: python -m tests.corpus.build DIR"
         ),
     )
-    p.add_argument("directory", metavar="DIR", help="a directory of <name>.pdf + <name>.truth.json")
+    p.add_argument(
+        "directory",
+        metavar="DIR",
+        nargs="?",
+        help="a directory of <name>.pdf + <name>.truth.json (not with --grouping)",
+    )
+    p.add_argument(
+        "--grouping",
+        action="store_true",
+        help="score the groupers instead: pairwise precision/recall on the labelled names "
+        "of saga/evaluation/grouping_truth.py, offline and by embeddings",
+    )
+    p.add_argument(
+        "--threshold",
+        type=_fraction,
+        default=None,
+        help="--grouping: cosine similarity for the embedding grouper, 0..1 "
+        "(default SAGA_GROUPER_EMBEDDING_THRESHOLD, 0.9)",
+    )
+    p.add_argument(
+        "--embedding-model",
+        default="",
+        help="--grouping: a real litellm embedding model (key SAGA_LLM_API_KEY, base "
+        "SAGA_GROUPER_EMBEDDING_API_BASE or SAGA_LLM_API_BASE; costs money) instead of the "
+        "deterministic stand-in vectors",
+    )
     p.add_argument("--max-wrong", type=int, default=0, help="most wrong values allowed (default 0)")
     p.add_argument(
         "--min-recall",
@@ -65,6 +92,14 @@ def main(args: argparse.Namespace) -> int:
     from saga.evaluation.truth import TruthError
     from saga.settings import load_settings
 
+    if args.grouping:
+        if args.directory:
+            raise CliError("--grouping takes no directory; drop DIR or --grouping.", Exit.USAGE)
+        return _grouping(args)
+    if args.threshold is not None or args.embedding_model:
+        raise CliError("--threshold and --embedding-model go with --grouping.", Exit.USAGE)
+    if not args.directory:
+        raise CliError("name a corpus directory, or use --grouping.", Exit.USAGE)
     if args.max_wrong < 0:
         raise CliError("--max-wrong cannot be negative.", Exit.USAGE)
     limits = Limits(
@@ -81,3 +116,30 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(render(report, verbose=args.verbose))
     return Exit.OK if report.ok else Exit.FAILED
+
+
+def _grouping(args: argparse.Namespace) -> int:
+    import anyio
+
+    from saga.evaluation.grouping import DirectEmbedder, evaluate_grouping, render
+    from saga.logs import configure_logging
+    from saga.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_format, "warning")  # on stderr: stdout is the report
+    threshold = settings.step_config.embedding_threshold
+    threshold = args.threshold if args.threshold is not None else threshold
+    embedder = None
+    if args.embedding_model:
+        if not settings.llm_api_key:
+            raise CliError("--embedding-model needs SAGA_LLM_API_KEY set.", Exit.USAGE)
+        base = settings.grouper_embedding_api_base or settings.llm_api_base or None
+        embedder = DirectEmbedder(
+            args.embedding_model, settings.llm_api_key, base, settings.llm_timeout_s
+        )
+    report = anyio.run(evaluate_grouping, threshold, embedder)
+    if args.json:
+        print_json(report)
+    else:
+        print(render(report, verbose=args.verbose))
+    return Exit.FAILED if any(s.warnings for s in report.scores) else Exit.OK

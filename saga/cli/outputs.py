@@ -45,7 +45,7 @@ def _render(value: Any) -> str:
     if isinstance(value, dict) and isinstance(value.get("extraction"), dict):
         return _extraction(value["extraction"], str(value.get("review") or ""))
     if isinstance(value, dict) and isinstance(value.get("groups"), list):
-        return _groups(value["groups"])
+        return _groups(value["groups"], value)
     if isinstance(value, dict):
         return "\n".join(f"{k}: {_scalar(v)}" for k, v in value.items())
     return _scalar(value)
@@ -129,16 +129,32 @@ def _coverage(c: Any) -> str:
     return "\n".join([line, *(["not explained:", *missed] if missed else [])])
 
 
-def _groups(groups: list[Any]) -> str:
+def _groups(groups: list[Any], output: Mapping[str, Any]) -> str:
     rows = [
         [
             clip(str(g.get("canonical_name", "")), CELL),
-            clip(", ".join(str(m) for m in g.get("members") or []), 2 * CELL),
+            clip(", ".join(_member(g, m) for m in g.get("members") or []), 2 * CELL),
             str(len(g.get("biomarkers") or [])),
         ]
         for g in groups
         if isinstance(g, dict)
     ]
+    model = output.get("embedding_model")
+    notes = [f"grouped by embeddings: {model}"] if model else []
+    notes += [f"warning: {w}" for w in output.get("warnings") or []]
     if not rows:
-        return "no groups"
-    return f"groups ({len(rows)})\n" + table(["canonical name", "members", "results"], rows)
+        return "\n".join(["no groups", *notes])
+    head = f"groups ({len(rows)})\n" + table(["canonical name", "members", "results"], rows)
+    return "\n".join([head, *notes])
+
+
+def _member(group: Mapping[str, Any], member: Any) -> str:
+    """A member name, with the similarity it joined by when embeddings put it there."""
+    for source in group.get("sources") or []:
+        if (
+            isinstance(source, dict)
+            and source.get("name") == member
+            and source.get("joined_by") == "embedding"
+        ):
+            return f"{member} (embedding {float(source.get('score') or 0):.2f})"
+    return str(member)

@@ -270,8 +270,12 @@ SHAPES: dict[str, Any] = {
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""
-_LAZY = {"bench": "saga.bench.report", "eval": "saga.evaluation.evaluate"}
-"""``saga bench --json`` and ``saga eval --json`` print their own ``Report``: imported
+_LAZY = {
+    "bench": "saga.bench.report",
+    "eval": "saga.evaluation.evaluate",
+    "eval-grouping": "saga.evaluation.grouping",
+}
+"""``saga bench --json`` and ``saga eval [--grouping] --json`` print their own ``Report``: imported
 only when their schema is made, to keep the other commands' start-up lean."""
 NAMES = (*SHAPES, *_LAZY)
 """Every schema."""

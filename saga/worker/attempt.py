@@ -97,6 +97,7 @@ class AttemptRunner:
             llm=attempt_ports.llm,
             config=self.settings.step_config,
             _heartbeat=heartbeat,
+            embedder=attempt_ports.embedder,
         )
         req: CommitRequest | FailRequest
         # One asyncio timeout for both ends of a step, fired by the watchdog: the

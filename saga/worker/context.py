@@ -10,7 +10,7 @@ import msgspec
 
 from saga.state.model import Claim
 from saga.steps.config import StepConfig
-from saga.steps.context import LLM, DocumentSource
+from saga.steps.context import LLM, DocumentSource, Embedder
 
 
 @dataclass
@@ -23,6 +23,7 @@ class AttemptContext:
     llm: LLM | None
     config: StepConfig
     _heartbeat: Callable[[], Awaitable[None]]
+    embedder: Embedder | None = None
     staged_pages: bytes | None = field(default=None, init=False)
     _pages: list[str] | None = field(default=None, init=False)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from saga.state.model import Claim
-from saga.steps.context import LLM, DocumentSource
+from saga.steps.context import LLM, DocumentSource, Embedder
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,8 @@ class AttemptPorts:
     paid: Callable[[], float] = float
     """USD this attempt's commit or fail bills: the calls it paid, and cached answers
     paid by an attempt that never finished (logs and metrics)."""
+    embedder: Embedder | None = None
+    """The user's embedding model (the grouper's), metered like ``llm``."""
 
 
 class Ports(Protocol):

@@ -169,3 +169,19 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 5.0) 
         if time.monotonic() >= deadline:
             raise AssertionError("condition not met before the deadline")
         await anyio.sleep(0.02)
+
+
+def embeddings_reply(request: Request, model: str = "text-embedding-3-small") -> Reply:
+    """An OpenAI embeddings answer: the deterministic stand-in vector of every input
+    (``saga.steps.testing.ngram_vector``), a token per word as usage."""
+    from saga.steps.testing import ngram_vector
+
+    texts = request.body["input"]
+    texts = [texts] if isinstance(texts, str) else texts
+    tokens = sum(len(t.split()) for t in texts)
+    data = [
+        {"object": "embedding", "index": i, "embedding": ngram_vector(t)}
+        for i, t in enumerate(texts)
+    ]
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return Reply(200, {"object": "list", "data": data, "model": model, "usage": usage})

@@ -48,6 +48,7 @@ def test_per_step_overrides() -> None:
         ("SAGA_GC_THRESHOLD", "lots", "is not a number"),
         ("SAGA_PARSER_MIN_COVERAGE", "80", "between 0 and 1"),
         ("SAGA_PARSER_MIN_COVERAGE", "-0.1", "must not be negative"),
+        ("SAGA_GROUPER_EMBEDDING_THRESHOLD", "90", "between 0 and 1"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str, says: str) -> None:
@@ -68,3 +69,20 @@ def test_min_coverage_reaches_the_parser() -> None:
     assert load_settings({"SAGA_DATA_DIR": "/t"}).step_config.min_coverage == 0.8
     s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_PARSER_MIN_COVERAGE": "0.5"})
     assert s.step_config.min_coverage == 0.5
+
+
+def test_embedding_grouper_settings_reach_the_grouper() -> None:
+    """Unset: offline grouping at threshold 0.9; set: the model, threshold and API base."""
+    plain = load_settings({"SAGA_DATA_DIR": "/t"})
+    assert (plain.step_config.embedding_model, plain.step_config.embedding_threshold) == ("", 0.9)
+    s = load_settings(
+        {
+            "SAGA_DATA_DIR": "/t",
+            "SAGA_GROUPER_EMBEDDING_MODEL": "openai/text-embedding-3-small",
+            "SAGA_GROUPER_EMBEDDING_THRESHOLD": "0.8",
+            "SAGA_GROUPER_EMBEDDING_API_BASE": "http://embed:4000/v1",
+        }
+    )
+    assert s.step_config.embedding_model == "openai/text-embedding-3-small"
+    assert s.step_config.embedding_threshold == 0.8
+    assert s.grouper_embedding_api_base == "http://embed:4000/v1" and s.steps == {}
