@@ -167,6 +167,11 @@ def test_probes_hit_the_health_server(case: str) -> None:
             ("readinessProbe", "/readyz"),
         ]:
             assert ctr[probe]["httpGet"] == {"path": path, "port": "health"}
+        # The probes come to the pod's IP: the health server must bind every address.
+        loaded = [e["configMapRef"]["name"] for e in ctr["envFrom"] if "configMapRef" in e]
+        assert FULL in loaded
+        assert "SAGA_HEALTH_HOST" not in env_of(ctr)  # the ConfigMap's value is the one
+        assert settings(objs)["SAGA_HEALTH_HOST"] == "0.0.0.0"
 
 
 @case_names

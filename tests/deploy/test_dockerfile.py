@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from saga.settings import load_settings
 from tests.deploy.chart import REPO
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"
@@ -116,6 +117,25 @@ def test_home_and_caches_live_under_tmp() -> None:
     env = " ".join(args for word, args in instructions() if word == "ENV")
     for name in ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
         assert re.search(rf"\b{name}=/tmp(/|\s|$)", env), name
+
+
+def test_health_server_binds_every_address() -> None:
+    """The image sets SAGA_HEALTH_HOST=0.0.0.0: outside Kubernetes the default is loopback,
+    which a pod's probes and a published port (docker run -p) never reach."""
+    env = " ".join(args for word, args in instructions() if word == "ENV")
+    assert re.search(r"\bSAGA_HEALTH_HOST=0\.0\.0\.0(\s|$)", env)
+    assert re.search(r"\bSAGA_HEALTH_PORT=8080(\s|$)", env)
+    assert "8080" in last("EXPOSE").split()
+    # As the settings read the image's environment, with no Kubernetes variable set.
+    image_env = dict(
+        pair.split("=", 1)
+        for word, args in instructions()
+        if word == "ENV"
+        for pair in args.split()
+    )
+    assert "KUBERNETES_SERVICE_HOST" not in image_env
+    settings = load_settings(image_env)
+    assert (settings.health_host, settings.health_port) == ("0.0.0.0", 8080)
 
 
 def test_healthcheck_probes_livez_with_python() -> None:
