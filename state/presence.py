@@ -2,8 +2,8 @@
 with -9 drops out within ``PRESENCE_TTL_S`` (a consumer of a stream group stays
 listed until pruned, and its idle time also grows while it is busy with long steps).
 
-The presence holds what an operator needs to find the worker: its steps, host, pid
-and health address (which may be a fallback port). Not on any transition path: one
+The presence holds what an operator needs to find the worker: its saga type and
+steps, host, pid and health address (which may be a fallback port). Not on any transition path: one
 SET every ``PRESENCE_EVERY_S`` per worker.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from saga.state.errors import InvalidIdError
-from saga.state.keys import Keys
+from saga.state.keys import DEFAULT_TYPE, Keys
 from saga.state.replies import text
 
 PRESENCE_EVERY_S = 5.0
@@ -25,6 +25,9 @@ PRESENCE_TTL_S = 15
 
 class Presence(msgspec.Struct, frozen=True, kw_only=True):
     worker: str
+    saga_type: str = DEFAULT_TYPE
+    """The saga type whose steps it runs (a worker serves one type; a presence written
+    before types has none: the default type's)."""
     steps: tuple[str, ...]
     host: str
     pid: int

@@ -67,7 +67,8 @@ async def queue_stats(
     workers, unless given)."""
     if workers is None:
         workers = await live_workers(client, keys)
-    serving = Counter(step for w in workers for step in set(w.steps))
+    mine = (w for w in workers if w.saga_type == keys.saga_type)  # types share step names
+    serving = Counter(step for w in mine for step in set(w.steps))
     pipe = client.pipeline(transaction=False)
     for p in keys.all_partitions():
         pipe.hgetall(keys.stats(p))

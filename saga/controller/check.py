@@ -34,15 +34,21 @@ class Check(msgspec.Struct, frozen=True):
     detail: str
 
 
-async def run_checks(client: Any, keys: Keys, steps: Sequence[str]) -> list[Check]:
-    """Every check, in order; raises only when Redis cannot be reached at all."""
+TypeSteps = tuple[Keys, Sequence[str]]
+
+
+async def run_checks(
+    client: Any, keys: Keys, steps: Sequence[str], others: Sequence[TypeSteps] = ()
+) -> list[Check]:
+    """Every check, in order; raises only when Redis cannot be reached at all. ``keys``
+    and ``steps``: this deployment's saga type; ``others``: the other registered types."""
     await client.ping()
     server = await _info(client, "server")
     persistence = await _info(client, "persistence")
     memory = await _info(client, "memory")
     return [
         _version(server),
-        await _groups(client, keys, steps),
+        await _groups(client, [(keys, steps), *others]),
         await _scripts(client),
         _aof(persistence),
         _eviction(memory),
@@ -66,7 +72,24 @@ def _version(server: dict[str, Any]) -> Check:
     return Check("server", Status.OK, f"{name} {version}")
 
 
-async def _groups(client: Any, keys: Keys, steps: Sequence[str]) -> Check:
+async def _groups(client: Any, types: Sequence[TypeSteps]) -> Check:
+    missing, total = [], 0
+    for keys, steps in types:
+        missing += await _missing_groups(client, keys, steps)
+        total += len(steps) * keys.partitions
+    if missing:
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        shown = ", ".join(missing[:4]) + more
+        return Check("groups", Status.FAIL, f"no group '{GROUP}' on {shown}: run `saga init`")
+    names = ", ".join(
+        step if k.saga_type == types[0][0].saga_type else f"{k.saga_type}/{step}"
+        for k, steps in types
+        for step in steps
+    )
+    return Check("groups", Status.OK, f"'{GROUP}' on {total} stream(s): {names}")
+
+
+async def _missing_groups(client: Any, keys: Keys, steps: Sequence[str]) -> list[str]:
     missing = []
     for step in steps:
         for p in keys.all_partitions():
@@ -76,12 +99,7 @@ async def _groups(client: Any, keys: Keys, steps: Sequence[str]) -> Check:
                 groups = []
             if not any(text(g.get("name")) == GROUP for g in groups):
                 missing.append(keys.ready(p, step))
-    if missing:
-        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
-        shown = ", ".join(missing[:4]) + more
-        return Check("groups", Status.FAIL, f"no group '{GROUP}' on {shown}: run `saga init`")
-    total = len(steps) * keys.partitions
-    return Check("groups", Status.OK, f"'{GROUP}' on {total} stream(s): {', '.join(steps)}")
+    return missing
 
 
 async def _scripts(client: Any) -> Check:

@@ -1,24 +1,35 @@
 """The controller's loops: promote due retries, requeue idle entries, keep streams
-trimmed, for every step; each pass is bounded and finished even when a drain starts."""
+trimmed, for every step of every registered saga type; each pass is bounded and
+finished even when a drain starts.
+
+Before every pass the partition guard is read again (one HMGET): a controller whose
+SAGA_PARTITIONS no longer matches the keyspace (``saga partitions migrate`` ran, or is
+running) would look for records in the wrong partitions and quarantine their entries,
+so it stops instead, as a worker started then would refuse to run.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
 import structlog
+from redis.exceptions import ResponseError
 
 from saga.controller.requeue import Requeuer
+from saga.controller.types import TypeWork, leases_of, prepared, type_work
 from saga.pipeline import StepSpec
 from saga.settings import Settings
-from saga.state import streams
+from saga.state import partitions, streams
 from saga.state.backoff import resending
 from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.errors import PartitionCountError
 from saga.state.keys import Keys
-from saga.state.machine import StateMachine
 from saga.state.scripts import ensure_loaded
+from saga.state.types import registered_types
 from saga.worker.health import HealthState
 from saga.worker.upkeep import Upkeep
 
@@ -40,18 +51,30 @@ class Controller:
         name: str,
         health: HealthState | None = None,
     ) -> None:
+        """``keys`` and ``specs``: this deployment's own saga type (the others come from
+        the registry of types)."""
         self.client, self.keys, self.settings, self.name = client, keys, settings, name
         self.specs = list(specs)
-        self.sm = StateMachine(client, keys, settings.limits)
         self.health = health or HealthState()
-        self.upkeep = Upkeep(self.sm, self.specs, name, self.health)
-        self.requeuer = Requeuer(self.sm, self.specs, settings.recovery_interval_s)
+        self.own = type_work(client, keys, settings, self.specs, name, self.health)
+        self.types: dict[str, TypeWork] = {keys.saga_type: self.own}
+        self.refused: PartitionCountError | None = None
         self.stopping = anyio.Event()
         self._preparing = anyio.CancelScope()
+        self._discovering = anyio.Lock()
 
     @property
     def steps(self) -> list[str]:
         return [s.name for s in self.specs]
+
+    @property
+    def upkeep(self) -> Upkeep:
+        """The own type's promoter and stream upkeep."""
+        return self.own.upkeep
+
+    @property
+    def requeuer(self) -> Requeuer:
+        return self.own.requeuer
 
     def stop(self) -> None:
         """Drain: finish the passes under way, start no new one, then return from run()."""
@@ -62,25 +85,60 @@ class Controller:
             self._preparing.cancel()  # still waiting for Redis: nothing to finish
 
     async def run(self) -> None:
+        """Run until stopped; raises PartitionCountError (after finishing the passes under
+        way) if the keyspace's partition count is not SAGA_PARTITIONS, or changes."""
         with self._preparing:
             await self._prepare()
         if self.stopping.is_set():
             return
-        log.info("controller_started", controller=self.name, steps=self.steps)
-        s, up = self.settings, self.upkeep
+        log.info("controller_started", controller=self.name, types=sorted(self.types))
+        s = self.settings
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._loop, "promote", s.promote_interval_s, up.promote_once)
-            tg.start_soon(self._loop, "recover", s.recovery_interval_s, self.requeuer.once)
-            tg.start_soon(self._loop, "maintenance", MAINTENANCE_S, up.maintain_once)
+            tg.start_soon(self._loop, "promote", s.promote_interval_s, self.promote_once)
+            tg.start_soon(self._loop, "recover", s.recovery_interval_s, self.requeue_once)
+            tg.start_soon(self._loop, "maintenance", MAINTENANCE_S, self.maintain_once)
         log.info("controller_stopped", controller=self.name)
+        if self.refused is not None:
+            raise self.refused
+
+    async def promote_once(self) -> int:
+        return sum([await w.upkeep.promote_once() for w in await self.discover()])
+
+    async def requeue_once(self) -> int:
+        return sum([await w.requeuer.once() for w in await self.discover()])
+
+    async def maintain_once(self) -> None:
+        for w in await self.discover():
+            await w.upkeep.maintain_once()
+
+    async def discover(self) -> list[TypeWork]:
+        """Every registered type's work (new types' groups made first), the own type first.
+        A type whose registered steps changed (a release added one) is rebuilt."""
+        async with self._discovering:
+            for info in await registered_types(self.client, self.keys):
+                known = self.types.get(info.name)
+                if info.name == self.own.saga_type or (known and known.steps == info.steps):
+                    continue
+                keys = self.keys.of_type(info.name)
+                work = type_work(
+                    self.client, keys, self.settings, leases_of(info, self.settings),
+                    self.name, self.health,
+                )  # fmt: skip
+                self.types[info.name] = await prepared(self.client, work)
+                await work.upkeep.sync_clock()
+                log.info("saga_type_found", saga_type=info.name, steps=list(info.steps))
+            return list(self.types.values())
 
     async def _prepare(self) -> None:
-        """Scripts loaded, every step's groups made at ID 0; retried until Redis answers."""
+        """Partition count checked, scripts loaded, every type's groups made at ID 0;
+        retried until Redis answers."""
 
         async def prepare() -> None:
+            await partitions.guard(self.client, self.keys)  # refuses a different count
             await ensure_loaded(self.client)
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, self.steps)
+            await self.discover()
             self.health.groups_present = True
             await self.upkeep.sync_clock()
 
@@ -92,11 +150,31 @@ class Controller:
             self.health.tick(name)
             with anyio.CancelScope(shield=True), anyio.move_on_after(PASS_LIMIT_S):
                 try:
+                    await partitions.guard(self.client, self.keys)
                     await fn()
                     self.health.redis_up()
                 except TRANSIENT_ERRORS as exc:
                     self.health.redis_down(exc)
+                except PartitionCountError as exc:
+                    self._refuse(exc)
+                except ResponseError as exc:
+                    if not streams.group_missing(exc):
+                        raise
+                    await self._regroup()
             await self._wait(name, interval)
+
+    def _refuse(self, exc: PartitionCountError) -> None:
+        if self.refused is None:
+            log.error("partition_count_changed", controller=self.name, error=str(exc))
+            self.refused = exc
+        self.stop()
+
+    async def _regroup(self) -> None:
+        """A group was destroyed (or Redis restarted empty): every type's, again at ID 0."""
+        log.warning("consumer_group_missing", detail="recreating every type's groups at 0")
+        with contextlib.suppress(*TRANSIENT_ERRORS):  # the next pass tries again
+            for w in list(self.types.values()):
+                await prepared(self.client, w)
 
     async def _wait(self, name: str, interval: float) -> None:
         """Sleep ``interval`` or until stopped, ticking: waiting is not being stuck."""

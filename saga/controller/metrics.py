@@ -1,7 +1,8 @@
 """What the controller adds to the worker's metrics: counters of its own work.
 
 The queue gauges (``saga_stream_lag``, ``saga_oldest_ready_age_seconds``, ...) are the
-workers' (``saga.telemetry.metrics``), refreshed here for every step of the pipeline.
+workers' (``saga.telemetry.metrics``), refreshed here for every step of every
+registered saga type. Every series carries ``saga_type`` and ``step``.
 """
 
 from __future__ import annotations
@@ -21,20 +22,21 @@ CONTROLLER_COUNTERS = {
 
 
 class ControllerCounters(Collector):
-    """Reads the controller's per-step counts at scrape time."""
+    """Reads the controller's per-step counts of each type at scrape time."""
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
 
     def collect(self) -> Iterator[CounterMetricFamily]:
-        c = self.controller
-        sources = {
-            "saga_controller_promoted": c.upkeep.promoted,
-            "saga_controller_requeued": c.requeuer.requeued,
-            "saga_controller_quarantined": c.requeuer.quarantined,
-        }
-        for name, counts in sources.items():
-            family = CounterMetricFamily(name, CONTROLLER_COUNTERS[name], labels=["step"])
-            for step in c.steps:  # every step, zero included: a rate() needs the series
-                family.add_metric([step], counts.get(step, 0))
+        works = list(self.controller.types.values())
+        for name, text in CONTROLLER_COUNTERS.items():
+            family = CounterMetricFamily(name, text, labels=["saga_type", "step"])
+            for w in works:
+                counts = {
+                    "saga_controller_promoted": w.upkeep.promoted,
+                    "saga_controller_requeued": w.requeuer.requeued,
+                    "saga_controller_quarantined": w.requeuer.quarantined,
+                }[name]
+                for step in w.steps:  # every step, zero included: a rate() needs the series
+                    family.add_metric([w.saga_type, step], counts.get(step, 0))
             yield family

@@ -4,10 +4,10 @@ back in their streams (``requeue_idle``), malformed or deleted ones quarantined.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import structlog
 
-from saga.pipeline import StepSpec
 from saga.state import recovery
 from saga.state.codes import RC
 from saga.state.keys import Keys
@@ -18,7 +18,16 @@ from saga.worker.entries import Malformed, Newer, parse_entry
 log = structlog.get_logger("saga.controller")
 
 
-def min_idle_ms(spec: StepSpec, recovery_interval_s: float) -> int:
+class Leased(Protocol):
+    """A step as the requeuer needs it (a ``StepSpec``, or a registered step's name)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def lease_s(self) -> float: ...
+
+
+def min_idle_ms(spec: Leased, recovery_interval_s: float) -> int:
     """Idle time after which the controller requeues an entry: the step's lease, one
     recovery interval (a worker of the step, if any runs, reclaims it first) and 1 s."""
     return int((spec.lease_s + recovery_interval_s) * 1000) + 1000
@@ -44,7 +53,7 @@ def unusable(entry: IdleEntry, keys: Keys, partition: int) -> tuple[str, str] | 
 class Requeuer:
     """Requeues idle entries of every step; counts what it did, per step."""
 
-    def __init__(self, sm: StateMachine, specs: Sequence[StepSpec], interval_s: float) -> None:
+    def __init__(self, sm: StateMachine, specs: Sequence[Leased], interval_s: float) -> None:
         self.sm, self.specs, self.interval_s = sm, list(specs), interval_s
         self.requeued: dict[str, int] = {}
         self.quarantined: dict[str, int] = {}
@@ -57,7 +66,7 @@ class Requeuer:
                 total += await self._partition(spec, p)
         return total
 
-    async def _partition(self, spec: StepSpec, p: int) -> int:
+    async def _partition(self, spec: Leased, p: int) -> int:
         idle_ms = min_idle_ms(spec, self.interval_s)
         ready = self.sm.keys.ready(p, spec.name)
         pairs = []

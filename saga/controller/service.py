@@ -1,5 +1,5 @@
-"""A controller process: client, controller, metrics for every step, health server,
-signals — wired from settings (what ``saga controller`` runs)."""
+"""A controller process: client, controller, metrics for every step of every saga type,
+health server, signals — wired from settings (what ``saga controller`` runs)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from saga.controller.controller import Controller
 from saga.controller.metrics import ControllerCounters
 from saga.pipeline import Pipeline
 from saga.settings import Settings
+from saga.state.keys import Keys
 from saga.telemetry.snapshot import REFRESH_S
 from saga.worker.health import HealthState, bound_port, listen, serve_listener
 from saga.worker.naming import worker_name
@@ -25,7 +26,7 @@ async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | No
     from saga.telemetry.metrics import Metrics
 
     client = open_client(settings)
-    keys = keys_of(settings)
+    keys = keys_of(settings, pipeline.name)  # this deployment's type; the others it finds
     health = HealthState()
     controller = Controller(
         client=client,
@@ -45,12 +46,17 @@ async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | No
                 tg.start_soon(serve_listener, health, listener, metrics.render)
                 log.info("health_listening", port=bound_port(listener))
                 refresh = metrics.snapshot.refresh_loop
-                tg.start_soon(refresh, client, keys, controller.steps, breakers, REFRESH_S)
+                tg.start_soon(refresh, client, lambda: _read(controller), breakers, REFRESH_S)
             await run_with_signals(controller)
             tg.cancel_scope.cancel()
     finally:
         metrics.shutdown()
         await client.aclose()
+
+
+def _read(controller: Controller) -> list[tuple[Keys, tuple[str, ...]]]:
+    """What the gauges read: every type the controller serves, and its steps."""
+    return [(w.keys, w.steps) for w in controller.types.values()]
 
 
 async def run_with_signals(controller: Controller) -> None:

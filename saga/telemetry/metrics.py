@@ -7,7 +7,10 @@ gauges whose callbacks only read ``QueueSnapshot``, a cache the worker
 refreshes from Redis every few seconds (``QueueSnapshot.refresh_loop``), so a
 scrape never waits on Redis and never blocks the event loop.
 
-Names (Prometheus), labels and meaning are listed in ``docs/operations.md``.
+Names (Prometheus), labels and meaning are listed in ``docs/operations.md``. Every
+series of a step carries ``saga_type`` beside ``step`` (types may share step names): the
+worker's own type on its counters and histograms, each row's type on the gauges (a
+controller serves every type). The document pipeline's is ``documents``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
+from saga.state.keys import DEFAULT_TYPE
 from saga.telemetry.durations import StepDurations
 from saga.telemetry.snapshot import QueueSnapshot
 from saga.worker.observer import Observer
@@ -61,9 +65,17 @@ _GAUGES = {
 class Metrics:
     """The instruments of one process and the text of its ``/metrics``."""
 
-    def __init__(self, snapshot: QueueSnapshot | None = None, *, by_user: bool = False) -> None:
+    def __init__(
+        self,
+        snapshot: QueueSnapshot | None = None,
+        *,
+        by_user: bool = False,
+        saga_type: str = DEFAULT_TYPE,
+    ) -> None:
+        """``saga_type``: the type whose steps this process runs (its counters' label)."""
         self.snapshot = snapshot or QueueSnapshot()
         self.by_user = by_user
+        self.saga_type = saga_type
         self.registry = CollectorRegistry(auto_describe=True)
         self.provider = MeterProvider(
             metric_readers=[_reader(self.registry)],
@@ -81,6 +93,7 @@ class Metrics:
             "saga_step_duration_seconds",
             "Duration of attempts, claim to finish.",
             DURATION_BUCKETS_S,
+            saga_type=saga_type,
         )
         self.registry.register(self.duration)
         self.saga_duration = StepDurations(
@@ -89,6 +102,7 @@ class Metrics:
             "worker of the last step.",
             SAGA_BUCKETS_S,
             label="outcome",
+            saga_type=saga_type,
         )
         self.registry.register(self.saga_duration)
         # Failed attempts by error class (class names: a bounded set), read at scrape time.
@@ -129,31 +143,33 @@ class Metrics:
         self.provider.shutdown()
 
     def _count_callback(self, name: str) -> Any:
-        by_step = self.counts[name]
+        by_step, saga_type = self.counts[name], self.saga_type
 
         def observe(_options: CallbackOptions) -> Iterable[Observation]:
             for step, value in list(by_step.items()):
-                yield Observation(value, {"step": step})
+                yield Observation(value, {"saga_type": saga_type, "step": step})
 
         return observe
 
     def _queue_callback(self, field: str) -> Any:
         def observe(_options: CallbackOptions) -> Iterable[Observation]:
-            for stats in self.snapshot.steps:
+            for saga_type, stats in self.snapshot.rows():
                 value = getattr(stats, field)
                 if value is not None:
-                    yield Observation(value, {"step": stats.step})
+                    yield Observation(value, {"saga_type": saga_type, "step": stats.step})
 
         return observe
 
     def _oldest(self, _options: CallbackOptions) -> Iterable[Observation]:
         ages = self.snapshot.oldest_age_s
-        for stats in self.snapshot.steps:
-            yield Observation(ages.get(stats.step, 0.0), {"step": stats.step})
+        for saga_type, stats in self.snapshot.rows():
+            age = ages.get((saga_type, stats.step), 0.0)
+            yield Observation(age, {"saga_type": saga_type, "step": stats.step})
 
     def _errors(self, _options: CallbackOptions) -> Iterable[Observation]:
         for (step, error_class), n in list(self.errors.items()):
-            yield Observation(n, {"step": step, "error_class": error_class})
+            labels = {"saga_type": self.saga_type, "step": step, "error_class": error_class}
+            yield Observation(n, labels)
 
     def _circuits(self, _options: CallbackOptions) -> Iterable[Observation]:
         for name, status in self.snapshot.breakers.items():
@@ -208,7 +224,9 @@ class MetricsObserver(Observer):
         self._add("left_for_newer_release", step)
 
     def cost(self, step: str, user_id: str, usd: float, tokens: int) -> None:
-        attrs = {"step": step, "user_id": user_id} if self.m.by_user else {"step": step}
+        attrs = {"saga_type": self.m.saga_type, "step": step}
+        if self.m.by_user:
+            attrs["user_id"] = user_id
         if usd:
             self.m.cost.add(usd, attrs)
         if tokens:

@@ -9,7 +9,7 @@ group. Gauge callbacks only read ``steps`` and ``breakers``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
@@ -26,40 +26,64 @@ REFRESH_S = 5.0
 """How often a worker reads the queue numbers (at most)."""
 
 
+TypeSteps = tuple[Keys, Sequence[str]]
+"""One saga type's keys and the steps to read of it."""
+
+
 class QueueSnapshot:
     """The last queue numbers read, and when (monotonic seconds; 0 for never)."""
 
     def __init__(self) -> None:
         self.steps: list[StepStats] = []
+        self.types: list[str] = []
+        """The saga type of each of ``steps``."""
         self.breakers: dict[str, BreakerStatus] = {}
-        self.oldest_age_s: dict[str, float] = {}
-        """Per step, the age of its oldest entry waiting for a worker (by the server's clock)."""
+        self.oldest_age_s: dict[tuple[str, str], float] = {}
+        """Per (type, step), the age of its oldest entry waiting for a worker (by the
+        server's clock)."""
         self.at = 0.0
+
+    def rows(self) -> list[tuple[str, StepStats]]:
+        return list(zip(self.types, self.steps, strict=True))
 
     async def refresh(
         self, client: Any, keys: Keys, steps: Sequence[str], breakers: Sequence[str]
     ) -> None:
-        """Read every step's queues (one pipeline), the oldest waiting entries and the breakers."""
-        stats = await queue_stats(client, keys, list(steps))
-        oldest = await oldest_waiting_ms(client, keys, list(steps))
+        """Read one type's queues (one pipeline), the oldest waiting entries and the breakers."""
+        await self.refresh_types(client, [(keys, steps)], breakers)
+
+    async def refresh_types(
+        self, client: Any, types: Sequence[TypeSteps], breakers: Sequence[str]
+    ) -> None:
+        """``refresh`` for several saga types (the controller: every registered one)."""
+        found: list[StepStats] = []
+        names: list[str] = []
+        oldest: dict[tuple[str, str], int] = {}
+        for keys, steps in types:
+            stats = await queue_stats(client, keys, list(steps))
+            found += stats
+            names += [keys.saga_type] * len(stats)
+            waiting = await oldest_waiting_ms(client, keys, list(steps))
+            oldest.update({(keys.saga_type, s): ms for s, ms in waiting.items()})
         secs, micros = await client.time()
         now_ms = int(secs) * 1000 + int(micros) // 1000
-        found = await read_all(client, keys, list(breakers)) if breakers else {}
-        self.steps, self.breakers, self.at = stats, found, time.monotonic()
-        self.oldest_age_s = {s: max(now_ms - ms, 0) / 1000 for s, ms in oldest.items()}
+        shared = types[0][0] if types else None  # breakers are shared by every type
+        got = await read_all(client, shared, list(breakers)) if breakers and shared else {}
+        self.steps, self.types, self.breakers, self.at = found, names, got, time.monotonic()
+        self.oldest_age_s = {k: max(now_ms - ms, 0) / 1000 for k, ms in oldest.items()}
 
     async def refresh_loop(
         self,
         client: Any,
-        keys: Keys,
-        steps: Sequence[str],
+        types: Callable[[], Sequence[TypeSteps]],
         breakers: Sequence[str],
         interval_s: float = REFRESH_S,
     ) -> None:
-        """Refresh until cancelled; a Redis outage keeps the last numbers."""
+        """Refresh until cancelled (``types()``: what to read, asked on each pass); a Redis
+        outage keeps the last numbers."""
         while True:
             try:
-                await self.refresh(client, keys, steps, breakers)
+                await self.refresh_types(client, types(), breakers)
             except TRANSIENT_ERRORS as exc:
                 log.debug("queue_stats_unavailable", error=type(exc).__name__)
             except Exception as exc:  # a reply it cannot read: keep serving the last numbers

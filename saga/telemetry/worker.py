@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from saga.settings import Settings
-from saga.state.keys import Keys
+from saga.state.keys import DEFAULT_TYPE, Keys
 from saga.telemetry.metrics import Metrics
 from saga.telemetry.snapshot import REFRESH_S
 from saga.telemetry.tracing import configure_tracing
@@ -22,11 +22,14 @@ class WorkerTelemetry:
     refresh_s: float = REFRESH_S
 
     @classmethod
-    def start(cls, settings: Settings, steps: Sequence[str]) -> WorkerTelemetry:
-        """Tracing over OTLP if ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set; metrics always."""
+    def start(
+        cls, settings: Settings, steps: Sequence[str], saga_type: str = DEFAULT_TYPE
+    ) -> WorkerTelemetry:
+        """Tracing over OTLP if ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set; metrics always,
+        labelled with the worker's saga type."""
         breakers = ("llm", "billing") if settings.billing_url else ("llm",)
         return cls(
-            metrics=Metrics(by_user=settings.metrics_by_user),
+            metrics=Metrics(by_user=settings.metrics_by_user, saga_type=saga_type),
             steps=tuple(steps),
             breakers=breakers,
             stop_tracing=configure_tracing(settings.otel_endpoint, "saga-worker"),
@@ -35,7 +38,7 @@ class WorkerTelemetry:
     async def refresh_loop(self, client: Any, keys: Keys) -> None:
         """The gauges' queue numbers for this worker's steps, every ``refresh_s``."""
         await self.metrics.snapshot.refresh_loop(
-            client, keys, self.steps, self.breakers, self.refresh_s
+            client, lambda: [(keys, self.steps)], self.breakers, self.refresh_s
         )
 
     def shutdown(self) -> None:

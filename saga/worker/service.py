@@ -53,7 +53,7 @@ async def serve(
     keys = keys_of(settings, pipeline.name)
     ports = DefaultPorts(settings, client, keys)
     health = HealthState()
-    telemetry = WorkerTelemetry.start(settings, steps)
+    telemetry = WorkerTelemetry.start(settings, steps, pipeline.name)
     executor = Executor(
         client=client,
         keys=keys,

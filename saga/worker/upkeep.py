@@ -8,12 +8,12 @@ import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 import anyio
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.pipeline import StepSpec
 from saga.state import presence, retention, streams
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
@@ -22,11 +22,19 @@ from saga.worker.health import HealthState
 log = structlog.get_logger("saga.worker")
 
 
+class Named(Protocol):
+    """A step as upkeep needs it: a ``StepSpec``, or a name the controller has of a type
+    whose code it lacks."""
+
+    @property
+    def name(self) -> str: ...
+
+
 class Upkeep:
     def __init__(
         self,
         sm: StateMachine,
-        specs: Sequence[StepSpec],
+        specs: Sequence[Named],
         worker: str,
         health: HealthState,
         health_address: str = "",
@@ -38,6 +46,7 @@ class Upkeep:
         """Retries promoted by this process, per step (the controller's metrics read it)."""
         self.presence = presence.Presence(
             worker=worker,
+            saga_type=self.keys.saga_type,
             steps=tuple(s.name for s in specs),
             host=socket.gethostname(),
             pid=os.getpid(),
