@@ -51,3 +51,17 @@ def metric_names(expr: str) -> set[str]:
 
     promql_parser.walk(promql_parser.parse(expr), visit)
     return names
+
+
+def grouped_by(expr: str) -> list[set[str]]:
+    """The label sets of every ``by (...)`` aggregation in an expression."""
+    found: list[set[str]] = []
+
+    def visit(node: Any) -> None:
+        modifier = getattr(node, "modifier", None)
+        is_by = modifier is not None and str(modifier).startswith("by")
+        if isinstance(node, promql_parser.AggregateExpr) and is_by:
+            found.append(set(modifier.labels))
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found

@@ -16,7 +16,7 @@ from saga.client import SagaClient
 from saga.settings import Settings
 from saga.state.keys import Keys
 from tests.controller.support import Procs
-from tests.deploy.promql import chart_expressions, metric_names
+from tests.deploy.promql import chart_expressions, grouped_by, metric_names
 from tests.executor import pipelines
 from tests.executor.support import states, wait_until, worker_base_env
 
@@ -30,6 +30,16 @@ def test_every_expression_parses() -> None:
     assert sum(k.startswith("panel ") for k in exprs) >= 15
     for where, expr in exprs.items():
         assert metric_names(expr), where
+
+
+def test_a_step_is_never_summed_over_saga_types() -> None:
+    """Types may share step names (docs/sagas.md): every aggregation that keeps `step`, or
+    a saga's outcome, keeps `saga_type` too, so two types' `router` are two series."""
+    for where, expr in chart_expressions().items():
+        for labels in grouped_by(expr):
+            if labels & {"step", "outcome"}:
+                assert "saga_type" in labels, (where, expr)
+    assert grouped_by("max by (step) (saga_stream_lag)") == [{"step"}]  # the check sees it
 
 
 def test_the_parser_refuses_broken_promql() -> None:
@@ -76,11 +86,16 @@ async def test_every_metric_the_chart_reads_is_exported(
             return "saga_llm_cost_usd_total" in names and "saga_oldest_ready_age_seconds" in names
 
         await wait_until(all_series, within=30, what="every series on /metrics")
-        exported = sample_names(await scrape(worker.port)) | sample_names(
-            await scrape(controller.port)
-        )
+        worker_text, controller_text = await scrape(worker.port), await scrape(controller.port)
+        exported = sample_names(worker_text) | sample_names(controller_text)
     finally:
         procs.kill_all()
+    # Every series of a step names its type; the document pipeline's keeps "documents".
+    for text in (worker_text, controller_text):
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if "step" in sample.labels:
+                    assert sample.labels.get("saga_type") == "documents", sample
     missing = {
         where: sorted(metric_names(expr) - exported)
         for where, expr in chart_expressions().items()

@@ -26,7 +26,7 @@ from .support import PIPELINE, Count, Doc, client, executors, extract, wait_unti
 
 pytestmark = pytest.mark.anyio
 
-EXTRACT = frozenset({("step", "extract")})
+EXTRACT = frozenset({("saga_type", "documents"), ("step", "extract")})
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -41,6 +41,9 @@ def parse(text: str) -> tuple[set[str], Samples]:
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
+    """One sample; a step's series carry the default type's name unless told otherwise."""
+    if "step" in labels:
+        labels.setdefault("saga_type", "documents")
     return samples[(name, frozenset(labels.items()))]
 
 
@@ -167,7 +170,45 @@ def test_metrics_live_in_a_private_registry() -> None:
     _, sa = parse(a.render())
     _, sb = parse(b.render())
     assert value(sa, "saga_steps_committed_total", step="router") == 1
-    assert ("saga_steps_committed_total", frozenset({("step", "router")})) not in sb
+    assert value(sa, "saga_steps_committed_total", step="router", saga_type="documents") == 1
+    assert not [k for k in sb if k[0] == "saga_steps_committed_total"]
+
+
+async def test_every_step_series_carries_its_saga_type(redis: Any, keys: Keys) -> None:
+    """A worker's counters, histograms and cost carry its type; a snapshot of two types
+    (what the controller reads) labels each gauge with its row's type."""
+    m = Metrics(saga_type="orders")
+    m.observer.committed("router", 0.02)
+    m.observer.error("router", "ValueError")
+    m.observer.cost("router", "user-9", 0.25, 10)
+    m.observer.saga_ended("completed", 1.0)
+    orders = keys.of_type("orders")
+    await orders_and_documents(redis, keys, orders)
+    await m.snapshot.refresh_types(redis, [(keys, ["router"]), (orders, ["router"])], ["llm"])
+    _, samples = parse(m.render())
+    assert value(samples, "saga_steps_committed_total", step="router", saga_type="orders") == 1
+    assert value(samples, "saga_step_errors_total", step="router", saga_type="orders",
+                 error_class="ValueError") == 1  # fmt: skip
+    assert value(samples, "saga_llm_cost_usd_total", step="router", saga_type="orders") == 0.25
+    assert value(samples, "saga_step_duration_seconds_count", step="router",
+                 saga_type="orders") == 1  # fmt: skip
+    assert value(samples, "saga_end_to_end_seconds_count", outcome="completed",
+                 saga_type="orders") == 1  # fmt: skip
+    assert value(samples, "saga_stream_lag", step="router", saga_type="orders") == 2
+    assert value(samples, "saga_stream_lag", step="router", saga_type="documents") == 1
+    for key in samples:  # every series of a step says which type's
+        labels = dict(key[1])
+        assert "step" not in labels or labels.get("saga_type") in ("orders", "documents"), key
+
+
+async def orders_and_documents(redis: Any, keys: Keys, orders: Keys) -> None:
+    """Two `router` streams with waiting entries: one in the default type, two in orders."""
+    from saga.state.streams import ensure_groups
+
+    for k, n in ((keys, 1), (orders, 2)):
+        await ensure_groups(redis, k, ["router"])
+        for i in range(n):
+            await redis.xadd(k.ready(0, "router"), {"rid": f"r{i}", "ep": "1", "v": "1"})
 
 
 async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
@@ -198,9 +239,7 @@ async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
             with anyio.fail_after(10):
                 while True:
                     _, samples = parse((await scrape(port)).text)
-                    if samples.get(
-                        ("saga_steps_committed_total", frozenset({("step", "extract")}))
-                    ):
+                    if samples.get(("saga_steps_committed_total", EXTRACT)):
                         break
                     await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
