@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "dead letters, throughput (commits per second over the last interval) and live "
             "workers (each renews a presence every 5 s; one unseen for 15 s, killed or hung, "
             "is not counted); then each circuit breaker, and the live workers with their "
-            "health address. Refreshes until "
+            "saga type, steps and health address. Every registered saga type is shown (a "
+            "type column once there are several) unless --type names one. Refreshes until "
             "Ctrl-C. Throughput is a rate, so --once samples twice, --interval apart "
             "(--interval 0: one sample, throughput null)."
         ),
@@ -114,7 +115,9 @@ async def sample(client: Any, keys: Any) -> Sample:
     found: dict[str, Any] = {"steps": [], "types": []}
 
     async def queues() -> None:
-        found["workers"] = await live_workers(client, keyses[0])
+        shown = {k.saga_type for k in keyses}  # with --type T, only T's workers
+        alive = await live_workers(client, keyses[0])
+        found["workers"] = [w for w in alive if w.saga_type in shown]
         for k in keyses:
             steps = await registered_steps(client, k)
             stats = await queue_stats(client, k, steps, workers=found["workers"])
@@ -194,14 +197,19 @@ def render(cur: Sample, prev: Sample | None) -> str:
         headers = ["type", *headers] if typed else headers
         body = table(headers, rows)
     body += "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
-    return body + _workers(cur.workers)
+    return body + _workers(cur.workers, typed=typed)
 
 
-def _workers(workers: list[Any], most: int = 10) -> str:
-    """The live workers, one line each (the first ``most``): where to find their health."""
+def _workers(workers: list[Any], most: int = 10, *, typed: bool = False) -> str:
+    """The live workers, one line each (the first ``most``): where to find their health;
+    with several types, each worker's steps are prefixed with its type."""
     if not workers:
         return ""
-    lines = [f"  {w.worker}  {','.join(w.steps)}  health {w.health or '-'}" for w in workers[:most]]
+    lines = [
+        f"  {w.worker}  {f'{w.saga_type}/' if typed else ''}{','.join(w.steps)}"
+        f"  health {w.health or '-'}"
+        for w in workers[:most]
+    ]
     if len(workers) > most:
         lines.append(f"  … and {len(workers) - most} more (--json lists them all)")
     return "\n\nworkers\n" + "\n".join(lines)

@@ -92,3 +92,37 @@ async def test_an_unknown_type_is_one_sentence(keys: Keys, redis_url: str, redis
             "saga: no saga type 'ordres' is registered (registered: orders); "
             "a worker or client of the type registers it.\n"
         ), argv
+
+
+async def test_top_counts_each_types_workers_apart(
+    spawn: SpawnWorker, keys: Keys, redis_url: str, redis: Any
+) -> None:
+    """A documents worker and an orders worker, both serving a step named `router`: each
+    presence says its type, `saga top` counts one worker per type's router, lists the
+    types' workers with their type, and `--type` shows one type and its workers only."""
+    docs_worker, orders_worker = spawn(), spawn("tests.app.apps:orders")
+    await docs_worker.wait_ready()
+    await orders_worker.wait_ready()
+    argv = ["top", "--once", "--interval", "0"]
+
+    async def both_present() -> bool:
+        doc = cli_json(keys, redis_url, *argv, "--json")
+        return len(doc["workers"]) == 2
+
+    await wait_until(both_present, within=20, what="both workers' presence")
+    doc = cli_json(keys, redis_url, *argv, "--json")
+    workers = {(s["type"], s["step"]): s["workers"] for s in doc["steps"]}
+    assert workers[("documents", "router")] == workers[("orders", "router")] == 1
+    assert workers[("orders", "ship")] == workers[("documents", "grouper")] == 1
+    by_pid = {w["pid"]: (w["saga_type"], tuple(w["steps"])) for w in doc["workers"]}
+    assert by_pid == {docs_worker.pid: ("documents", ("router", "parser", "grouper")),
+                      orders_worker.pid: ("orders", ORDERS)}  # fmt: skip
+
+    only = cli_json(keys, redis_url, *argv, "--type", "orders", "--json")
+    assert {(s["type"], s["step"]) for s in only["steps"]} == {("orders", s) for s in ORDERS}
+    assert [w["pid"] for w in only["workers"]] == [orders_worker.pid]
+
+    table = cli(keys, redis_url, *argv)
+    assert table.returncode == 0, table.stderr
+    assert f"orders/{','.join(ORDERS)}" in table.stdout
+    assert "documents/router,parser,grouper" in table.stdout
