@@ -1,4 +1,5 @@
-"""saga costs [--user U] [--since T] [--json]: LLM cost per user and step, with totals."""
+"""saga costs [--user U] [--since T] [--type T] [--json]: LLM cost per user and step, with
+totals."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 from typing import Any
 
 from saga.cli.common import CliError, Exit, parse_since, print_json, run, table
+from saga.cli.saga_types import add_type_option, typed_keys
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 3660
@@ -25,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--since",
         help=f"from the day of T: 7d, 2h or an ISO date (default: the last {DEFAULT_DAYS} days)",
     )
+    add_type_option(p)
     p.add_argument("--json", action="store_true", help="one JSON document")
     p.set_defaults(func=main)
 
@@ -56,11 +59,12 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
+        from saga.runtime import client_for
         from saga.state.queries import cost_totals
 
         async with client_for(settings) as client:
-            rows = await cost_totals(client, keys_of(settings), days, user)
+            keys = await typed_keys(client, settings, args.saga_type)
+            rows = await cost_totals(client, keys, days, user)
         if args.json:
             print_json(document(rows, days))
         elif not rows:

@@ -1,11 +1,12 @@
-"""saga init: store the partition count, create consumer groups at ID 0 and load the
-scripts (a Helm hook runs it)."""
+"""saga init [--type T]: store the partition count, create consumer groups at ID 0, load the
+scripts and register the saga type (a Helm hook runs it)."""
 
 from __future__ import annotations
 
 import argparse
 
 from saga.cli.common import Exit, print_json, run
+from saga.cli.saga_types import add_type_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -14,32 +15,42 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="create consumer groups and load scripts",
         description="Store SAGA_PARTITIONS in the keyspace (later processes with another "
         "count refuse to run), create every step's consumer group at ID 0 (MKSTREAM) in "
-        "every partition and load the Lua scripts. Safe to run again; refuses (exit 2) "
-        "if the keyspace was set up with another partition count.",
+        "every partition, load the Lua scripts and register the saga type in the registry "
+        "of types. With --type T, T's steps as registered. Safe to run again; refuses "
+        "(exit 2) if the keyspace was set up with another partition count.",
     )
+    add_type_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.runtime import client_for, document_pipeline, keys_of
+    from saga.cli.saga_types import pipeline_of, typed_keys
+    from saga.pipeline import Pipeline
+    from saga.runtime import client_for
     from saga.settings import load_settings
     from saga.state import scripts, streams
+    from saga.state.types import register_type
 
     settings = load_settings()
-    pipeline = document_pipeline(settings)
-    keys = keys_of(settings)
 
     async def go() -> int:
         async with client_for(settings) as client:  # stores the count, or refuses
+            keys = await typed_keys(client, settings, args.saga_type)
+            found = await pipeline_of(client, settings, keys)
+            own = isinstance(found, Pipeline)  # else T's registry entry: left as it is
+            info = found.info() if own else found
             await scripts.ensure_loaded(client)
-            created = await streams.ensure_groups(client, keys, pipeline.names)
+            created = await streams.ensure_groups(client, keys, info.steps)
+            if own:
+                await register_type(client, keys, info)  # `saga top` and --type find it
         if args.json:
             from saga.cli.shapes import InitDocument
 
             print_json(
                 InitDocument(
-                    steps=list(pipeline.names),
+                    type=keys.saga_type,
+                    steps=list(info.steps),
                     partitions=settings.partitions,
                     groups_created=created,
                     scripts_version=scripts.version(),
@@ -47,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
             )
         else:
             print(
-                f"{created} consumer group(s) created for {', '.join(pipeline.names)} "
+                f"{created} consumer group(s) created for {', '.join(info.steps)} "
                 f"in {settings.partitions} partition(s); scripts {scripts.version()} loaded"
             )
         return Exit.OK

@@ -1,10 +1,12 @@
-"""saga review accept <record_id> [--note TEXT]: a person accepts a saga's flagged results."""
+"""saga review accept <record_id> [--note TEXT] [--type T]: a person accepts a saga's
+flagged results."""
 
 from __future__ import annotations
 
 import argparse
 
 from saga.cli.common import Exit, print_json, run
+from saga.cli.saga_types import add_type_option
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     accept = verbs.add_parser("accept", help="accept the flagged results of a saga")
     accept.add_argument("record_id")
     accept.add_argument("--note", default="", help="why they are acceptable (kept in history)")
+    add_type_option(accept)
     accept.add_argument("--json", action="store_true")
     accept.set_defaults(func=main)
 
@@ -42,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
         from saga.client import SagaClient
 
         who = actor() + (f": {args.note}" if args.note else "")
-        async with SagaClient.from_settings(settings) as sagas:
+        async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             cleared = await sagas.accept_review(args.record_id, actor=who[:500])
         if args.json:
             from saga.cli.shapes import ReviewAccepted

@@ -190,6 +190,8 @@ class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "t
 class InitDocument(msgspec.Struct, kw_only=True):
     """``saga init --json``."""
 
+    type: str = "documents"
+    """The saga type whose groups were made (docs/sagas.md)."""
     steps: list[str]
     partitions: int
     groups_created: int

@@ -58,7 +58,7 @@ _GAUGES = {
     "saga_stream_pending": ("pending", "Entries delivered and not acknowledged (running)."),
     "saga_dead_letters": ("dead", "Dead letters in the step's dead-letter streams."),
     "saga_retries_waiting": ("delayed", "Retries waiting for their due time."),
-    "saga_consumers_active": ("workers", "Consumers of the step's group active within a minute."),
+    "saga_consumers_active": ("workers", "Live workers of the saga type serving the step."),
 }
 
 

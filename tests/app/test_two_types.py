@@ -84,7 +84,8 @@ async def test_an_unknown_type_is_one_sentence(keys: Keys, redis_url: str, redis
     await redis.hset(keys.types_registry(), "orders", b'{"name":"orders","steps":["router"]}')
     top = ["top", "--once", "--interval", "0"]
     commands = (["list"], ["show", "r-1"], ["start", "r-1", "u1"], ["cancel", "r-1"],
-                ["retry", "r-1"], ["dlq", "list"], top)  # fmt: skip
+                ["retry", "r-1"], ["dlq", "list"], top, ["costs"], ["review", "accept", "r-1"],
+                ["init"])  # fmt: skip
     for argv in commands:
         res = cli(keys, redis_url, *argv, "--type", "ordres")
         assert res.returncode == 2, (argv, res.stderr)
