@@ -48,7 +48,8 @@ async def sagas(request: Request, who: Identity | None) -> Response:
     body stays the CLI's document."""
     from saga.cli.cmd_list import document
 
-    page = await service(request).page(params.list_query(request.query_params))
+    q = request.query_params
+    page = await service(request).page(params.list_query(q), params.saga_type(q.get("type")))
     response = json(document(page.rows))
     if page.next is not None:
         query = {k: v for k, v in request.query_params.items() if k != "cursor"}
@@ -59,13 +60,15 @@ async def sagas(request: Request, who: Identity | None) -> Response:
 
 @endpoint(VIEWER, api=True)
 async def counts(request: Request, who: Identity | None) -> Response:
-    return json({"counts": await service(request).counts()})
+    saga_type = params.saga_type(request.query_params.get("type"))
+    return json({"counts": await service(request).counts(saga_type)})
 
 
 @endpoint(VIEWER, api=True)
 async def saga(request: Request, who: Identity | None) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
-    return json(await service(request).saga(rid, who_of(who)))
+    saga_type = params.saga_type(request.query_params.get("type"))
+    return json(await service(request).saga(rid, who_of(who), saga_type))
 
 
 @endpoint(OPERATOR, api=True, mutates=True)

@@ -70,7 +70,9 @@ LIST_PARAMS = [
     _query("since", "created since: 30m, 2h, 7d or an ISO date"),
     _query("limit", "at most this many (1-500, default 50)", INT),
     _query("cursor", "where the previous page ended (from its Link header)"),
+    _query("type", "sagas of this registered saga type (default: the console's own)"),
 ]  # fmt: skip
+TYPE = _query("type", "a saga of this registered saga type (default: the console's own)")
 
 
 COST_PARAMS = [
@@ -104,9 +106,10 @@ PATHS: dict[str, dict[str, Any]] = {
     "/me": {"get": _op("who is signed in", "Me", "viewer")},
     "/sagas": {"get": _op("sagas from the indexes, newest first (saga list)", "ListDocument",
                           "viewer", parameters=LIST_PARAMS, headers=NEXT)},
-    "/counts": {"get": _op("sagas per state index", "Counts", "viewer")},
+    "/counts": {"get": _op("sagas per state index", "Counts", "viewer",
+                           parameters=[_query("type", "of this saga type")])},
     "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
-                                      "SagaDetail", "viewer", parameters=[RECORD])},
+                                      "SagaDetail", "viewer", parameters=[RECORD, TYPE])},
     "/sagas/{record_id}/retry": {"post": _op("re-run from a step (saga retry)", "RetryResult",
                                              "operator", parameters=[RECORD],
                                              requestBody=_body(step=STR, force=BOOL))},

@@ -83,13 +83,17 @@ async def logout(request: Request, who: Identity | None, body: Body) -> Response
 @endpoint(VIEWER, api=False)
 async def sagas(request: Request, who: Identity | None) -> Response:
     q = request.query_params
-    query = params.list_query(q)
+    query, saga_type = params.list_query(q), params.saga_type(q.get("type"))
     svc = service(request)
-    page, counts, steps = await svc.page(query), await svc.counts(), await svc.steps(None)
+    page, counts = await svc.page(query, saga_type), await svc.counts(saga_type)
+    steps, types = await svc.steps(None, saga_type), await svc.type_names()
     keep = {k: v for k, v in q.items() if k != "cursor" and v}
     more = urlencode({**keep, "cursor": page.next.encode()}) if page.next else ""
+    # A record id may exist in several types: a row of another type links with its type.
+    other = f"?type={saga_type}" if saga_type and saga_type != svc.keys.saga_type else ""
     return render(request, "sagas.html", page=page, counts=counts, steps=steps, f=keep,
-                  states=params.STATES, next_query=more, paged="cursor" in q)  # fmt: skip
+                  states=params.STATES, next_query=more, paged="cursor" in q, types=types,
+                  own_type=svc.keys.saga_type, type_query=other)  # fmt: skip
 
 
 @endpoint(VIEWER, api=False)
@@ -99,13 +103,15 @@ async def saga(request: Request, who: Identity | None) -> Response:
 
     rid = validate_id(request.path_params["record_id"], "record id")
     svc, w = service(request), who_of(who)
-    s, events = await get_saga_and_history(svc.redis, svc.keys, rid)
+    keys = await svc.typed(params.saga_type(request.query_params.get("type")))
+    s, events = await get_saga_and_history(svc.redis, keys, rid)
     now = _now_ms()
     outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
                   steps=svc.pipeline.names, done=DONE.get(request.query_params.get("done", "")),
-                  document=s.document if w.role == Role.OPERATOR else "")  # fmt: skip
+                  document=s.document if w.role == Role.OPERATOR else "",
+                  other_type=keys.saga_type if keys != svc.keys else "")  # fmt: skip
 
 
 @endpoint(OPERATOR, api=False)

@@ -1,7 +1,7 @@
 """Query parameters of the list pages and their API twins, checked into typed queries.
 
 The same names and meanings as the CLI's flags (``saga list --state --step --user
---review --since --limit``), plus ``cursor`` for the next page.
+--review --since --limit --type``), plus ``cursor`` for the next page.
 """
 
 from __future__ import annotations
@@ -53,6 +53,14 @@ def list_query(p: Mapping[str, str]) -> ListQuery:
         limit=limit(p.get("limit"), 50, MAX_PAGE),
         after=Cursor.decode(cursor) if cursor else None,
     )
+
+
+def saga_type(value: str | None) -> str | None:
+    """``type``: a saga type's name (``--type``); whether it is registered is the
+    service's question."""
+    from saga.state.keys import validate_type
+
+    return validate_type(value) if value else None
 
 
 def user(value: str | None) -> str | None:

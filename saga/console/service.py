@@ -43,18 +43,40 @@ class Service:
         self._last: Sample | None = None
 
     # -- reads ----------------------------------------------------------------------
-    async def page(self, q: ListQuery) -> SagaPage:
-        return await list_page(self.redis, self.keys, q)
+    async def typed(self, saga_type: str | None) -> Keys:
+        """The keys of ``saga_type`` (the list filter ``type``; default: the console's own
+        type), which must be registered (as ``--type`` on the CLI)."""
+        from saga.state.types import type_info, type_names
 
-    async def counts(self) -> StateCounts:
-        return await state_counts(self.redis, self.keys)
+        if not saga_type or saga_type == self.keys.saga_type:
+            return self.keys
+        if await type_info(self.redis, self.keys, saga_type) is None:
+            known = ", ".join(await type_names(self.redis, self.keys)) or "none yet"
+            raise ConsoleError(
+                f"no saga type {saga_type!r} is registered (registered: {known}); "
+                "a worker or client of the type registers it"
+            )
+        return self.keys.of_type(saga_type)
 
-    async def saga(self, record_id: str, who: Identity) -> Any:
+    async def type_names(self) -> list[str]:
+        """Every registered saga type, the console's own included (the filter's choices)."""
+        from saga.state.types import type_names
+
+        return sorted({self.keys.saga_type, *await type_names(self.redis, self.keys)})
+
+    async def page(self, q: ListQuery, saga_type: str | None = None) -> SagaPage:
+        return await list_page(self.redis, await self.typed(saga_type), q)
+
+    async def counts(self, saga_type: str | None = None) -> StateCounts:
+        return await state_counts(self.redis, await self.typed(saga_type))
+
+    async def saga(self, record_id: str, who: Identity, saga_type: str | None = None) -> Any:
         """``saga show --json`` (``--output --json`` for an operator)."""
         from saga.cli.cmd_show import document
         from saga.state.reads import get_saga_and_history
 
-        saga, events = await get_saga_and_history(self.redis, self.keys, record_id)
+        keys = await self.typed(saga_type)
+        saga, events = await get_saga_and_history(self.redis, keys, record_id)
         operator = who.role == Role.OPERATOR
         doc = document(saga, events, _now_ms(), outputs=operator)
         if not operator:
@@ -70,9 +92,9 @@ class Service:
         self._last = cur
         return document(cur, prev)
 
-    async def steps(self, step: str | None) -> list[str]:
-        """Every registered step, or ``step`` if it is one."""
-        known = await registered_steps(self.redis, self.keys)
+    async def steps(self, step: str | None, saga_type: str | None = None) -> list[str]:
+        """Every registered step (of ``saga_type``), or ``step`` if it is one."""
+        known = await registered_steps(self.redis, await self.typed(saga_type))
         if not step:
             return known
         if validate_step(step) not in known:

@@ -37,7 +37,8 @@
   const counts = document.querySelectorAll("[data-count]");
   if (counts.length) {
     every(3000, async function () {
-      const d = await getJSON("/api/v1/counts");
+      const type = new URLSearchParams(location.search).get("type"); // the list's type filter
+      const d = await getJSON("/api/v1/counts" + (type ? "?type=" + encodeURIComponent(type) : ""));
       counts.forEach(function (el) {
         const v = d.counts[el.dataset.count];
         if (v !== undefined) el.textContent = v;
@@ -52,7 +53,7 @@
       if (!live || live.dataset.live !== "1") return false;
       const d = await getJSON(live.dataset.poll);
       if (String(d.saga.updated_ms) === live.dataset.updated && d.saga.state === live.dataset.state) return true;
-      const html = await (await fetch(location.pathname, { credentials: "same-origin" })).text();
+      const html = await (await fetch(location.pathname + location.search, { credentials: "same-origin" })).text();
       const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("live");
       if (fresh) live.replaceWith(document.importNode(fresh, true));
       return true;
