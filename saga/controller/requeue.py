@@ -81,8 +81,9 @@ class Requeuer:
                     found.record_id,
                 )  # fmt: skip
                 log.warning(
-                    "entry_quarantined", step=spec.name, entry=entry.entry_id, reason=found.reason
-                )
+                    "entry_quarantined", saga_type=self.sm.keys.saga_type, step=spec.name,
+                    entry=entry.entry_id, reason=found.reason,
+                )  # fmt: skip
                 self._count(self.quarantined, spec.name, 1)
             else:
                 pairs.append(found)
@@ -92,7 +93,10 @@ class Requeuer:
         if missing:
             self._count(self.quarantined, spec.name, missing)
         if done:
-            log.info("entries_requeued", step=spec.name, partition=p, count=done)
+            log.info(
+                "entries_requeued",
+                saga_type=self.sm.keys.saga_type, step=spec.name, partition=p, count=done,
+            )  # fmt: skip
             self._count(self.requeued, spec.name, done)
         return done
 
