@@ -4,9 +4,12 @@ and `saga worker module:app` processes against a real server."""
 
 from __future__ import annotations
 
+import json
 import signal
+import sys
 from typing import Any
 
+import anyio
 import pytest
 
 from saga.client import SagaClient
@@ -15,10 +18,18 @@ from saga.state.codes import RC
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.requests import FailAction, FailRequest
+from saga.state.types import register_type
 from tests.app import apps
 from tests.controller.support import Procs, lag, metric, pending_count
+from tests.controller.test_check import check
 from tests.controller.test_scale_to_zero import scrape
-from tests.executor.support import assert_one_commit_per_step, saga_and_history, states, wait_until
+from tests.executor.support import (
+    REPO,
+    assert_one_commit_per_step,
+    saga_and_history,
+    states,
+    wait_until,
+)
 from tests.state.helpers import claim_next, wait_lease_expired
 
 pytestmark = pytest.mark.anyio
@@ -120,4 +131,30 @@ async def test_controller_exits_when_the_partition_count_changes(
         f"saga: keyspace {keys.prefix!r} has {keys.partitions + 2} partition(s) but "
         f"SAGA_PARTITIONS={keys.partitions}; set SAGA_PARTITIONS={keys.partitions + 2}, or "
         f"move the records with `saga partitions migrate --to {keys.partitions}`."
+    )
+
+
+async def test_check_covers_every_registered_type(
+    redis: Any, keys: Keys, base_env: dict[str, str]
+) -> None:
+    """`saga controller --check` fails while a registered type has no groups, naming its
+    streams; `saga init --type` makes them and the check passes, listing the type."""
+    init = [sys.executable, "-m", "saga.cli.main", "init"]
+    assert (await anyio.run_process(init, cwd=REPO, env=base_env, check=False)).returncode == 0
+    await register_type(redis, keys, apps.orders.pipeline().info())
+    before = check(base_env, "--json")
+    assert before.returncode == 1, before.stderr
+    groups = next(c for c in json.loads(before.stdout)["checks"] if c["name"] == "groups")
+    assert (
+        groups["status"] == "fail" and keys.of_type("orders").ready(0, "router") in groups["detail"]
+    )
+    typed = await anyio.run_process(
+        [*init, "--type", "orders"], cwd=REPO, env=base_env, check=False
+    )
+    assert typed.returncode == 0
+    after = check(base_env, "--json")
+    assert after.returncode == 0, after.stdout
+    groups = next(c for c in json.loads(after.stdout)["checks"] if c["name"] == "groups")
+    assert groups["detail"].endswith(
+        "router, parser, grouper, orders/router, orders/charge, orders/ship"
     )
