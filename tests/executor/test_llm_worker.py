@@ -84,7 +84,9 @@ async def test_a_router_only_worker_with_llm_settings_never_loads_litellm(
 
 
 def metric(text: str, name: str, step: str) -> float | None:
-    found = re.search(rf'^{name}\{{step="{step}"\}} (\S+)$', text, re.MULTILINE)
+    """The sample of the default type's ``step`` (every step series names its type)."""
+    labels = f'saga_type="documents",step="{step}"'
+    found = re.search(rf"^{name}\{{{labels}\}} (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else None
 
 

@@ -85,7 +85,10 @@ async def test_entries_of_a_newer_release_wait_for_newer_workers(run: FaultRun) 
     assert len(await pending_entries(run.redis, run.keys.ready(0, "router"))) == len(rids)
     assert any(w.logged("entry_left_for_newer_release") for w in old)
     shown = [await anyio.to_thread.run_sync(read_metrics, w.port) for w in old]
-    assert any('saga_steps_left_for_newer_release_total{step="router"}' in m for m in shown)
+    assert any(
+        'saga_steps_left_for_newer_release_total{saga_type="documents",step="router"}' in m
+        for m in shown
+    )
     newer = spawn_newer(run)
     await newer.wait_ready(within=60)
     for w in old:  # the rolling upgrade goes on: old pods stop, their pending entries
