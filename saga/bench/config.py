@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import msgspec
 
-SYSTEMS = ("saga", "seed", "minimal")
+SYSTEMS = ("saga", "seed", "batched", "minimal")
 USERS = 100
 """Distinct user ids across the bench's sagas (the per-user index is a sorted set each)."""
 MAX_PAGES_IN_FLIGHT = 1 << 30
@@ -14,6 +14,8 @@ MAX_PAGES_IN_FLIGHT = 1 << 30
 
 
 class BenchConfig(msgspec.Struct, frozen=True, kw_only=True):
+    scenario: str = "default"
+    """The workload (``saga bench --scenario``)."""
     sagas: int = 1000
     workers: int = 1
     concurrency: int = 64

@@ -34,7 +34,7 @@ from saga.bench.report import (
     SystemResult,
 )
 from saga.bench.system_run import run_system
-from saga.bench.systems import MinimalSystem, SagaSystem, SeedSystem, System
+from saga.bench.systems import BatchedSeedSystem, MinimalSystem, SagaSystem, SeedSystem, System
 from saga.bench.targets import ratios, targets
 from saga.settings import Settings
 from saga.state.connection import connect
@@ -90,6 +90,8 @@ class _Run:
             )
         if name == "seed":
             return SeedSystem(f"{self.base}.seed")
+        if name == "batched":
+            return BatchedSeedSystem(f"{self.base}.bat")
         return MinimalSystem(f"{self.base}.min")
 
     async def after_saga(self, system: System, rids: Sequence[str]) -> None:
@@ -177,8 +179,10 @@ async def run_bench(
     saga = results.get("saga")
     vs_seed = ratios(saga, results["seed"]) if saga and "seed" in results else None
     vs_min = ratios(saga, results["minimal"]) if saga and "minimal" in results else None
+    vs_bat = ratios(saga, results["batched"]) if saga and "batched" in results else None
     return Report(
         command=command,
+        scenario=cfg.scenario,
         started_at=started_at,
         load_average=[round(load_start, 2), round(os.getloadavg()[0], 2)],
         code=code,
@@ -188,7 +192,8 @@ async def run_bench(
         systems=results,
         vs_seed=vs_seed,
         vs_minimal=vs_min,
-        targets=targets(results, vs_seed, vs_min, run.retention),
+        vs_batched=vs_bat,
+        targets=targets(results, vs_seed, vs_min, run.retention, vs_bat),
         cold_start=run.cold,
         recovery=run.recovery,
         retention=run.retention,

@@ -18,7 +18,8 @@ def render(report: Report) -> str:
         f"malloc {s.allocator}; "
         f"code {report.code.commit or '?'}"
         + (f" + uncommitted {', '.join(report.code.dirty)}" if report.code.dirty else ""),
-        f"{p.sagas} sagas, {p.workers} worker process(es), concurrency {p.concurrency} per step, "
+        f"scenario {report.scenario}: {p.sagas} sagas, {p.workers} worker process(es), "
+        f"concurrency {p.concurrency} per step, "
         f"read batch {p.read_batch}, log level {p.log_level}, tracing "
         f"{'on' if p.tracing else 'off'}"
         + (f" (ratio {p.trace_ratio:g})" if p.tracing and p.trace_ratio < 1 else "")
@@ -114,28 +115,30 @@ class _Columns:
     def __init__(self, report: Report) -> None:
         self.report = report
         self.names = list(report.systems)
+        vs = (("seed", report.vs_seed), ("batched", report.vs_batched),
+              ("minimal", report.vs_minimal))  # fmt: skip
+        self.refs = [(name, r) for name, r in vs if r is not None]
 
     def headers(self) -> list[str]:
-        headers = ["", *self.names]
-        if self.report.vs_seed:
-            headers.append("saga/seed")
-        if self.report.vs_minimal:
-            headers.append("saga/minimal")
-        return headers
+        return ["", *self.names, *(f"saga/{name}" for name, _ in self.refs)]
 
-    def line(self, label: str, values: list[str], r1: str = "", r2: str = "") -> list[str]:
-        extra = []
-        if self.report.vs_seed:
-            extra.append(r1)
-        if self.report.vs_minimal:
-            extra.append(r2)
+    def line(self, label: str, values: list[str], *ratios: str) -> list[str]:
+        extra = list(ratios) + [""] * (len(self.refs) - len(ratios))
         return [label, *values, *extra]
 
-    def ratio(self, attr: str) -> tuple[str, str]:
-        vs_seed, vs_minimal = self.report.vs_seed, self.report.vs_minimal
-        a = getattr(vs_seed, attr, None) if vs_seed else None
-        b = getattr(vs_minimal, attr, None) if vs_minimal else None
-        return (f"{a:.2f}x" if a is not None else "-", f"{b:.2f}x" if b is not None else "-")
+    def ratio(self, attr: str) -> list[str]:
+        out = []
+        for _, r in self.refs:
+            a = getattr(r, attr, None)
+            out.append(f"{a:.2f}x" if a is not None else "-")
+        return out
+
+    def relative(self) -> list[str]:
+        """Each system's transitions/s over saga's (the issue's "relative to saga")."""
+        s = self.report.systems
+        base = s["saga"].throughput.transitions_per_s if "saga" in s else 0.0
+        return [_num(s[n].throughput.transitions_per_s / base, 2) if base else "-"
+                for n in self.names]  # fmt: skip
 
 
 def rows(report: Report) -> tuple[list[str], list[list[str]]]:
@@ -151,6 +154,7 @@ def _speed_rows(c: _Columns) -> list[list[str]]:
             [_num(s[n].throughput.transitions_per_s) for n in names],
             *ratio("transitions_per_s"),
         ),
+        line("  relative to saga", c.relative()),
         line("sagas/s", [_num(s[n].throughput.sagas_per_s) for n in names]),
         line("elapsed s (backlog)", [_num(s[n].throughput.elapsed_s, 2) for n in names]),
         line(

@@ -212,6 +212,8 @@ class Tracing(msgspec.Struct, frozen=True, kw_only=True):
 class Report(msgspec.Struct, frozen=True, kw_only=True):
     version: int = 1
     command: str
+    scenario: str = "default"
+    """The workload (``--scenario``): ``default`` is N three-step no-op sagas."""
     started_at: str
     load_average: list[float]
     """1-minute load average of the machine at the start and at the end of the run
@@ -223,6 +225,8 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     systems: dict[str, SystemResult]
     vs_seed: Ratios | None
     vs_minimal: Ratios | None
+    vs_batched: Ratios | None = None
+    """saga against the seed's protocol batched x10 and pipelined (``seed_batched``)."""
     targets: list[Target]
     cold_start: ColdStart | None
     recovery: Recovery | None

@@ -177,7 +177,11 @@ def saga_timing(events: Sequence[Any]) -> Timing | None:
 
 
 class SeedSystem:
+    """The seed's protocol: as written (``seed_protocol``), or batched x10 and
+    pipelined (``seed_batched``, name "batched"); the same keys and markers."""
+
     name = "seed"
+    module = "saga.bench.seed_protocol"
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
@@ -185,7 +189,7 @@ class SeedSystem:
 
     def worker_argv(self, url: str, concurrency: int, stats: str) -> list[str]:
         return [
-            sys.executable, "-m", "saga.bench.seed_protocol", "--url", url,
+            sys.executable, "-m", self.module, "--url", url,
             "--prefix", self.prefix, "--concurrency", str(concurrency), "--stats", stats,
         ]  # fmt: skip
 
@@ -214,6 +218,11 @@ class SeedSystem:
 
     def record_keys(self, rid: str) -> dict[str, str]:
         return {f"processed:{s}": self.keys.processed(s, rid) for s in STEPS}
+
+
+class BatchedSeedSystem(SeedSystem):
+    name = "batched"
+    module = "saga.bench.seed_batched"
 
 
 class MinimalSystem:

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from saga.bench.report import Ratios, Retention, SystemResult, Target
 
+# Issue 23's goals, per step transition, default settings, logs at info.
+MEMORY_PER_SAGA_B = 2048
+WORKER_CPU_US = 90.0
+SERVER_CPU_US = 40.0
+COMMANDS = 8.0
+HANDOFF_P50_MS = 3.0
+HANDOFF_P99_MS = 20.0
+
 
 def _ratio(a: float, b: float) -> float:
     return round(a / b, 3) if b else 0.0
@@ -35,19 +43,29 @@ def targets(
     vs_seed: Ratios | None,
     vs_minimal: Ratios | None,
     retention: Retention | None,
+    vs_batched: Ratios | None = None,
 ) -> list[Target]:
     saga = systems.get("saga")
     if saga is None:
         return []
-    out = _cost_targets(saga, vs_seed, vs_minimal)
+    out = _cost_targets(saga, vs_seed, vs_minimal, vs_batched)
     out += _latency_targets(saga)
+    per_saga = saga.memory.retained_per_saga_bytes
     out.append(
         Target(
             name="memory per saga",
-            goal="reported",
-            value=f"{saga.memory.per_saga_bytes:.0f} B "
-            f"({saga.memory.retained_per_saga_bytes:.0f} B after trimming)",
-            met=True,
+            goal=f"<= {MEMORY_PER_SAGA_B} B per finished saga (streams trimmed)",
+            value=f"{saga.memory.per_saga_bytes:.0f} B ({per_saga:.0f} B after trimming)",
+            met=per_saga <= MEMORY_PER_SAGA_B,
+        )
+    )
+    out.append(
+        Target(
+            name="two processes",
+            goal=">= 1.5x the transitions/s of one process (compare --workers 1 and 2)",
+            value=f"{saga.throughput.transitions_per_s:.0f}/s with "
+            f"{saga.workers.processes} process(es)",
+            met=None,
         )
     )
     if retention is not None:
@@ -64,9 +82,21 @@ def targets(
 
 
 def _cost_targets(
-    saga: SystemResult, vs_seed: Ratios | None, vs_minimal: Ratios | None
+    saga: SystemResult,
+    vs_seed: Ratios | None,
+    vs_minimal: Ratios | None,
+    vs_batched: Ratios | None = None,
 ) -> list[Target]:
     out: list[Target] = []
+    if vs_batched is not None:
+        out.append(
+            Target(
+                name="throughput vs batched seed",
+                goal=">= the seed protocol batched x10 and pipelined",
+                value=f"{vs_batched.transitions_per_s:.2f}x",
+                met=vs_batched.transitions_per_s >= 1,
+            )
+        )
     if vs_seed is not None:
         out.append(
             Target(
@@ -76,7 +106,28 @@ def _cost_targets(
                 met=vs_seed.transitions_per_s >= 3,
             )
         )
-    rt = saga.redis.round_trips_per_transition
+    r, w = saga.redis, saga.workers
+    out += [
+        Target(
+            name="server CPU",
+            goal=f"<= {SERVER_CPU_US:g} us of Redis CPU per transition",
+            value=f"{r.server_cpu_us_per_transition:.1f} us",
+            met=r.server_cpu_us_per_transition <= SERVER_CPU_US,
+        ),
+        Target(
+            name="commands",
+            goal=f"<= {COMMANDS:g} server commands per transition",
+            value=f"{r.commands_per_transition:.1f}",
+            met=r.commands_per_transition <= COMMANDS,
+        ),
+        Target(
+            name="worker CPU",
+            goal=f"<= {WORKER_CPU_US:g} us of worker CPU per transition",
+            value=f"{w.cpu_us_per_transition:.1f} us",
+            met=w.cpu_us_per_transition <= WORKER_CPU_US,
+        ),
+    ]
+    rt = r.round_trips_per_transition
     out.append(
         Target(
             name="round trips",
@@ -105,15 +156,15 @@ def _latency_targets(saga: SystemResult) -> list[Target]:
     return [
         Target(
             name="hand-off p50",
-            goal="< 5 ms at half of max throughput",
+            goal=f"<= {HANDOFF_P50_MS:g} ms at half of max throughput",
             value=f"{h.p50:.1f} ms {at}",
-            met=h.p50 < 5,
+            met=h.p50 <= HANDOFF_P50_MS,
         ),
         Target(
             name="hand-off p99",
-            goal="< 50 ms at half of max throughput",
+            goal=f"<= {HANDOFF_P99_MS:g} ms at half of max throughput",
             value=f"{h.p99:.1f} ms {at}",
-            met=h.p99 < 50,
+            met=h.p99 <= HANDOFF_P99_MS,
         ),
     ]
 

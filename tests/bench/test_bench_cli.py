@@ -53,7 +53,8 @@ def report_json(redis_server: Any) -> dict[str, Any]:
 def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
     report = msgspec.convert(report_json, Report)  # strict: every required field, right types
     assert set(report_json) == field_names(Report)
-    assert set(report.systems) == {"saga", "seed", "minimal"}
+    assert set(report.systems) == {"saga", "seed", "batched", "minimal"}
+    assert report.scenario == "default"
     for name, result in report.systems.items():
         raw = report_json["systems"][name]
         assert result.sagas == SAGAS and result.transitions == 3 * SAGAS
@@ -72,6 +73,7 @@ def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
         for part in ("throughput", "latency", "redis", "memory", "workers"):
             assert raw[part] is not None, (name, part)
     assert report.vs_seed is not None and report.vs_minimal is not None
+    assert report.vs_batched is not None
     assert report.cold_start is not None and report.cold_start.runs == 1
     assert report.recovery is not None and report.recovery.measured_reclaim_s > 0
     assert {d.step for d in report.recovery.defaults} == {"router", "parser", "grouper"}
@@ -79,6 +81,10 @@ def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
     assert report.tracing.requested is False
     assert {t.name for t in report.targets} >= {
         "throughput vs seed",
+        "throughput vs batched seed",
+        "server CPU",
+        "commands",
+        "worker CPU",
         "round trips",
         "throughput vs minimal",
         "hand-off p50",
@@ -105,6 +111,20 @@ def test_seed_protocol_costs_its_round_trips(report_json: dict[str, Any]) -> Non
     for command in ("SET", "GET", "XADD", "XACK", "DEL"):
         assert seed["round_trips"][command] > 0
     assert report_json["systems"]["minimal"]["redis"]["round_trips"].get("EVALSHA", 0) == 0
+
+
+def test_batched_seed_protocol_reads_ten_and_pipelines_the_rest(
+    report_json: dict[str, Any],
+) -> None:
+    """Batched x10: its lock, marker and commit commands travel in pipelines, never alone,
+    and it runs the same commands on the server as the seed as written."""
+    batched = report_json["systems"]["batched"]["redis"]
+    assert set(batched["round_trips"]) <= {"XREADGROUP", "pipeline", "HELLO", "CLIENT", "PING"}
+    assert batched["round_trips"]["pipeline"] > 0
+    # three round trips per batch of up to ten messages, plus idle reads
+    assert batched["round_trips_per_transition"] < 3.5
+    for command in ("set", "get", "xadd", "xack", "del"):
+        assert batched["commands"][command] > 0, command
 
 
 def test_a_run_leaves_no_keys(report_json: dict[str, Any], redis_server: Any) -> None:

@@ -71,16 +71,28 @@ def test_ratios_and_targets() -> None:
     saga, seed, floor = _result(3000, 0.1, 2), _result(1000, 7, 3), _result(5000, 0.05, 1)
     vs_seed, vs_min = ratios(saga, seed), ratios(saga, floor)
     assert vs_seed.transitions_per_s == 3.0 and vs_min.transitions_per_s == 0.6
-    met = {t.name: t.met for t in targets({"saga": saga}, vs_seed, vs_min, None)}
+    batched = _result(2900, 0.3, 2)
+    vs_bat = ratios(saga, batched)
+    met = {t.name: t.met for t in targets({"saga": saga}, vs_seed, vs_min, None, vs_bat)}
     assert met == {
+        "throughput vs batched seed": True,
         "throughput vs seed": True,
+        "server CPU": True,
+        "commands": False,  # 10 per transition, goal <= 8
+        "worker CPU": False,  # 100 us, goal <= 90
         "round trips": True,
         "throughput vs minimal": True,
         "hand-off p50": True,
         "hand-off p99": True,
         "memory per saga": True,
+        "two processes": None,
         "linear cost": None,
     }
+    assert not {
+        t.met
+        for t in targets({"saga": saga}, vs_seed, vs_min, None, ratios(saga, _result(3100, 0.3, 2)))
+        if t.name == "throughput vs batched seed"
+    }.pop()
     slow = _result(2000, 2.5, 60)
     met = {
         t.name: t.met
@@ -97,7 +109,8 @@ def test_canonical_command_spells_out_every_option() -> None:
         log_level="info", page_bytes=0, cli_runs=10, no_recovery=False, no_retention_check=False,
         private_server=True, keep_logs=False, json=True,
     )  # fmt: skip
-    assert canonical(args, ("saga", "seed", "minimal")) == (
+    args.scenario = "default"
+    assert canonical(args, ("saga", "seed", "batched", "minimal")) == (
         "saga bench --sagas 1000 --workers 2 --concurrency 64 --rate-seconds 10 "
         "--tracing off --log-level info --private-server --json"
     )
