@@ -128,6 +128,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_DRAIN_SECONDS``: on SIGTERM, how long in-flight steps may take to finish and
     commit. None (unset): the longest timeout of the steps the worker serves, so a step
     that started just before the signal can still finish."""
+    worker_processes: int = 1
+    """``SAGA_WORKER_PROCESSES``: event loops ``saga worker`` forks, sharing nothing but
+    Redis, so one pod uses its cores (``--processes`` overrides); at least 1."""
     read_batch: int = 50
     block_ms: int = 1000
     promote_interval_s: float = 1.0
@@ -175,6 +178,12 @@ _STEP_FIELD = {
     "LEASE": "lease_s",
     "BACKOFF": "backoff_s",
 }
+
+
+def _at_least_one(name: str, value: float) -> int:
+    if value < 1:
+        raise SettingsError(f"{name}={value:g} must be at least 1")
+    return int(value)
 
 
 def _share(name: str, value: float) -> float:
@@ -288,6 +297,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             grouper_embedding_api_base=get("SAGA_GROUPER_EMBEDDING_API_BASE"),
             parser=ExtractorKind(parser),
             drain_s=num("SAGA_DRAIN_SECONDS", 0.0) if get("SAGA_DRAIN_SECONDS") else None,
+            worker_processes=_at_least_one(
+                "SAGA_WORKER_PROCESSES", num("SAGA_WORKER_PROCESSES", 1, int)
+            ),
             read_batch=int(num("SAGA_READ_BATCH", 50, int)),
             block_ms=int(num("SAGA_BLOCK_MS", 1000, int)),
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),

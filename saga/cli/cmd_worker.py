@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from saga.cli.common import CliError, Exit, run
 
@@ -28,6 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--health-port",
         type=int,
         help="health/metrics port (0: any free port, -1: none); overrides SAGA_HEALTH_PORT",
+    )
+    p.add_argument(
+        "--processes",
+        type=int,
+        metavar="N",
+        help="event loops to fork, sharing nothing but Redis (one per core; health ports "
+        "port, port+1, ...); overrides SAGA_WORKER_PROCESSES (default 1)",
     )
     p.set_defaults(func=main)
 
@@ -75,19 +83,44 @@ def main(args: argparse.Namespace) -> int:
             Exit.USAGE,
         )
 
-    async def go() -> int:
-        await serve(
-            settings,
-            steps,
-            pipeline=pipeline,
-            concurrency=args.concurrency,
-            health_port=args.health_port,
-            # Once everything is imported and wired, before the first claim.
-            on_ready=lambda: settle(settings.gc_threshold),
-        )
-        return Exit.OK
+    processes = settings.worker_processes if args.processes is None else args.processes
+    if processes < 1:
+        raise CliError(f"--processes must be at least 1, not {processes}", Exit.USAGE)
 
-    try:
-        return run(go)
-    except HealthPortError as exc:
-        raise CliError(str(exc), Exit.USAGE) from None
+    def one(index: int) -> int:
+        async def go() -> int:
+            await serve(
+                settings,
+                steps,
+                pipeline=pipeline,
+                concurrency=args.concurrency,
+                health_port=args.health_port,
+                health_index=index,
+                # Once everything is imported and wired, before the first claim.
+                on_ready=lambda: settle(settings.gc_threshold),
+            )
+            return Exit.OK
+
+        try:
+            return run(go)
+        except HealthPortError as exc:
+            raise CliError(str(exc), Exit.USAGE) from None
+
+    if processes == 1:
+        return one(0)
+    from saga.worker.processes import run_processes
+
+    def child(index: int) -> int:
+        # A forked child has no CLI around it: the same one sentence and exit code.
+        from saga.cli.main import classify, leaf
+
+        try:
+            return one(index)
+        except KeyboardInterrupt:
+            return Exit.INTERRUPTED
+        except Exception as exc:
+            code, message = classify(leaf(exc))
+            print(f"saga: {message}", file=sys.stderr)
+            return code
+
+    return run_processes(processes, child)

@@ -69,11 +69,22 @@ class HealthPortError(Exception):
 DEFAULT_PORT = 8080
 
 
-async def bind_health(host: str, port: int | None, setting: str) -> Any:
-    """A listener for the health server. ``port=None``: the default port, or a free one
+def health_port_of(base: int | None, index: int) -> int | None:
+    """The health port of worker process ``index`` of ``saga worker --processes``:
+    ``base + index``; 0 (any free port), -1 (none) and None (the default port + index,
+    see ``bind_health``) are the same for every process."""
+    if base is None or base <= 0:
+        return base
+    return base + index
+
+
+async def bind_health(
+    host: str, port: int | None, setting: str, default: int = DEFAULT_PORT
+) -> Any:
+    """A listener for the health server. ``port=None``: ``default``, or a free port
     when another process (a second worker on this host) holds it. An explicit port
     that cannot be bound raises HealthPortError naming it and ``setting``."""
-    wanted = DEFAULT_PORT if port is None else port
+    wanted = default if port is None else port
     try:
         return await anyio.create_tcp_listener(local_host=host, local_port=wanted, reuse_port=False)
     except OSError as exc:
@@ -93,14 +104,17 @@ async def bind_health(host: str, port: int | None, setting: str) -> Any:
     return listener
 
 
-async def listen(settings: Settings, override: int | None) -> Any:
+async def listen(settings: Settings, override: int | None, index: int = 0) -> Any:
     """The health listener of a worker or controller (None for ``--health-port -1``):
-    ``override`` is the command's ``--health-port``, else ``settings.health_port``."""
+    ``override`` is the command's ``--health-port``, else ``settings.health_port``;
+    worker process ``index`` of ``--processes`` listens on that port + index."""
+    host = settings.health_host
     if override is not None:
         if override < 0:
             return None
-        return await bind_health(settings.health_host, override, "--health-port")
-    return await bind_health(settings.health_host, settings.health_port, "SAGA_HEALTH_PORT")
+        return await bind_health(host, health_port_of(override, index), "--health-port")
+    port = health_port_of(settings.health_port, index)
+    return await bind_health(host, port, "SAGA_HEALTH_PORT", DEFAULT_PORT + index)
 
 
 def bound_port(listener: Any) -> int:

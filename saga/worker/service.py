@@ -26,6 +26,7 @@ async def serve(
     pipeline: Pipeline | None = None,
     concurrency: int | None = None,
     health_port: int | None = None,
+    health_index: int = 0,
     observer: Observer | None = None,
     metrics: Callable[[], str] | None = None,
     on_ready: Callable[[], None] | None = None,
@@ -33,7 +34,8 @@ async def serve(
     """Run an executor for ``steps`` until SIGTERM/SIGINT, then drain and return.
 
     ``health_port`` (the CLI's ``--health-port``) overrides ``settings.health_port``;
-    -1 serves no health endpoints. A port that cannot be bound raises HealthPortError
+    -1 serves no health endpoints; ``health_index`` (worker process i of ``saga worker
+    --processes``) adds i to the port. A port that cannot be bound raises HealthPortError
     before anything else starts. ``on_ready`` runs once the process is wired and warmed
     up and its scripts and consumer groups are in place, right before the first read
     (the CLI settles the garbage collector there; ``saga bench`` holds its workers there
@@ -47,7 +49,7 @@ async def serve(
         pipeline = pipeline.with_overrides(lambda s: replace(s, concurrency=concurrency))
     for step in steps:
         pipeline.get(step)  # unknown step: a clear KeyError before anything starts
-    listener = await listen(settings, health_port)
+    listener = await listen(settings, health_port, health_index)
     address = f"{settings.health_host}:{bound_port(listener)}" if listener else ""
     client = open_client(settings)
     keys = keys_of(settings, pipeline.name)
