@@ -63,8 +63,17 @@ _MESSAGES: dict[RC, str] = {
 }
 
 
+_BY_REPLY: dict[object, RC] = {}
+"""Codes as scripts return them (int or bytes) → RC: a dict lookup per reply instead
+of an enum call (~0.3 µs, on every claimed entry and every commit)."""
+
+
 def to_code(value: object) -> RC:
     """Parse a script's code, refusing numbers this release does not know."""
+    try:
+        return _BY_REPLY[value]
+    except (KeyError, TypeError):  # TypeError: an unhashable reply
+        pass
     try:
         return RC(int(value))  # type: ignore[call-overload]
     except (TypeError, ValueError) as exc:
@@ -77,3 +86,7 @@ def raise_for(code: RC, record_id: str, detail: str = "") -> None:
         return
     message = _MESSAGES[code].format(record_id=record_id)
     raise _ERRORS[code](f"{message}{': ' + detail if detail else ''}")
+
+
+_BY_REPLY.update({int(c): c for c in RC})
+_BY_REPLY.update({str(int(c)).encode(): c for c in RC})

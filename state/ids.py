@@ -36,6 +36,11 @@ def validate_id(value: object, what: str = "record_id") -> str:
     return value
 
 
+def is_safe_id(value: str) -> bool:
+    """``validate_id`` as a test, with no message: the hot path's quick check."""
+    return len(value) <= MAX_ID_LENGTH and _ID.fullmatch(value) is not None
+
+
 def _allowed(c: str) -> bool:
     return c.isascii() and (c.isalnum() or c in "._:@+=-")
 

@@ -22,7 +22,10 @@ def text(value: Any) -> str:
 def num(value: Any) -> int:
     if value is None or value in (b"", ""):
         return 0
-    return int(float(value))
+    try:
+        return int(value)  # integers, the common case: no float parse
+    except ValueError:
+        return int(float(value))
 
 
 class ClaimOutcome(msgspec.Struct, frozen=True):
