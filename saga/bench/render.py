@@ -71,6 +71,11 @@ def render(report: Report) -> str:
     if saga is not None and saga.memory.sample_keys:
         parts = ", ".join(f"{k} {v} B" for k, v in saga.memory.sample_keys.items())
         out.append(f"memory of one finished saga: {parts}")
+    for name, res in report.systems.items():
+        if res.memory.by_kind_per_saga:
+            kinds = sorted(res.memory.by_kind_per_saga.items(), key=lambda kv: -kv[1])
+            parts = ", ".join(f"{k} {v:,.0f}" for k, v in kinds)
+            out.append(f"memory per saga by kind of key, {name} (B): {parts}")
     out.append(f"tracing: {report.tracing.note}")
     return "\n".join(out)
 

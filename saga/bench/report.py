@@ -84,6 +84,10 @@ class Memory(msgspec.Struct, frozen=True, kw_only=True):
     keeps until its retention expires."""
     sample_keys: dict[str, int] = {}
     """MEMORY USAGE of one finished saga's own keys, by kind."""
+    by_kind_per_saga: dict[str, float] = {}
+    """After trimming: MEMORY USAGE of the run's keys by kind of key (``saga``, ``hist``,
+    ``idx:created``, ``ready`` ...) over N, and ``overhead``: retained bytes per saga
+    that no key's MEMORY USAGE holds (keyspace entries, expiries, the allocator)."""
 
 
 class Workers(msgspec.Struct, frozen=True, kw_only=True):

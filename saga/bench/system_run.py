@@ -10,6 +10,7 @@ from typing import Any
 
 from saga.bench.config import USERS, BenchConfig, BenchError, Progress
 from saga.bench.measure import forks, pcts, settle_memory, used_memory
+from saga.bench.memory_map import memory_by_kind
 from saga.bench.phases import Phase, backlog, cleanup, load_of, paced
 from saga.bench.report import Memory, RedisCost, SystemResult, Throughput, Workers
 from saga.bench.systems import STEPS, System, memory_of
@@ -43,6 +44,10 @@ async def run_system(
         await system.trim(client)
         mem2 = await used_memory(client)
         sample = await memory_of(client, system.record_keys(rids[n // 2]))
+        by_kind = {
+            k: round(v / n, 1) for k, v in (await memory_by_kind(client, system.prefix)).items()
+        }
+        by_kind["overhead"] = round((mem2 - mem0) / n - sum(by_kind.values()), 1)
         throughput = _throughput(phase, n, transitions)
         progress(
             f"{system.name}: {throughput.transitions_per_s:,.0f} transitions/s "
@@ -69,6 +74,7 @@ async def run_system(
             per_saga_bytes=round((mem1 - mem0) / n, 1),
             retained_per_saga_bytes=round((mem2 - mem0) / n, 1),
             sample_keys=sample,
+            by_kind_per_saga=by_kind,
         ),
         workers=_workers(phase, transitions),
         server_forks=_server_forks(forks0, forks1),

@@ -70,10 +70,15 @@ def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
         assert result.redis.commands_per_transition > 0
         assert result.workers.processes == 1 and result.workers.peak_rss_bytes > 0
         assert result.memory.sample_keys
+        # where the bytes are: the keys of a record by kind, and what no key holds
+        assert "overhead" in result.memory.by_kind_per_saga
+        assert len(result.memory.by_kind_per_saga) > 1
         for part in ("throughput", "latency", "redis", "memory", "workers"):
             assert raw[part] is not None, (name, part)
     assert report.vs_seed is not None and report.vs_minimal is not None
     assert report.vs_batched is not None
+    saga_kinds = report.systems["saga"].memory.by_kind_per_saga
+    assert saga_kinds["saga"] > 0 and saga_kinds["hist"] > 0  # each record's hash and history
     assert report.cold_start is not None and report.cold_start.runs == 1
     assert report.recovery is not None and report.recovery.measured_reclaim_s > 0
     assert {d.step for d in report.recovery.defaults} == {"router", "parser", "grouper"}
