@@ -95,12 +95,20 @@ def _field(d: Any, name: str) -> Any:
 
 async def commandstats(client: Any) -> dict[str, int]:
     """Calls per command since the server started (or CONFIG RESETSTAT)."""
+    return (await commandstats_with_usec(client))[0]
+
+
+async def commandstats_with_usec(client: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """Calls and microseconds per command (one INFO): the microseconds of a script's
+    EVALSHA include the commands it calls, which are also counted on their own."""
     info = await client.info("commandstats")
-    out: dict[str, int] = {}
+    calls: dict[str, int] = {}
+    usec: dict[str, int] = {}
     for key, value in info.items():
-        name = key.decode() if isinstance(key, bytes) else str(key)
-        out[name.removeprefix("cmdstat_")] = int(_field(value, "calls") or 0)
-    return out
+        name = (key.decode() if isinstance(key, bytes) else str(key)).removeprefix("cmdstat_")
+        calls[name] = int(_field(value, "calls") or 0)
+        usec[name] = int(_field(value, "usec") or 0)
+    return calls, usec
 
 
 def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:

@@ -27,7 +27,7 @@ import msgspec
 from saga.bench.config import USERS, BenchConfig, BenchError
 from saga.bench.measure import (
     Timing,
-    commandstats,
+    commandstats_with_usec,
     delta,
     now_ms,
     pcts,
@@ -45,6 +45,8 @@ class Phase(msgspec.Struct, kw_only=True):
     wall_s: float
     usages: list[Any]
     commands: dict[str, int]
+    command_usec: dict[str, int] = {}
+    """INFO commandstats usec deltas (a script's include the commands it calls)."""
     server_cpu_s: float
     startup_s: float = 0.0
     """Spawn to every worker's "ready" (imports and wiring), before the clock starts."""
@@ -127,7 +129,7 @@ async def backlog(
         spawned = time.monotonic()
         await ws.start()
         startup = time.monotonic() - spawned
-        stats0 = await commandstats(client)
+        stats0, usec0 = await commandstats_with_usec(client)
         cpu0 = await server_cpu_s(client)
         own: Counter[str] = Counter({"info": 1})
         if system.clock_is_server():
@@ -145,7 +147,7 @@ async def backlog(
                 f"{system.name}: {len(usages)} of {cfg.workers} workers reported their usage; "
                 f"worker log: {ws.tail(0)}"
             )
-        stats1 = await commandstats(client)
+        stats1, usec1 = await commandstats_with_usec(client)
         cpu1 = await server_cpu_s(client)
     commands = delta(stats1, stats0)
     for name, n in own.items():
@@ -157,6 +159,7 @@ async def backlog(
         wall_s=wall,
         usages=usages,
         commands={k: v for k, v in commands.items() if v > 0},
+        command_usec={k: v for k, v in delta(usec1, usec0).items() if v > 0},
         server_cpu_s=cpu1 - cpu0,
         startup_s=startup,
     )

@@ -72,6 +72,10 @@ def render(report: Report) -> str:
         parts = ", ".join(f"{k} {v} B" for k, v in saga.memory.sample_keys.items())
         out.append(f"memory of one finished saga: {parts}")
     for name, res in report.systems.items():
+        if res.redis.command_us:
+            top = sorted(res.redis.command_us.items(), key=lambda kv: -kv[1])[:8]
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in top)
+            out.append(f"server us per transition by command, {name}: {parts}")
         if res.memory.by_kind_per_saga:
             kinds = sorted(res.memory.by_kind_per_saga.items(), key=lambda kv: -kv[1])
             parts = ", ".join(f"{k} {v:,.0f}" for k, v in kinds)

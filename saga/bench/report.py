@@ -67,6 +67,9 @@ class RedisCost(msgspec.Struct, frozen=True, kw_only=True):
     inside scripts), minus the driver's own polling, per step transition."""
     commands: dict[str, float]
     """The same, per command name, per transition."""
+    command_us: dict[str, float] = {}
+    """Server time per command name, µs per transition (INFO commandstats usec): a
+    script's (``evalsha``) includes the commands it calls, listed on their own too."""
     round_trips_per_transition: float
     """Client socket writes of the worker processes per transition: a command sent
     alone is one, a pipeline is one whatever its length."""

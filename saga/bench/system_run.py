@@ -105,6 +105,7 @@ def _redis_cost(phase: Phase, transitions: int) -> RedisCost:
     return RedisCost(
         commands_per_transition=round(total_cmds / transitions, 3),
         commands={k: round(v / transitions, 4) for k, v in phase.commands.items()},
+        command_us={k: round(v / transitions, 3) for k, v in phase.command_usec.items()},
         round_trips_per_transition=round(trips / transitions, 3),
         round_trips=breakdown,
         server_cpu_us_per_transition=round(phase.server_cpu_s * 1e6 / transitions, 2),
