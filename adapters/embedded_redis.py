@@ -125,9 +125,10 @@ class EmbeddedServer:
             "--logfile", str(self.data_dir / "server.log"),
             "--maxmemory-policy", "noeviction",
             # A saga's history is a small stream: with the default 4 KB first node a
-            # finished saga's history holds 4.3 KB, with 1 KB nodes 1.3 KB
-            # (docs/benchmarks.md, Memory). Ready streams are unaffected in practice.
-            "--stream-node-max-bytes", "1024",
+            # finished saga's history holds 4.3 KB, with 1 KB nodes 1.3 KB, with 512 B
+            # nodes 0.75 KB: a finished saga ~1.9 KB (docs/benchmarks.md, Memory), at
+            # the same server CPU. Ready streams are unaffected in practice.
+            "--stream-node-max-bytes", "512",
         ]  # fmt: skip
         proc = subprocess.Popen(
             args,
