@@ -29,7 +29,7 @@ grouper catches them all and groups offline.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -109,8 +109,11 @@ class LiteLLMEmbedder:
         api_key: KeyProvider,
         meter: CostMeter,
         breaker: CircuitBreaker | None = None,
+        budget: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
+        self._budget = budget
+        """Raises BudgetExceededError when the user may not call a model now."""
         self.meter = meter
         self._redis = redis
         self._keys = keys
@@ -206,6 +209,8 @@ class LiteLLMEmbedder:
             _log.warning("embedding_cache_write_failed", error=type(exc).__name__)
 
     async def _paid(self, missing: Sequence[str]) -> tuple[dict[str, list[float]], float, int]:
+        if self._budget is not None:  # before anything is paid (docs/budgets.md)
+            await self._budget()
         # The key first: a billing failure must not strand this call's breaker probe.
         key = await self._api_key.get()
         if self._breaker is not None:

@@ -24,7 +24,7 @@ litellm is imported on first use, in a thread (``saga.adapters.llm_models``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -125,6 +125,7 @@ class LiteLLMClient:
         meter: CostMeter,
         breaker: CircuitBreaker | None = None,
         epoch: int = 1,
+        budget: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
         self.meter = meter
@@ -135,6 +136,8 @@ class LiteLLMClient:
         self._api_key = api_key
         self._breaker = breaker
         self._epoch = epoch
+        self._budget = budget
+        """Raises BudgetExceededError when the user may not call a model now."""
 
     def __repr__(self) -> str:
         return f"LiteLLMClient(model={self.config.model!r}, record_id={self._record_id!r})"
@@ -189,6 +192,8 @@ class LiteLLMClient:
                 completion_tokens=cached.completion_tokens,
                 cached=True,
             )
+        if self._budget is not None:  # before anything is paid: a spent budget parks
+            await self._budget()
         # The key first: a billing failure must not strand this call's breaker probe.
         key = await self._api_key.get()
         if self._breaker is not None:

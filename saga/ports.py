@@ -3,6 +3,7 @@ per-user keys from billing (or one static key), both behind shared circuit break
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import structlog
@@ -40,6 +41,9 @@ class DefaultPorts:
             extra=extra,
             max_input_tokens=settings.llm_max_input_tokens,
         )
+        from saga.adapters.budget_gate import BudgetGate
+
+        self.budget_gate = BudgetGate(client, keys, refresh_s=settings.budget_refresh_s)
         self.llm_enabled = bool(
             settings.billing_url or settings.llm_api_key or settings.llm_mock_response
         )
@@ -89,6 +93,7 @@ class DefaultPorts:
                 meter=meter,
                 breaker=self.llm_breaker,
                 epoch=claim.epoch,
+                budget=functools.partial(self.budget_gate.check, claim.user_id),
             )
         return AttemptPorts(
             llm,
@@ -115,6 +120,7 @@ class DefaultPorts:
             api_key=key,
             meter=meter,
             breaker=self.llm_breaker,
+            budget=functools.partial(self.budget_gate.check, claim.user_id),
         )
 
     async def aclose(self) -> None:

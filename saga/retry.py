@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass, field
 
 from saga.state.model import FailAction
-from saga.steps.errors import CircuitOpenError, PermanentError
+from saga.steps.errors import BudgetExceededError, CircuitOpenError, PermanentError
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +58,15 @@ def decide(
     """What a failed attempt leads to.
 
     Permanent errors dead-letter at once; an open circuit parks the step until the
-    breaker's retry time without spending the attempt; anything else retries with
+    breaker's retry time without spending the attempt, and a spent budget until the
+    next budget period; anything else retries with
     backoff until ``max_attempts`` is spent, then dead-letters.
     """
     name = type(exc).__name__
     message = str(exc)[:500] or name
     if isinstance(exc, (PermanentError, *policy.non_retryable)):
         return Decision(FailAction.DEAD, 0, name, message)
-    if isinstance(exc, CircuitOpenError):
+    if isinstance(exc, (CircuitOpenError, BudgetExceededError)):
         delay = max(exc.retry_at - now, 0.0)
         return Decision(FailAction.PARK, int(delay * 1000), name, message)
     if attempt >= policy.max_attempts:

@@ -41,6 +41,8 @@ class StepSettings(msgspec.Struct, frozen=True, kw_only=True):
     """How long a claim holds without a heartbeat before another worker may take it."""
     backoff_s: float | None = None
     """Base of the retry delay: ``min(2^attempt * base, 300)`` seconds (default 2)."""
+    user_max_inflight: int | None = None
+    """Attempts of this step one user may have running at once (``SAGA_USER_MAX_INFLIGHT``)."""
 
 
 class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -138,6 +140,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     gc_threshold: int = 50_000
     """``SAGA_GC_THRESHOLD``: young-generation threshold of Python's cycle collector in a
     worker, whose startup heap is frozen too (``saga.worker.gc_tuning``); 0: Python's own."""
+    budget_refresh_s: float = 5.0
+    """``SAGA_BUDGET_REFRESH``: how often (s) a worker re-reads whether any user has an LLM
+    budget; until then a first budget is not enforced (``saga budget``)."""
+    user_max_inflight: int = 0
+    """``SAGA_USER_MAX_INFLIGHT``: attempts of one step that one user may have running at
+    once, per partition; entries over it wait aside so other users' work goes first.
+    0: no cap. Per step: ``SAGA_<STEP>_USER_MAX_INFLIGHT``."""
     metrics_by_user: bool = False
     """``SAGA_METRICS_BY_USER``: LLM cost and token metrics labelled by user too."""
     otel_endpoint: str = ""
@@ -166,7 +175,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _STEP_VAR = re.compile(
-    r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF)"
+    r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF|USER_MAX_INFLIGHT)"
 )
 _NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT", "SAGA_REDIS_TIMEOUT"})
 """Settings of their own whose names look like a step's override (step ``llm``)."""
@@ -177,6 +186,7 @@ _STEP_FIELD = {
     "TIMEOUT": "timeout_s",
     "LEASE": "lease_s",
     "BACKOFF": "backoff_s",
+    "USER_MAX_INFLIGHT": "user_max_inflight",
 }
 
 
@@ -305,6 +315,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),
             recovery_interval_s=num("SAGA_RECOVERY_INTERVAL", 10.0),
             gc_threshold=int(num("SAGA_GC_THRESHOLD", 50_000, int)),
+            budget_refresh_s=num("SAGA_BUDGET_REFRESH", 5.0),
+            user_max_inflight=int(num("SAGA_USER_MAX_INFLIGHT", 0, int)),
             metrics_by_user=flag("SAGA_METRICS_BY_USER"),
             otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),

@@ -128,6 +128,21 @@ class Keys:
     def costs(self, partition: int, day: str) -> str:
         return f"{self._p(partition)}:costs:{day}"
 
+    def spend(self, partition: int, month: str) -> str:
+        """A month's LLM spend per user (``yyyy-mm``): field ``<user>`` is the month's total,
+        ``<user>|<dd>`` a day's; written by commit and fail, read by the budget check."""
+        return f"{self._p(partition)}:spend:{month}"
+
+    def inflight(self, partition: int, step: str) -> str:
+        """Attempts of a step claimed under a per-user cap (zset ``<user>|<record>`` ->
+        lease deadline ms); see ``SAGA_USER_MAX_INFLIGHT``."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "inflight")
+
+    def deferred(self, partition: int, step: str) -> str:
+        """Ready entries set aside because their user was at the cap (zset, score 0,
+        member ``<user>|<ms>|<record>``: lexical order is per-user arrival order)."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "deferred")
+
     # -- per partition indexes -----------------------------------------------
     def state_index(self, partition: int, state: SagaState) -> str:
         """Sagas by state, scored by when they entered it. Pending and running share
@@ -173,6 +188,10 @@ class Keys:
             if _HEX.fullmatch(part) is None:
                 raise InvalidIdError("an embedding key part must be 8 to 64 hex characters")
         return f"{{{self.prefix}:emb}}:{model_digest}:{text_digest}"
+
+    def budgets(self) -> str:
+        """A hash of per-user LLM budgets: user -> JSON ``{"daily": USD, "monthly": USD}``."""
+        return f"{self.prefix}:budgets"
 
     def billing_key(self, user_id: str) -> str:
         return f"{self.prefix}:billing:key:{validate_id(user_id, 'user_id')}"

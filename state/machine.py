@@ -162,7 +162,7 @@ class StateMachine:
     def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
         k = self.keys
         rk = k.record(claim.record_id)
-        p = rk.partition
+        p, day = rk.partition, utc_day()
         ready = k.ready(p, claim.step)
         keys = [
             rk.saga,
@@ -171,10 +171,11 @@ class StateMachine:
             k.ready(p, req.next_step) if req.next_step else ready,
             rk.pages,
             k.stats(p),
-            k.costs(p, _day()),
+            k.costs(p, day[0]),
             k.retired(p),
             *self._state_indexes(p),
             k.review_index(p),
+            k.spend(p, day[1]),
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
@@ -189,13 +190,13 @@ class StateMachine:
         args += [output, req.op or new_op(), self.limits.history_maxlen]
         args += [pages, self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
         args += [repr(req.cost), checkpoint, self.limits.retention_s]
-        args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review]
+        args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review, day[2]]
         return "commit_step", keys, args
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
         k = self.keys
         rk = k.record(claim.record_id)
-        p = rk.partition
+        p, day = rk.partition, utc_day()
         keys = [
             rk.saga,
             rk.history,
@@ -203,14 +204,15 @@ class StateMachine:
             k.delayed(p, claim.step),
             k.dead(p, claim.step),
             k.stats(p),
-            k.costs(p, _day()),
+            k.costs(p, day[0]),
             *self._state_indexes(p),
+            k.spend(p, day[1]),
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
         args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
-        args += [len(req.cost_keys[:64])]
+        args += [len(req.cost_keys[:64]), day[2]]
         return "fail_step", keys, args
 
     async def commit(self, claim: Claim, req: CommitRequest) -> Outcome:
@@ -281,13 +283,20 @@ class StateMachine:
         return num(reply[1]), num(reply[2])
 
 
-_DAY: list[Any] = [0.0, ""]  # (end of the cached UTC day, its name)
+_DAY: list[Any] = [0.0, ("", "", "")]  # (end of the cached UTC day, its names)
 
 
-def _day() -> str:
-    """Today's UTC date; strftime once a day, not once per transition."""
+def utc_day() -> tuple[str, str, str]:
+    """Today's UTC date, its month and day of the month (``2026-12-01``, ``2026-12``,
+    ``01``); strftime once a day, not once per transition."""
     now = time.time()
     if now >= _DAY[0]:
         _DAY[0] = (now // 86400 + 1) * 86400
-        _DAY[1] = time.strftime("%Y-%m-%d", time.gmtime(now))
-    return str(_DAY[1])
+        day = time.strftime("%Y-%m-%d", time.gmtime(now))
+        _DAY[1] = (day, day[:7], day[8:])
+    return _DAY[1]  # type: ignore[no-any-return]
+
+
+def _day() -> str:
+    """Today's UTC date (the cost totals' key)."""
+    return utc_day()[0]

@@ -50,6 +50,16 @@ class FailAction(StrEnum):
     DEAD = "dead"
 
 
+PARK_REASONS = {"CircuitOpenError": "circuit", "BudgetExceededError": "budget"}
+"""Why a waiting saga is parked rather than retrying, by the error class stored with it
+(the classes are ``saga.steps.errors``'): ``saga show``, ``saga list --state parked``."""
+
+
+def park_reason(error_class: str) -> str:
+    """``budget`` or ``circuit`` for a parked step's error class; "" for any other."""
+    return PARK_REASONS.get(error_class, "")
+
+
 class Saga(msgspec.Struct, frozen=True, kw_only=True):
     """A saga as stored in its Redis hash."""
 

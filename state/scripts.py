@@ -43,6 +43,7 @@ SCRIPT_NAMES = (
     "accept_review",
     "receive_record",
     "release_record",
+    "unpark_sagas",
 )
 
 

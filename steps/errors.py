@@ -5,6 +5,7 @@
         ├── RetryableError          retried with backoff, up to the step's max attempts
         │   └── StepTimeoutError    the step ran past its timeout
         ├── CircuitOpenError        parked until ``retry_at`` without spending an attempt
+        ├── BudgetExceededError     the user's LLM budget is spent: parked the same way
         └── PermanentError          dead-lettered at once
             ├── NotFoundError       the document or record does not exist
             ├── InvalidInputError   the input cannot be processed as given
@@ -39,6 +40,25 @@ class CircuitOpenError(StepError):
         super().__init__(f"circuit for {dependency} is open until {retry_at:.0f}")
         self.dependency = dependency
         self.retry_at = retry_at
+
+
+class BudgetExceededError(StepError):
+    """The user's LLM spend reached their budget; park until ``retry_at`` (epoch seconds,
+    the start of the next budget period) without spending an attempt or calling the model."""
+
+    def __init__(self, user_id: str, period: str, spent: float, limit: float, retry_at: float):
+        super().__init__(
+            f"the {period} LLM budget of user {user_id} is spent "
+            f"(${spent:.4f} of ${limit:.4f}); parked until {retry_at:.0f}"
+        )
+        self.user_id = user_id
+        self.period = period
+        self.spent = spent
+        self.limit = limit
+        self.retry_at = retry_at
+
+    def __reduce__(self) -> tuple[type[BudgetExceededError], tuple[str, str, float, float, float]]:
+        return (type(self), (self.user_id, self.period, self.spent, self.limit, self.retry_at))
 
 
 class PermanentError(StepError):

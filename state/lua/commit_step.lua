@@ -13,7 +13,8 @@
 -- KEYS[8]  retired sagas (zset: "<user>|<record>" -> expiry ms), swept by prune_retired
 -- KEYS[9..14] state indexes, in SagaState order
 -- KEYS[15] sagas flagged for review (zset: record -> ms flagged)
--- KEYS[16..15+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[16] month's spend per user   {p}:spend:<yyyy-mm>
+-- KEYS[17..16+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id of the input
@@ -30,9 +31,10 @@
 -- ARGV[14] retention of a completed saga (s)
 -- ARGV[15] worker name
 -- ARGV[16] LLM tokens used by the attempt
--- ARGV[17] n: number of cached-answer keys at KEYS[16..], at most 64
+-- ARGV[17] n: number of cached-answer keys at KEYS[17..], at most 64
 -- ARGV[18] review reason ("" = none): the output needs a person's look before it is
 --          trusted; stored as rv:<step>, the record joins KEYS[15]
+-- ARGV[19] day of the month of KEYS[7] ("01".."31"): the day's spend field in KEYS[16]
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
@@ -67,7 +69,7 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(16, tonumber(ARGV[17]) or 0, token)
+local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(17, tonumber(ARGV[17]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
 local state, next_entry = STATE.COMPLETED, ''
@@ -97,7 +99,8 @@ end
 redis.call('HSET', saga, unpack(f))
 if ARGV[9] ~= '' then redis.call('SET', KEYS[5], ARGV[9], 'EX', ARGV[10]) end
 if ARGV[11] == '1' then redis.call('DEL', KEYS[5]) end
-add_cost(saga, KEYS[7], user, step, cost)
+add_cost({saga = saga, costs = KEYS[7], spend = KEYS[16], dd = ARGV[19]}, user, step,
+         cost)
 redis.call('HINCRBY', KEYS[6], 'committed:' .. step, 1)
 
 index_state(9, record, STATE.RUNNING, state, now)

@@ -1,7 +1,8 @@
 -- fail_step: the end of a failed attempt, token-checked. The action is decided
 -- in Python (saga.state.policy) from the error type and attempts, applied here:
 --   retry  schedule the step again after delay_ms (sorted set by due time)
---   park   like retry, but the attempt is refunded (a circuit breaker was open)
+--   park   like retry, but the attempt is refunded (a circuit breaker was open, or the
+--          user's LLM budget is spent: the error class says which)
 --   dead   mark the saga failed and append a dead letter with the reason
 -- The input entry is acknowledged in every case; a second fail of the same
 -- attempt returns the recorded result, writing nothing.
@@ -14,7 +15,8 @@
 -- KEYS[6]  partition counters   {p}:stats
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[8..13] state indexes, in SagaState order
--- KEYS[14..13+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[14] month's spend per user   {p}:spend:<yyyy-mm>
+-- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -28,7 +30,8 @@
 -- ARGV[11] LLM cost of the attempt (USD)
 -- ARGV[12] worker name
 -- ARGV[13] LLM tokens used by the attempt
--- ARGV[14] n: number of cached-answer keys at KEYS[14..], at most 64
+-- ARGV[14] n: number of cached-answer keys at KEYS[15..], at most 64
+-- ARGV[15] day of the month of KEYS[7] ("01".."31"): the day's spend field in KEYS[14]
 -- Returns: {RC.OK, state, due_ms | dead_entry_id}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
@@ -65,11 +68,12 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(14, tonumber(ARGV[14]) or 0, token)
+local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(15, tonumber(ARGV[14]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)
-add_cost(saga, KEYS[7], user, step, cost)
+add_cost({saga = saga, costs = KEYS[7], spend = KEYS[14], dd = ARGV[15]}, user, step,
+         cost)
 redis.call('HSET', saga, 'failtok', token, 'op', ARGV[9])
 local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', duration,
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13], 'op', ARGV[9]}
@@ -95,6 +99,7 @@ ev[#ev + 1] = 'e'
 if action == 'park' then
   -- A parked attempt is not spent: the dependency was down, not the step.
   redis.call('HSET', saga, 'att:' .. step, epoch .. ':' .. math.max(attempt - 1, 0))
+  redis.call('HINCRBY', KEYS[6], 'parked:' .. step, 1)
   ev[#ev + 1] = 'parked'
 else
   redis.call('HINCRBY', KEYS[6], 'retried:' .. step, 1)

@@ -20,11 +20,17 @@ local function attributed_cost(first, n, token)
   return total
 end
 
--- Attribute an attempt's LLM cost to the saga, and to user and step in the day's totals.
-local function add_cost(saga, costs_key, user, step, cost)
+-- Attribute an attempt's LLM cost to the saga, to user and step in the day's totals, and
+-- to the user's spend of the month and of the day (read by the budget check).
+-- k = {saga, costs, spend, dd}: dd is the day of the month ("01".."31")
+local function add_cost(k, user, step, cost)
   if cost > 0 then
-    redis.call('HINCRBYFLOAT', saga, 'cost:' .. step, cost)
-    redis.call('HINCRBYFLOAT', costs_key, user .. '|' .. step, cost)
-    redis.call('HINCRBY', costs_key, user .. '|' .. step .. '|n', 1)
+    redis.call('HINCRBYFLOAT', k.saga, 'cost:' .. step, cost)
+    redis.call('HINCRBYFLOAT', k.costs, user .. '|' .. step, cost)
+    redis.call('HINCRBY', k.costs, user .. '|' .. step .. '|n', 1)
+    redis.call('HINCRBYFLOAT', k.spend, user, cost)
+    redis.call('HINCRBYFLOAT', k.spend, user .. '|' .. k.dd, cost)
+    -- 40 days: the month, and a while after it for `saga budget show` of last month.
+    redis.call('EXPIRE', k.spend, 3456000)
   end
 end

@@ -1,0 +1,181 @@
+"""Per-user LLM budgets: stored in one hash, checked against the spend counters that
+commit and fail keep per partition and month (``Keys.spend``), and the wake-up of a
+user's budget-parked sagas when their budget is raised or cleared.
+
+The check is ``over_budget`` (a pure function); the read behind it is ``spend_of``,
+one pipeline for every partition and saga type.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from saga.state.errors import InvalidIdError
+from saga.state.ids import validate_id
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine, new_op
+from saga.state.model import SagaState
+from saga.state.replies import num, text
+from saga.state.scripts import evalsha
+
+BUDGET_ERROR = "BudgetExceededError"
+"""The error class a budget-parked saga carries (``saga.steps.errors``)."""
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A user's LLM budget in USD per UTC day and per UTC month; None: no limit."""
+
+    daily: float | None = None
+    monthly: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in (("daily", self.daily), ("monthly", self.monthly)):
+            if value is not None and not (0 <= value < 1e9):
+                raise InvalidIdError(f"a {name} budget must be between 0 and 1e9 USD")
+
+
+class Spend(msgspec.Struct, frozen=True):
+    day: float = 0.0
+    month: float = 0.0
+
+
+class Exceeded(msgspec.Struct, frozen=True):
+    period: str
+    """``daily`` or ``monthly``: the period whose budget is spent (monthly if both)."""
+    spent: float
+    limit: float
+    resumes_at: float
+    """Epoch seconds: the start of the next period, when the parked steps run again."""
+
+
+_encode = msgspec.json.Encoder()
+_decode = msgspec.json.Decoder(Budget)
+
+
+def decode(raw: bytes | str) -> Budget:
+    return _decode.decode(raw)
+
+
+def utc_period(now: float) -> tuple[str, str, str]:
+    """(``yyyy-mm``, ``dd``, ``yyyy-mm-dd``) of ``now`` in UTC."""
+    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    return day[:7], day[8:], day
+
+
+def next_day(now: float) -> float:
+    return (now // 86400 + 1) * 86400
+
+
+def next_month(now: float) -> float:
+    t = time.gmtime(now)
+    year, month = (t.tm_year + 1, 1) if t.tm_mon == 12 else (t.tm_year, t.tm_mon + 1)
+    return float(calendar.timegm((year, month, 1, 0, 0, 0)))
+
+
+def over_budget(budget: Budget | None, spend: Spend, now: float) -> Exceeded | None:
+    """Which budget ``spend`` has reached, if any: the monthly one first (it lasts longer)."""
+    if budget is None:
+        return None
+    if budget.monthly is not None and spend.month >= budget.monthly:
+        return Exceeded("monthly", spend.month, budget.monthly, next_month(now))
+    if budget.daily is not None and spend.day >= budget.daily:
+        return Exceeded("daily", spend.day, budget.daily, next_day(now))
+    return None
+
+
+async def set_budget(client: Any, keys: Keys, user_id: str, budget: Budget) -> None:
+    await client.hset(keys.budgets(), validate_id(user_id, "user id"), _encode.encode(budget))
+
+
+async def clear_budget(client: Any, keys: Keys, user_id: str) -> bool:
+    """Remove a user's budget; False when they had none."""
+    return bool(await client.hdel(keys.budgets(), validate_id(user_id, "user id")))
+
+
+async def any_budgets(client: Any, keys: Keys) -> bool:
+    return bool(await client.hlen(keys.budgets()))
+
+
+async def budgets(client: Any, keys: Keys, user_id: str | None = None) -> dict[str, Budget]:
+    """Every user's budget, or only ``user_id``'s (empty when they have none)."""
+    if user_id is not None:
+        raw = await client.hget(keys.budgets(), validate_id(user_id, "user id"))
+        return {user_id: _decode.decode(raw)} if raw is not None else {}
+    found = await client.hgetall(keys.budgets())
+    return {text(u): _decode.decode(v) for u, v in sorted(found.items())}
+
+
+def spend_pipeline(pipe: Any, keyspaces: Sequence[Keys], user_id: str, now: float) -> int:
+    """Queue the reads of a user's spend (one HMGET per partition and type); returns how
+    many replies ``sum_spend`` takes."""
+    month, dd, _ = utc_period(now)
+    n = 0
+    for keys in keyspaces:
+        for p in keys.all_partitions():
+            pipe.hmget(keys.spend(p, month), [user_id, f"{user_id}|{dd}"])
+            n += 1
+    return n
+
+
+def sum_spend(replies: Sequence[Any]) -> Spend:
+    day = month = 0.0
+    for m, d in replies:
+        month += float(m) if m else 0.0
+        day += float(d) if d else 0.0
+    return Spend(round(day, 9), round(month, 9))
+
+
+async def spend_of(
+    client: Any, keyspaces: Sequence[Keys], user_ids: Sequence[str], now: float
+) -> dict[str, Spend]:
+    """Each user's spend of today and this month (UTC), in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    counts = [spend_pipeline(pipe, keyspaces, u, now) for u in user_ids]
+    replies = await pipe.execute()
+    out, at = {}, 0
+    for u, n in zip(user_ids, counts, strict=True):
+        out[u] = sum_spend(replies[at : at + n])
+        at += n
+    return out
+
+
+async def unpark_user(
+    sm: StateMachine, user_id: str, why: str, *, batch: int = 100, op: str | None = None
+) -> int:
+    """Wake every saga of ``user_id`` parked for its budget (now, not at the next period):
+    candidates come from the user's index, the script re-checks each one. Returns how
+    many woke; a saga whose budget is still spent parks again on its next model call."""
+    keys, client = sm.keys, sm.client
+    validate_id(user_id, "user id")
+    woken = 0
+    for p in keys.all_partitions():
+        records = [text(r) for r in await client.zrange(keys.user_index(p, user_id), 0, -1)]
+        by_step: dict[str, list[str]] = defaultdict(list)
+        for i in range(0, len(records), 500):
+            chunk = records[i : i + 500]
+            pipe = client.pipeline(transaction=False)
+            for rid in chunk:
+                pipe.hmget(keys.saga(rid), ["state", "step", "ec"])
+            for rid, (state, step, ec) in zip(chunk, await pipe.execute(), strict=True):
+                if text(state) == SagaState.WAITING_RETRY and text(ec) == BUDGET_ERROR:
+                    by_step[text(step)].append(rid)
+        for step, rids in by_step.items():
+            for i in range(0, len(rids), batch):
+                woken += await _unpark(sm, p, step, rids[i : i + batch], why, op or new_op())
+    return woken
+
+
+async def _unpark(sm: StateMachine, p: int, step: str, rids: list[str], why: str, op: str) -> int:
+    k = sm.keys
+    keys = [k.delayed(p, step), k.ready(p, step), *k.state_indexes(p)]
+    for rid in rids:
+        keys += [k.saga(rid), k.history(rid)]
+    args = [step, op, sm.limits.history_maxlen, BUDGET_ERROR, why, *rids]
+    reply = await sm._resend(lambda: evalsha(sm.client, "unpark_sagas", keys, args))
+    return num(reply[1])
