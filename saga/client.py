@@ -10,6 +10,9 @@ for a ``saga.App``; ``from_settings`` one for the document pipeline::
         await sagas.retry("mr-2024-0001", step="parser")
         await sagas.cancel("mr-2024-0001")
         await sagas.accept_review("mr-2024-0001")   # a person checked the flagged results
+        await sagas.set_budget("user-42", daily=5.0, monthly=50.0)   # LLM USD per UTC period
+        status = await sagas.budget("user-42")       # budget, spend today / this month
+        await sagas.clear_budget("user-42")
 
     async with orders.client() as sagas:               # orders = saga.App("orders")
         await sagas.start("order-1", "user-7", input=Order(sku="A1", qty=2))
@@ -24,7 +27,8 @@ import msgspec
 
 from saga.pipeline import Pipeline
 from saga.settings import Settings
-from saga.state import operator, partitions, reads, streams
+from saga.state import budgets, operator, partitions, reads, streams
+from saga.state.budgets import BudgetStatus
 from saga.state.errors import InvalidIdError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -214,3 +218,32 @@ class SagaClient:
 
     async def cancel(self, record_id: str, *, actor: str = "api") -> str:
         return await operator.cancel(self.sm, record_id, actor=actor)
+
+    # -- budgets (shared by every saga type of the keyspace) -------------------
+    async def set_budget(
+        self, user_id: str, *, daily: float | None = None, monthly: float | None = None
+    ) -> BudgetStatus:
+        """Set a user's LLM budget (USD per UTC day and/or month; None: no limit). When
+        the new budget is not spent yet, the user's budget-parked steps run again now."""
+        if daily is None and monthly is None:
+            raise InvalidIdError("a budget needs a daily or a monthly limit")
+        await budgets.set_budget(self.redis, self.keys, user_id, budgets.Budget(
+            daily=daily, monthly=monthly))  # fmt: skip
+        status = await self.budget(user_id)
+        if not status.exceeded:
+            await budgets.unpark_user(self.sm, user_id, "budget raised")
+        return status
+
+    async def budget(self, user_id: str) -> BudgetStatus:
+        """A user's budget and spend so far this UTC day and month (``saga budget show``)."""
+        return (await budgets.statuses(self.redis, self.keys, user_id))[0]
+
+    async def budgets(self) -> list[BudgetStatus]:
+        """Every user that has a budget, with their spend."""
+        return await budgets.statuses(self.redis, self.keys)
+
+    async def clear_budget(self, user_id: str) -> bool:
+        """Remove a user's budget and run their budget-parked steps again; False if none."""
+        had = await budgets.clear_budget(self.redis, self.keys, user_id)
+        await budgets.unpark_user(self.sm, user_id, "budget cleared")
+        return had

@@ -179,3 +179,46 @@ async def _unpark(sm: StateMachine, p: int, step: str, rids: list[str], why: str
     args = [step, op, sm.limits.history_maxlen, BUDGET_ERROR, why, *rids]
     reply = await sm._resend(lambda: evalsha(sm.client, "unpark_sagas", keys, args))
     return num(reply[1])
+
+
+class BudgetStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """A user's budget and what they spent in this UTC day and month (``saga budget show``)."""
+
+    user_id: str
+    daily_usd: float | None
+    """The day's budget; None: no daily limit."""
+    monthly_usd: float | None
+    spent_today_usd: float
+    spent_month_usd: float
+    exceeded: str
+    """``daily`` or ``monthly`` when the user's model calls are parked now, else ""."""
+    resumes_at_ms: int
+    """When parked steps run again by themselves (next period start, UTC); 0 if not parked."""
+
+
+async def keyspaces(client: Any, keys: Keys) -> list[Keys]:
+    """``keys`` for every registered saga type (each counts its own spend)."""
+    from saga.state.types import type_names
+
+    names = set(await type_names(client, keys)) | {keys.saga_type}
+    return [keys.of_type(n) for n in sorted(names)]
+
+
+async def statuses(
+    client: Any, keys: Keys, user_id: str | None = None, now: float | None = None
+) -> list[BudgetStatus]:
+    """Every budgeted user's status (or only ``user_id``'s, budgeted or not)."""
+    now = time.time() if now is None else now
+    found = await budgets(client, keys, user_id)
+    users = [user_id] if user_id is not None else sorted(found)
+    spends = await spend_of(client, await keyspaces(client, keys), users, now)
+    out = []
+    for u in users:
+        b, s = found.get(u), spends[u]
+        over = over_budget(b, s, now)
+        out.append(BudgetStatus(
+            user_id=u, daily_usd=b.daily if b else None, monthly_usd=b.monthly if b else None,
+            spent_today_usd=s.day, spent_month_usd=s.month, exceeded=over.period if over else "",
+            resumes_at_ms=int(over.resumes_at * 1000) if over else 0,
+        ))  # fmt: skip
+    return out

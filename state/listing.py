@@ -11,7 +11,7 @@ import msgspec
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id
 from saga.state.keys import Keys
-from saga.state.model import SagaState
+from saga.state.model import SagaState, park_reason
 from saga.state.queries import registered_steps
 from saga.state.replies import num, text
 
@@ -30,6 +30,8 @@ class SagaRow(msgspec.Struct, frozen=True):
     error_message: str
     review: str = ""
     """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
+    parked: str = ""
+    """Why it waits without spending attempts: ``budget`` or ``circuit``; "" otherwise."""
 
 
 class Cursor(msgspec.Struct, frozen=True):
@@ -59,6 +61,9 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     """Created at or after this time (epoch ms); 0 for any."""
     review: bool = False
     """Only sagas flagged for review (read from the review index)."""
+    parked: bool = False
+    """Only parked sagas (waiting, their attempt refunded: budget or circuit); read from
+    the waiting_retry index."""
     limit: int = 50
     after: Cursor | None = None
     """Continue after the entry a previous page ended at."""
@@ -128,6 +133,8 @@ def _index(keys: Keys, p: int, q: ListQuery) -> str:
         return keys.review_index(p)
     if q.state:
         return keys.state_index(p, q.state)
+    if q.parked:
+        return keys.state_index(p, SagaState.WAITING_RETRY)
     return keys.created_index(p)
 
 
@@ -137,8 +144,10 @@ def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
     cost = round(sum(float(c) for c in v[n + m : n + 2 * m] if c), 9)
     tries = num(attempts.get(step, "").rpartition(":")[2])
     flags = [f"{s}: {text(r)}" for s, r in zip(steps, v[n + 2 * m :], strict=True) if r]
-    return SagaRow(rid, text(v[0]), text(v[1]), step, tries, num(v[3]), num(v[4]), cost,
-                   text(v[5]), text(v[6]), flags[0] if flags else "")  # fmt: skip
+    state, ec = text(v[1]), text(v[5])
+    parked = park_reason(ec) if state == SagaState.WAITING_RETRY else ""
+    return SagaRow(rid, text(v[0]), state, step, tries, num(v[3]), num(v[4]), cost,
+                   ec, text(v[6]), flags[0] if flags else "", parked)  # fmt: skip
 
 
 def _matches(row: SagaRow, q: ListQuery) -> bool:
@@ -147,6 +156,7 @@ def _matches(row: SagaRow, q: ListQuery) -> bool:
         and (not q.state or row.state == q.state.value)
         and (not q.step or row.step == q.step)
         and (not q.review or bool(row.review))
+        and (not q.parked or bool(row.parked))
         and row.created_ms >= q.since_ms
     )
 

@@ -49,6 +49,10 @@ class StepStats(msgspec.Struct, frozen=True, kw_only=True):
     failed: int
     retried: int
     dead_lettered: int
+    parked: int = 0
+    """Attempts parked with the attempt refunded (circuit open, or the user's budget spent)."""
+    deferred: int = 0
+    """Ready entries set aside now because their user was at ``SAGA_USER_MAX_INFLIGHT``."""
 
 
 async def registered_steps(client: Any, keys: Keys) -> list[str]:
@@ -79,13 +83,14 @@ async def queue_stats(
             pipe.xpending(ready, GROUP)
             pipe.zcard(keys.delayed(p, step))
             pipe.xlen(keys.dead(p, step))
+            pipe.zcard(keys.deferred(p, step))
     replies = iter(await pipe.execute(raise_on_error=False))
     sums = {s: _StepSums() for s in steps}
     counters: Counter[str] = Counter()
     for _ in keys.all_partitions():
         counters.update({text(k): num(v) for k, v in _ok(next(replies), {}).items()})
         for step in steps:
-            sums[step].add([next(replies) for _ in range(5)])
+            sums[step].add([next(replies) for _ in range(6)])
     return [sums[s].result(s, counters, serving[s]) for s in steps]
 
 
@@ -96,11 +101,12 @@ def _ok(reply: Any, default: Any) -> Any:
 
 class _StepSums:
     def __init__(self) -> None:
-        self.length = self.pending = self.delayed = self.dead = 0
+        self.length = self.pending = self.delayed = self.dead = self.deferred = 0
         self.lag: int | None = 0
 
     def add(self, replies: list[Any]) -> None:
-        length, groups, pending, delayed, dead = replies
+        length, groups, pending, delayed, dead, deferred = replies
+        self.deferred += _ok(deferred, 0)
         self.length += _ok(length, 0)
         self.pending += int(_ok(pending, {}).get("pending") or 0)
         self.delayed += _ok(delayed, 0)
@@ -109,14 +115,15 @@ class _StepSums:
         self.lag = None if self.lag is None or lag is None else self.lag + lag
 
     def result(self, step: str, counters: Counter[str], workers: int) -> StepStats:
-        own = {"length": self.length, "pending": self.pending, "delayed": self.delayed}
+        own = {"length": self.length, "pending": self.pending, "delayed": self.delayed,
+               "deferred": self.deferred}  # fmt: skip
         done = {k: counters[f"{f}:{step}"] for k, f in _COUNTERS}
         return StepStats(step=step, lag=self.lag, dead=self.dead, workers=workers,
                          **own, **done)  # fmt: skip
 
 
 _COUNTERS = (("committed", "committed"), ("failed", "failed"), ("retried", "retried"),
-             ("dead_lettered", "dead"))  # fmt: skip
+             ("dead_lettered", "dead"), ("parked", "parked"))  # fmt: skip
 
 
 def _group_lag(groups: list[dict[str, Any]]) -> int | None:

@@ -22,7 +22,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "(ordered by when they entered the state), else the index of creation times."
         ),
     )
-    p.add_argument("--state", choices=[s.value for s in SagaState], help="only sagas in S")
+    p.add_argument(
+        "--state",
+        choices=[*(s.value for s in SagaState), "parked"],
+        help="only sagas in S; parked: waiting without spending attempts (budget, circuit)",
+    )
     p.add_argument("--step", help="only sagas at step S")
     p.add_argument("--user", help="only sagas of user U")
     p.add_argument(
@@ -47,8 +51,10 @@ def main(args: argparse.Namespace) -> int:
 
     if not 1 <= args.limit <= MAX_LIMIT:
         raise CliError(f"--limit must be between 1 and {MAX_LIMIT}.", Exit.USAGE)
+    parked = args.state == "parked"
     query = ListQuery(
-        state=SagaState(args.state) if args.state else None,
+        state=SagaState(args.state) if args.state and not parked else None,
+        parked=parked,
         step=validate_step(args.step) if args.step else None,
         user=validate_id(args.user, "user id") if args.user else None,
         since_ms=parse_since(args.since),
@@ -94,6 +100,7 @@ def document(rows: list) -> object:  # type: ignore[type-arg]
                 error_message=r.error_message,
                 needs_review=bool(r.review),
                 review_reason=r.review,
+                parked_reason=r.parked,
             )
             for r in rows
         ]
@@ -112,7 +119,7 @@ def _table(rows: list) -> str:  # type: ignore[type-arg]
         [
             r.record_id,
             r.user_id,
-            state_text(r.state, bool(r.review)),
+            f"parked ({r.parked})" if r.parked else state_text(r.state, bool(r.review)),
             r.step,
             str(r.attempts),
             fmt_ms(r.updated_ms),

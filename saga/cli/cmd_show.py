@@ -123,6 +123,9 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
         head.append(("review", f"{step}: {reason}"))
     if saga.state.value == "running":
         head.append(("lease", f"{saga.worker} until {fmt_ms(saga.lease_until_ms)}"))
+    elif saga.state.value == "waiting_retry" and saga.parked_reason:
+        head.append(("parked", f"{saga.parked_reason} (no attempt spent)"))
+        head.append(("resumes at", fmt_ms(saga.due_ms)))
     elif saga.state.value == "waiting_retry":
         head.append(("retry at", fmt_ms(saga.due_ms)))
     lines = [line for k, v in head for line in wrap(k, v or "-", columns)]

@@ -185,6 +185,8 @@ def render(cur: Sample, prev: Sample | None) -> str:
                 "?" if s.lag is None else str(s.lag),
                 str(s.pending),
                 str(s.delayed),
+                str(s.parked),
+                str(s.deferred),
                 colour(str(s.dead), "31") if s.dead else "0",
                 "-" if r[label] is None else f"{r[label]:.1f}",
                 str(s.workers),
@@ -193,7 +195,8 @@ def render(cur: Sample, prev: Sample | None) -> str:
         ]
         # ready: entries no worker has taken yet (the group's lag), not the stream's
         # length, which keeps delivered and done entries until they are trimmed.
-        headers = ["step", "ready", "pending", "retrying", "dead", "done/s", "workers"]
+        headers = ["step", "ready", "pending", "retrying", "parked", "deferred", "dead", "done/s",
+                   "workers"]  # fmt: skip
         headers = ["type", *headers] if typed else headers
         body = table(headers, rows)
     body += "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())

@@ -30,6 +30,7 @@ COMMANDS = (
     "dlq",
     "top",
     "costs",
+    "budget",
     "console",
     "worker",
     "up",

@@ -22,6 +22,7 @@ from saga.cli.attempts import Attempt
 from saga.cli.timeline import SagaView
 from saga.controller.check import Check
 from saga.settings import Settings
+from saga.state.budgets import BudgetStatus
 from saga.state.dead_letters import DeadLetter
 from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
@@ -73,6 +74,9 @@ class SagaSummary(msgspec.Struct, kw_only=True):
     needs_review: bool
     review_reason: str
     """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
+    parked_reason: str
+    """``budget`` or ``circuit`` when it waits with its attempt refunded (``saga list
+    --state parked``); "" otherwise."""
 
 
 class ListDocument(msgspec.Struct, kw_only=True):
@@ -187,6 +191,22 @@ class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "t
     total_attempts: int
 
 
+class BudgetsDocument(msgspec.Struct, kw_only=True):
+    """``saga budget show --json`` (and ``set --json``): budgets and spend, UTC periods."""
+
+    budgets: list[BudgetStatus]
+
+
+class BudgetCleared(msgspec.Struct, kw_only=True):
+    """``saga budget clear --json``."""
+
+    user_id: str
+    cleared: bool
+    """False when the user had no budget."""
+    woken: int
+    """Budget-parked steps sent back to their ready streams."""
+
+
 class InitDocument(msgspec.Struct, kw_only=True):
     """``saga init --json``."""
 
@@ -263,6 +283,8 @@ SHAPES: dict[str, Any] = {
     "dlq-purge": PurgeDocument,
     "top": TopDocument,
     "costs": CostsDocument,
+    "budget-show": BudgetsDocument,
+    "budget-clear": BudgetCleared,
     "init": InitDocument,
     "server": ServerStatus,
     "config": ConfigDocument,

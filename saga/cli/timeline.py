@@ -15,7 +15,7 @@ import msgspec
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
-from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.state.model import EventType, HistoryEvent, Saga, SagaState, park_reason
 from saga.telemetry.redact import reference_text
 
 E = EventType
@@ -55,6 +55,8 @@ class SagaView(msgspec.Struct, kw_only=True):
     needs_review: bool = False
     review: dict[str, str] = {}
     """Step -> why its output needs a person's look (``saga list --review``)."""
+    parked_reason: str = ""
+    """``budget`` or ``circuit`` while it waits with its attempt refunded; else ""."""
 
 
 def saga_view(s: Saga) -> SagaView:
@@ -77,6 +79,7 @@ def saga_view(s: Saga) -> SagaView:
         total_cost=round(s.total_cost, 9),
         needs_review=s.needs_review,
         review=s.review,
+        parked_reason=park_reason(s.error_class) if s.state == SagaState.WAITING_RETRY else "",
     )
 
 

@@ -46,6 +46,8 @@ _COUNTERS = {
     "failed": "Attempts that raised (retried, parked or dead-lettered).",
     "retried": "Failed attempts scheduled for a retry with backoff.",
     "dead_lettered": "Failed attempts that dead-lettered the saga.",
+    "parked": "Attempts parked with their attempt refunded (circuit open or budget spent; "
+    "saga_step_errors_total's error_class says which).",
     "fenced": "Attempts that lost their lease to another worker (their result was dropped).",
     "quarantined": "Malformed stream entries moved aside.",
     "left_for_newer_release": "Ready entries of a newer release left pending for a newer worker.",
@@ -202,6 +204,8 @@ class MetricsObserver(Observer):
             self._add("retried", step)
         elif action == "dead":
             self._add("dead_lettered", step)
+        elif action == "park":
+            self._add("parked", step)
         self.m.duration.observe(step, duration_s)
 
     def fenced(self, step: str) -> None:

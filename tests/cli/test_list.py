@@ -59,6 +59,7 @@ async def test_table_and_json_newest_first(redis: Any, keys: Keys, redis_url: st
     assert set(rows[0]) == {
         "record_id", "user_id", "state", "step", "step_attempts", "created_ms", "updated_ms",
         "total_cost", "error_class", "error_message", "needs_review", "review_reason",
+        "parked_reason",
     }  # fmt: skip
 
 

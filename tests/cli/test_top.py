@@ -83,11 +83,11 @@ async def test_once_table_shows_steps_and_breakers(redis: Any, keys: Keys,
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
-        "step", "ready", "pending", "retrying", "dead", "done/s", "workers",
+        "step", "ready", "pending", "retrying", "parked", "deferred", "dead", "done/s", "workers",
     ]  # fmt: skip
     # ready is what waits for a worker (1 undelivered), not the stream's 4 entries;
     # w1 and w2 are consumers with no presence (no worker process): not live workers.
-    assert lines[4].split() == ["router", "1", "1", "1", "0", "-", "0"]
+    assert lines[4].split() == ["router", "1", "1", "1", "0", "0", "0", "-", "0"]
     assert "llm open" in lines[-1] and "billing closed" in lines[-1]
 
 
