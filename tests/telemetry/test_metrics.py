@@ -144,6 +144,7 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
         "saga_steps_fenced",
         "saga_steps_quarantined",
         "saga_steps_left_for_newer_release",
+        "saga_steps_parked",
         "saga_llm_cost_usd",
         "saga_llm_tokens",
     }
