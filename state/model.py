@@ -98,6 +98,11 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     def needs_review(self) -> bool:
         return bool(self.review)
 
+    @property
+    def parked_reason(self) -> str:
+        """``budget`` or ``circuit`` while it waits with its attempt refunded; else ""."""
+        return park_reason(self.error_class) if self.state == SagaState.WAITING_RETRY else ""
+
 
 class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
     """One entry of a record's history stream."""

@@ -15,7 +15,7 @@ import msgspec
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
-from saga.state.model import EventType, HistoryEvent, Saga, SagaState, park_reason
+from saga.state.model import EventType, HistoryEvent, Saga, SagaState
 from saga.telemetry.redact import reference_text
 
 E = EventType
@@ -79,7 +79,7 @@ def saga_view(s: Saga) -> SagaView:
         total_cost=round(s.total_cost, 9),
         needs_review=s.needs_review,
         review=s.review,
-        parked_reason=park_reason(s.error_class) if s.state == SagaState.WAITING_RETRY else "",
+        parked_reason=s.parked_reason,
     )
 
 
