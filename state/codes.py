@@ -36,6 +36,8 @@ class RC(IntEnum):
     """Claim found another live lease on the saga; the entry is left pending."""
     DEAD_LETTERED = 18
     """Claim found the lease expired on the last allowed attempt and dead-lettered the saga."""
+    DEFERRED = 19
+    """Claim set the entry aside: its user held their per-user cap of slots at the step."""
 
 
 _ERRORS: dict[RC, type[StateError]] = {
@@ -48,6 +50,7 @@ _ERRORS: dict[RC, type[StateError]] = {
     RC.SCHEMA_NEWER: ScriptVersionError,
     RC.LEASE_HELD: StepConflictError,
     RC.DEAD_LETTERED: StepConflictError,
+    RC.DEFERRED: StepConflictError,
 }
 
 _MESSAGES: dict[RC, str] = {
@@ -60,6 +63,7 @@ _MESSAGES: dict[RC, str] = {
     RC.SCHEMA_NEWER: "record {record_id!r} was written by a newer release of saga",
     RC.LEASE_HELD: "record {record_id!r} is leased by another executor",
     RC.DEAD_LETTERED: "record {record_id!r} was dead-lettered after its lease expired too often",
+    RC.DEFERRED: "record {record_id!r} waits: its user holds their share of the step's slots",
 }
 
 

@@ -48,6 +48,9 @@ class StateMachine:
         self.client = client
         self.keys = keys
         self.limits = limits or StateLimits()
+        self.user_caps: dict[str, tuple[int, int]] = {}
+        """Step -> (per-user cap, lease ms) for the steps this process runs with a cap
+        (``SAGA_USER_MAX_INFLIGHT``): their commits and fails hand the slot on."""
 
     async def _resend(self, call: Callable[[], Awaitable[T]]) -> T:
         """Re-send a transition on connection loss; the op id makes a repeat harmless."""
@@ -118,12 +121,15 @@ class StateMachine:
         load_pages: bool = False,
         extra_fields: tuple[str, ...] = (),
         prev_step: str = "",
+        user_cap: int = 0,
         op: str | None = None,
     ) -> list[ClaimOutcome]:
         """Claim (entry id, record id) pairs of one partition's ready stream, ≤100 per call.
 
         ``prev_step`` (the step before, "_input" for the first): its output is read
-        with the saga's state in one command; a saga whose last step differs costs one more."""
+        with the saga's state in one command; a saga whose last step differs costs one more.
+        ``user_cap``: attempts of the step one user may hold at once in the partition; an
+        entry over it comes back DEFERRED (set aside until a slot of its user frees)."""
         if not entries:
             return []
         k = self.keys
@@ -133,10 +139,12 @@ class StateMachine:
             k.dead(partition, step),
             k.stats(partition),
             *self._state_indexes(partition),
+            k.inflight(partition, step),
+            k.deferred(partition, step),
         ]
         args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
         args += [self.limits.history_maxlen, "1" if load_pages else "0", max_lease_expiries]
-        args += [prev_step, len(extra_fields), *extra_fields]
+        args += [prev_step, user_cap, len(extra_fields), *extra_fields]
         for entry_id, record_id in entries:
             rk = k.record(record_id)
             keys += [rk.saga, rk.history, rk.pages]
@@ -176,6 +184,8 @@ class StateMachine:
             *self._state_indexes(p),
             k.review_index(p),
             k.spend(p, day[1]),
+            k.inflight(p, claim.step),
+            k.deferred(p, claim.step),
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
@@ -191,6 +201,7 @@ class StateMachine:
         args += [pages, self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
         args += [repr(req.cost), checkpoint, self.limits.retention_s]
         args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review, day[2]]
+        args += self._capped(claim.step)
         return "commit_step", keys, args
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
@@ -207,13 +218,19 @@ class StateMachine:
             k.costs(p, day[0]),
             *self._state_indexes(p),
             k.spend(p, day[1]),
+            k.inflight(p, claim.step),
+            k.deferred(p, claim.step),
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
         args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
-        args += [len(req.cost_keys[:64]), day[2]]
+        args += [len(req.cost_keys[:64]), day[2], *self._capped(claim.step)]
         return "fail_step", keys, args
+
+    def _capped(self, step: str) -> list[Any]:
+        cap, lease_ms = self.user_caps.get(step, (0, 0))
+        return ["1", lease_ms] if cap > 0 else ["0", 0]
 
     async def commit(self, claim: Claim, req: CommitRequest) -> Outcome:
         """Commit one attempt. LEASE_LOST comes back as a code, not an exception."""
@@ -258,6 +275,18 @@ class StateMachine:
             detail = text(reply[2]) if len(reply) > 2 else ""
             out.append(Outcome(code, state, detail))
         return out
+
+    # -- the per-user cap ------------------------------------------------------
+    async def release_deferred(
+        self, step: str, partition: int, *, cap: int, lease_ms: int, most: int, idle: bool
+    ) -> int:
+        """Send entries deferred by the per-user cap back to the ready stream: as many as
+        their users' free slots allow, or up to ``most`` regardless of it when ``idle``."""
+        k = self.keys
+        keys = [k.deferred(partition, step), k.inflight(partition, step), k.ready(partition, step)]
+        args = [cap, lease_ms, min(most, 1000), "1" if idle else "0", 1000]
+        reply = await self._resend(lambda: evalsha(self.client, "release_deferred", keys, args))
+        return num(reply[1])
 
     # -- retries ------------------------------------------------------------
     async def due_candidates(self, step: str, partition: int, limit: int) -> list[tuple[str, int]]:

@@ -44,6 +44,7 @@ SCRIPT_NAMES = (
     "receive_record",
     "release_record",
     "unpark_sagas",
+    "release_deferred",
 )
 
 

@@ -21,6 +21,7 @@ from saga.state import streams
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.types import TypeInfo
+from saga.worker.fairness import user_caps
 from saga.worker.health import HealthState
 from saga.worker.upkeep import Upkeep
 
@@ -58,6 +59,7 @@ def type_work(
     health: HealthState,
 ) -> TypeWork:
     sm = StateMachine(client, keys, settings.limits)
+    sm.user_caps = user_caps(settings, specs)  # its release pass honours them
     return TypeWork(
         keys=keys,
         steps=tuple(s.name for s in specs),

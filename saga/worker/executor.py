@@ -32,6 +32,7 @@ from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
+from saga.worker.fairness import user_caps
 from saga.worker.slots import Slots
 from saga.worker.upkeep import Upkeep
 from saga.worker.watchdog import Watchdog
@@ -63,6 +64,7 @@ class Executor:
         self._prev = {s.name: pipeline.prev_of(s.name) for s in self.specs}
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
+        self.sm.user_caps = user_caps(settings, self.specs)
         self.health = health or HealthState()
         self.observer = observer or Observer()
         self.committer = Committer(self.sm, self.health)
@@ -261,7 +263,20 @@ class Executor:
                 raise
             self.health.redis_up()
             await self._claim_read(spec, reply, streams_of, n)
+            if spec.name in self.sm.user_caps and _entries(reply) < n:
+                await self._release_idle(spec, n - _entries(reply))
         return recover_at
+
+    async def _release_idle(self, spec: StepSpec, room: int) -> None:
+        """A short read: nothing else waits in the streams, so deferred entries of users
+        at their cap may use the idle slots (the cap only orders work, it wastes none)."""
+        cap, lease_ms = self.sm.user_caps[spec.name]
+        for p in self.keys.all_partitions():
+            room -= await self.sm.release_deferred(
+                spec.name, p, cap=cap, lease_ms=lease_ms, most=room, idle=True
+            )
+            if room <= 0:
+                break
 
     async def _claim_read(
         self, spec: StepSpec, reply: Any, streams_of: dict[str, int], reserved: int
@@ -322,6 +337,7 @@ class Executor:
                 max_lease_expiries=spec.retry.max_lease_expiries,
                 load_pages=spec.loads_pages,
                 prev_step=self._prev[spec.name],
+                user_cap=self.sm.user_caps.get(spec.name, (0, 0))[0],
             )
             for out in outcomes:
                 if out.code in (RC.OK, RC.DUPLICATE) and out.claim:
@@ -391,6 +407,10 @@ class Executor:
                     got = await self._claim_and_run(spec, p, rec.entries)
             finally:
                 slots.release(n - got)
+
+
+def _entries(reply: Any) -> int:
+    return sum(len(entries) for _, entries in reply or [])
 
 
 def drain_seconds(settings: Settings, specs: Sequence[StepSpec]) -> float:

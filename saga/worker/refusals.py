@@ -15,10 +15,11 @@ _EVENTS = {
     RC.LEASE_HELD: "lease_held_elsewhere",
     RC.DEAD_LETTERED: "dead_lettered",
     RC.SCHEMA_NEWER: "saga_from_newer_release",
+    RC.DEFERRED: "entry_deferred",
 }
 
 
 def log_refused(step: str, code: RC, entry: str, record: str, detail: str) -> None:
     event = _EVENTS.get(code, "claim_refused")
-    level = log.debug if code in (RC.STALE_ENTRY, RC.LEASE_HELD) else log.warning
+    level = log.debug if code in (RC.STALE_ENTRY, RC.LEASE_HELD, RC.DEFERRED) else log.warning
     level(event, step=step, entry=entry, record_id=record, detail=detail)

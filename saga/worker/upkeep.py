@@ -90,6 +90,20 @@ class Upkeep:
                         log.debug("retries_promoted", step=spec.name, count=promoted)
                         self.promoted[spec.name] = self.promoted.get(spec.name, 0) + promoted
                     total += promoted
+        await self.release_once()
+        return total
+
+    async def release_once(self) -> int:
+        """Send entries deferred by the per-user cap back to their streams as their users'
+        slots allow (expired leases, a raised cap); every one when the step has no cap
+        here (the cap was turned off). Returns how many went."""
+        total = 0
+        for spec in self.specs:
+            cap, lease_ms = self.sm.user_caps.get(spec.name, (0, 0))
+            for p in self.keys.all_partitions():
+                total += await self.sm.release_deferred(
+                    spec.name, p, cap=cap, lease_ms=lease_ms, most=1000, idle=False
+                )
         return total
 
     async def maintain_once(self) -> None:

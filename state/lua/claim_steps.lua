@@ -9,7 +9,9 @@
 -- KEYS[3]  dead-letter stream          {p}:dead:<step>
 -- KEYS[4]  partition counters          {p}:stats
 -- KEYS[5..10] state indexes, in SagaState order
--- KEYS[11+3(i-1)], KEYS[12+3(i-1)], KEYS[13+3(i-1)]  saga hash, history, pages of entry i
+-- KEYS[11] users' slots of the step       {p}:inflight:<step>  (see includes/user_cap)
+-- KEYS[12] entries deferred by the cap    {p}:deferred:<step>
+-- KEYS[13+3(i-1)], KEYS[14+3(i-1)], KEYS[15+3(i-1)]  saga hash, history, pages of entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  step name
 -- ARGV[3]  worker (consumer) name
@@ -24,8 +26,13 @@
 --          attempt, or a slow one whose lease lapsed, does not dead-letter a healthy saga.
 -- ARGV[9]  the step whose output is this step's input, as the pipeline says ("" = unknown):
 --          read with the saga's fields in one HMGET; the saga's own 'prev' decides
--- ARGV[10] n: number of extra saga fields to return (e.g. "ckpt:parser"), at most 32
--- ARGV[11..10+n] the extra field names
+-- ARGV[10] per-user cap: attempts of this step one user may hold at once in this
+--          partition (0: no cap, KEYS[11..12] untouched). An entry over it is deferred:
+--          acknowledged, its saga stays pending with no entry, and it waits in KEYS[12]
+--          until a slot of its user frees (commit/fail) or the workers are idle
+--          (release_deferred); its new entry is then accepted for the pending saga.
+-- ARGV[11] n: number of extra saga fields to return (e.g. "ckpt:parser"), at most 32
+-- ARGV[12..11+n] the extra field names
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
@@ -36,6 +43,7 @@
 --   {RC.LEASE_HELD, entry, record, worker}  another live lease: left pending
 --   {RC.SCHEMA_NEWER, entry, record}   written by a newer release: left pending
 --   {RC.DEAD_LETTERED, entry, record}  the lease expiries reached their cap: dead-lettered
+--   {RC.DEFERRED, entry, record}       its user holds ARGV[10] slots: set aside in KEYS[12]
 -- Emits: history 'reclaimed' (with the lost attempt: pa, pw, pt) or 'dead_lettered';
 --        quarantine entry for a missing saga; dead letter after too many expired leases.
 --        A plain claim appends no event: the running attempt is in the saga hash
@@ -48,6 +56,7 @@
 --@include attempts
 --@include schema
 --@include dead_letter
+--@include user_cap
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
@@ -55,9 +64,11 @@ local lease_ms, op, maxlen = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local want_pages = ARGV[7] == '1'
 local max_expiries = tonumber(ARGV[8])
 local guess = ARGV[9]
-local n_extra = tonumber(ARGV[10])
+local cap = tonumber(ARGV[10])
+local inflight, deferred = KEYS[11], KEYS[12]
+local n_extra = tonumber(ARGV[11])
 if n_extra > 32 then return redis.error_reply('claim_steps: at most 32 extra fields') end
-local first_pair = 11 + n_extra
+local first_pair = 12 + n_extra
 local n = math.floor((#ARGV - first_pair + 1) / 2)
 if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
 
@@ -68,9 +79,9 @@ local replies = {}
 -- extra fields: each redis.call costs ~2 µs of conversion, so they are not split.
 local fields = {'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token', 'lease', 'entry', 'worker',
                 'doc', 'trace', 'created', 'op', 'att:' .. step, 'prev', 'out:' .. guess,
-                'claimed', 'lx:' .. step}
+                'claimed', 'lx:' .. step, 'dfr'}
 local N_BASE = #fields
-for j = 1, n_extra do fields[N_BASE + j] = ARGV[10 + j] end
+for j = 1, n_extra do fields[N_BASE + j] = ARGV[11 + j] end
 
 local function claim_data(code, saga, pages_key, entry, record, s, attempt, expired, token,
                           lease_until)
@@ -85,9 +96,17 @@ local function claim_data(code, saga, pages_key, entry, record, s, attempt, expi
   return reply
 end
 
+-- Slots in use per user, counted once per batch (see includes/user_cap).
+local slots = {}
+local function over_cap(user, member)
+  if cap <= 0 or redis.call('ZSCORE', inflight, member) then return false end
+  if slots[user] == nil then slots[user] = user_slots(inflight, user, now, cap + 16) end
+  return slots[user] >= cap
+end
+
 for i = 1, n do
   local entry, record = ARGV[first_pair + 2 * (i - 1)], ARGV[first_pair + 2 * (i - 1) + 1]
-  local base = 11 + 3 * (i - 1)
+  local base = 13 + 3 * (i - 1)
   local saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
   local s = redis.call('HMGET', saga, unpack(fields))
   if not s[2] then
@@ -105,7 +124,11 @@ for i = 1, n do
     replies[i] = claim_data(RC.DUPLICATE, saga, pages_key, entry, record, s,
                             attempts_of(s[15], epoch), attempts_of(s[19], epoch), s[7],
                             tonumber(s[8]))
-  elseif s[9] ~= entry or s[4] ~= step or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING) then
+  elseif s[9] == '' and s[20] == entry and s[3] == STATE.PENDING then
+    replies[i] = {RC.DEFERRED, entry, record}  -- a re-sent batch: deferred already
+  elseif (s[9] ~= entry and not (s[9] == '' and s[3] == STATE.PENDING)) or s[4] ~= step
+         or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING) then
+    -- (a pending saga with no entry was deferred: the entry its release made is its own)
     redis.call('XACK', ready, group, entry)
     replies[i] = {RC.STALE_ENTRY, entry, record, s[3]}
   elseif s[3] == STATE.RUNNING and tonumber(s[8]) > now then
@@ -122,6 +145,12 @@ for i = 1, n do
                                   'w', worker, 't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op})
     redis.call('HSET', saga, 'op', op)
     replies[i] = {RC.DEAD_LETTERED, entry, record}
+  elseif s[3] == STATE.PENDING and over_cap(s[2], s[2] .. '|' .. record) then
+    redis.call('XACK', ready, group, entry)
+    redis.call('HSET', saga, 'entry', '', 'dfr', entry)
+    redis.call('ZADD', deferred, 0, s[2] .. '|' .. string.format('%014d', now) .. '|' .. record
+                                    .. '|' .. s[5])
+    replies[i] = {RC.DEFERRED, entry, record}
   else
     local takeover = s[3] == STATE.RUNNING
     local epoch = tonumber(s[5])
@@ -132,8 +161,15 @@ for i = 1, n do
     local lease_until = now + lease_ms
     redis.call('HSET', saga, 'state', STATE.RUNNING, 'seq', seq, 'token', token,
                'worker', worker, 'lease', lease_until, 'claimed', now, 'updated', now,
-               'att:' .. step, epoch .. ':' .. attempt, 'op', op)
+               'att:' .. step, epoch .. ':' .. attempt, 'op', op, 'entry', entry)
     index_state(5, record, s[3], STATE.RUNNING, now)
+    if cap > 0 then
+      local member = s[2] .. '|' .. record
+      if not takeover and not redis.call('ZSCORE', inflight, member) and slots[s[2]] then
+        slots[s[2]] = slots[s[2]] + 1
+      end
+      redis.call('ZADD', inflight, lease_until, member)
+    end
     if takeover then
       -- The lost attempt ended by lease expiry: counted apart from failures.
       expired = expired + 1

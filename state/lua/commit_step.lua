@@ -14,7 +14,9 @@
 -- KEYS[9..14] state indexes, in SagaState order
 -- KEYS[15] sagas flagged for review (zset: record -> ms flagged)
 -- KEYS[16] month's spend per user   {p}:spend:<yyyy-mm>
--- KEYS[17..16+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[17] users' slots of this step        {p}:inflight:<step>  (see includes/user_cap)
+-- KEYS[18] entries deferred by the user cap  {p}:deferred:<step>
+-- KEYS[19..18+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id of the input
@@ -31,10 +33,13 @@
 -- ARGV[14] retention of a completed saga (s)
 -- ARGV[15] worker name
 -- ARGV[16] LLM tokens used by the attempt
--- ARGV[17] n: number of cached-answer keys at KEYS[17..], at most 64
+-- ARGV[17] n: number of cached-answer keys at KEYS[19..], at most 64
 -- ARGV[18] review reason ("" = none): the output needs a person's look before it is
 --          trusted; stored as rv:<step>, the record joins KEYS[15]
 -- ARGV[19] day of the month of KEYS[7] ("01".."31"): the day's spend field in KEYS[16]
+-- ARGV[20] "1" when the step has a per-user cap: the attempt's slot in KEYS[17] goes to
+--          its user's oldest deferred entry (sent to KEYS[3]); "0" leaves KEYS[17..18]
+-- ARGV[21] lease of this step (ms): how long that released entry's slot is held for it
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
@@ -46,6 +51,7 @@
 --@include state_index
 --@include fence
 --@include cost
+--@include user_cap
 
 local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -69,9 +75,13 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(17, tonumber(ARGV[17]) or 0, token)
+local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(19, tonumber(ARGV[17]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
+if ARGV[20] == '1' then
+  end_capped({inflight = KEYS[17], deferred = KEYS[18], ready = ready}, user, record, now,
+             tonumber(ARGV[21]))
+end
 local state, next_entry = STATE.COMPLETED, ''
 if next_step ~= '' then
   state = STATE.PENDING

@@ -16,7 +16,9 @@
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[8..13] state indexes, in SagaState order
 -- KEYS[14] month's spend per user   {p}:spend:<yyyy-mm>
--- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[15] users' slots of this step        {p}:inflight:<step>  (see includes/user_cap)
+-- KEYS[16] entries deferred by the user cap  {p}:deferred:<step>
+-- KEYS[17..16+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -30,8 +32,11 @@
 -- ARGV[11] LLM cost of the attempt (USD)
 -- ARGV[12] worker name
 -- ARGV[13] LLM tokens used by the attempt
--- ARGV[14] n: number of cached-answer keys at KEYS[15..], at most 64
+-- ARGV[14] n: number of cached-answer keys at KEYS[17..], at most 64
 -- ARGV[15] day of the month of KEYS[7] ("01".."31"): the day's spend field in KEYS[14]
+-- ARGV[16] "1" when the step has a per-user cap: the attempt's slot in KEYS[15] goes to
+--          its user's oldest deferred entry (sent to KEYS[3]); "0" leaves KEYS[15..16]
+-- ARGV[17] lease of this step (ms): how long that released entry's slot is held for it
 -- Returns: {RC.OK, state, due_ms | dead_entry_id}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
@@ -44,6 +49,7 @@
 --@include fence
 --@include cost
 --@include dead_letter
+--@include user_cap
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
 local step, token, entry, group, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -68,9 +74,13 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(15, tonumber(ARGV[14]) or 0, token)
+local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(17, tonumber(ARGV[14]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
+if ARGV[16] == '1' then
+  end_capped({inflight = KEYS[15], deferred = KEYS[16], ready = ready}, user, record, now,
+             tonumber(ARGV[17]))
+end
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)
 add_cost({saga = saga, costs = KEYS[7], spend = KEYS[14], dd = ARGV[15]}, user, step,
          cost)

@@ -1,0 +1,21 @@
+"""The per-user in-flight cap of each step (``SAGA_USER_MAX_INFLIGHT``, per step
+``SAGA_<STEP>_USER_MAX_INFLIGHT``): what the claim, commit, fail and release scripts are
+told. 0 is no cap; the scripts then leave the cap's keys alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from saga.pipeline import StepSpec
+from saga.settings import Settings
+
+
+def user_caps(settings: Settings, specs: Sequence[StepSpec]) -> dict[str, tuple[int, int]]:
+    """Step -> (per-user cap, lease ms), for the steps that have a cap."""
+    caps = {}
+    for spec in specs:
+        own = settings.for_step(spec.name).user_max_inflight
+        cap = settings.user_max_inflight if own is None else own
+        if cap > 0:
+            caps[spec.name] = (cap, int(spec.lease_s * 1000))
+    return caps

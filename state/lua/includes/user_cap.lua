@@ -1,0 +1,51 @@
+-- Per-user in-flight cap (SAGA_USER_MAX_INFLIGHT), per partition and step. 'inflight' is
+-- a zset '<user>|<record>' -> lease deadline ms (a claimed attempt, or a slot reserved for
+-- a released entry); 'deferred' a zset of entries set aside while their user was at the
+-- cap, score 0, member '<user>|<ms>|<record>|<epoch>' (lexical order: per user, oldest
+-- first). Ids never contain '|' (state/ids.py).
+
+-- Live slots of a user, at most `limit` looked at; expired ones (a worker died without
+-- finishing: its takeover adds the member again) are dropped as they are seen.
+local function user_slots(inflight, user, now, limit)
+  local members = redis.call('ZRANGEBYLEX', inflight, '[' .. user .. '|', '[' .. user .. '|\255',
+                             'LIMIT', 0, limit)
+  if #members == 0 then return 0 end
+  local scores = redis.call('ZMSCORE', inflight, unpack(members))
+  local live = 0
+  for i = 1, 1000 do  -- #members: at most `limit`, which callers keep small
+    if i > #members then break end
+    if tonumber(scores[i]) > now then
+      live = live + 1
+    else
+      redis.call('ZREM', inflight, members[i])
+    end
+  end
+  return live
+end
+
+-- Send up to n of a user's deferred entries back to the ready stream (at its tail), each
+-- holding a slot until now + lease_ms: its claim takes the slot instead of counting anew.
+local function release_user(deferred, inflight, ready, user, n, now, lease_ms)
+  if n <= 0 then return 0 end
+  local items = redis.call('ZRANGEBYLEX', deferred, '[' .. user .. '|', '[' .. user .. '|\255',
+                           'LIMIT', 0, n)
+  for j = 1, 1000 do  -- #items: at most n, which callers keep at most 1000
+    local m = items[j]
+    if not m then break end
+    local record, epoch = string.match(m, '^[^|]*|[^|]*|([^|]*)|([^|]*)$')
+    redis.call('ZREM', deferred, m)
+    if record then
+      redis.call('XADD', ready, '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
+      redis.call('ZADD', inflight, now + lease_ms, user .. '|' .. record)
+    end
+  end
+  return #items
+end
+
+-- The end of a capped attempt (commit or fail): its slot goes to the user's oldest
+-- deferred entry, if any. k = {inflight, deferred, ready}.
+local function end_capped(k, user, record, now, lease_ms)
+  if redis.call('ZREM', k.inflight, user .. '|' .. record) == 1 then
+    release_user(k.deferred, k.inflight, k.ready, user, 1, now, lease_ms)
+  end
+end
