@@ -27,12 +27,12 @@ from saga.state.types import register_type
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
 from saga.worker.entries import Malformed, Newer, parse_entry
+from saga.worker.fairness import user_caps
 from saga.worker.health import HealthState
 from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
-from saga.worker.fairness import user_caps
 from saga.worker.slots import Slots
 from saga.worker.upkeep import Upkeep
 from saga.worker.watchdog import Watchdog

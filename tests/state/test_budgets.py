@@ -1,0 +1,106 @@
+"""Budgets in the state layer: the pure decision (which period is spent, when it ends),
+the spend counters commit and fail keep per user, day and month, and unpark_sagas."""
+
+from __future__ import annotations
+
+import calendar
+from typing import Any
+
+import pytest
+
+from saga.state import budgets
+from saga.state.budgets import Budget, Spend, next_day, next_month, over_budget
+from saga.state.codes import RC
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine, utc_day
+from saga.state.model import FailAction, SagaState
+from saga.state.requests import CommitRequest, FailRequest
+from tests.state.helpers import claim_next, events, saga_hash
+
+pytestmark = pytest.mark.anyio
+
+NOON = calendar.timegm((2026, 12, 31, 12, 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("budget", "spend", "expected"),
+    [
+        (None, Spend(9, 9), None),
+        (Budget(daily=1.0), Spend(0.99, 50), None),
+        (Budget(daily=1.0), Spend(1.0, 1.0), ("daily", next_day(NOON))),
+        (Budget(monthly=5.0), Spend(0, 5.5), ("monthly", next_month(NOON))),
+        (Budget(daily=1.0, monthly=5.0), Spend(2, 6), ("monthly", next_month(NOON))),
+        (Budget(daily=0.0), Spend(0, 0), ("daily", next_day(NOON))),
+    ],
+)
+def test_over_budget(budget: Budget | None, spend: Spend, expected: Any) -> None:
+    """The monthly budget wins when both are spent; a zero budget parks at once."""
+    found = over_budget(budget, spend, NOON)
+    assert (found.period, found.resumes_at) == expected if found else expected is None
+
+
+def test_periods_end_at_utc_midnight_and_month_start() -> None:
+    """The last day of a year rolls into January 1st of the next."""
+    assert next_day(NOON) == calendar.timegm((2027, 1, 1, 0, 0, 0))
+    assert next_month(NOON) == calendar.timegm((2027, 1, 1, 0, 0, 0))
+    assert next_month(calendar.timegm((2026, 2, 3, 5, 0, 0))) == calendar.timegm(
+        (2026, 3, 1, 0, 0, 0)
+    )
+
+
+def test_a_negative_budget_is_refused() -> None:
+    """Budgets are amounts in USD, never negative."""
+    with pytest.raises(ValueError, match="between 0 and 1e9"):
+        Budget(daily=-1.0)
+
+
+async def test_commit_and_fail_count_spend_per_user_day_and_month(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """A commit's and a failure's cost land in the user's month and day fields, with a TTL;
+    ``spend_of`` sums them over partitions; an attempt with no cost writes nothing."""
+    for rid in ("r1", "r2", "r3"):
+        await sm.start(rid, "u1", "router")
+    await sm.commit(await claim_next(sm, "router", "w"), CommitRequest(output=b"{}", cost=0.25))
+    fail = FailRequest(action=FailAction.RETRY, error_class="E", error_message="m", cost=0.5)
+    await sm.fail(await claim_next(sm, "router", "w"), fail)
+    await sm.commit(await claim_next(sm, "router", "w"), CommitRequest(output=b"{}"))
+    _, month, dd = utc_day()
+    raw = await redis.hgetall(keys.spend(0, month))
+    assert {k.decode(): float(v) for k, v in raw.items()} == {"u1": 0.75, f"u1|{dd}": 0.75}
+    assert 0 < await redis.ttl(keys.spend(0, month)) <= 40 * 86400
+    import time
+
+    assert await budgets.spend_of(redis, [keys], ["u1", "u2"], time.time()) == {
+        "u1": Spend(0.75, 0.75), "u2": Spend(0.0, 0.0)}  # fmt: skip
+
+
+async def _budget_parked(sm: StateMachine, rid: str, user: str = "u1") -> None:
+    await sm.start(rid, user, "router")
+    claim = await claim_next(sm, "router", "w")
+    park = FailRequest(action=FailAction.PARK, error_class=budgets.BUDGET_ERROR,
+                       error_message="spent", delay_ms=3_600_000)  # fmt: skip
+    assert (await sm.fail(claim, park)).code == RC.OK
+
+
+async def test_unpark_wakes_only_the_users_budget_parked_sagas(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """u1's budget-parked saga goes back to the ready stream now (history 'promoted' with
+    the reason); u1's ordinary retry and u2's budget-parked saga stay waiting."""
+    await _budget_parked(sm, "b1")
+    await _budget_parked(sm, "b2", user="u2")
+    await sm.start("r1", "u1", "router")
+    retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="m",
+                        delay_ms=3_600_000)  # fmt: skip
+    await sm.fail(await claim_next(sm, "router", "w"), retry)
+    assert await budgets.unpark_user(sm, "u1", "budget raised") == 1
+    assert (await saga_hash(redis, keys, "b1"))["state"] == SagaState.PENDING
+    assert (await events(redis, keys, "b1"))[-1] == "promoted"
+    for rid in ("b2", "r1"):
+        assert (await saga_hash(redis, keys, rid))["state"] == SagaState.WAITING_RETRY
+    assert await redis.zscore(keys.delayed(0, "router"), "b1") is None
+    # Again: nothing left to wake (the script re-checks each candidate).
+    assert await budgets.unpark_user(sm, "u1", "budget raised") == 0
+    claim = await claim_next(sm, "router", "w")
+    assert claim.record_id == "b1" and claim.attempt == 1
