@@ -55,6 +55,8 @@ class Rec:
     token: str = ""
     lease_live: bool = False
     due_past: bool = False
+    ec: str = ""
+    """The error class of its last failure (a budget park's wakes by unpark_sagas)."""
     failtok: str = ""
     attempts: dict[str, tuple[int, int]] = field(default_factory=dict)
     expiries: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -145,9 +147,11 @@ class Rec:
             return RC.OK
         return RC.LEASE_LOST
 
-    def apply_fail(self, step: str, token: str, action: FailAction, due_now: bool) -> None:
+    def apply_fail(
+        self, step: str, token: str, action: FailAction, due_now: bool, ec: str = "E"
+    ) -> None:
         m = self
-        m.failtok, m.token, m.entry, m.lease_live = token, "", "", False
+        m.failtok, m.token, m.entry, m.lease_live, m.ec = token, "", "", False, ec
         if action == FailAction.DEAD:
             m.state = F
         else:

@@ -6,8 +6,8 @@ and fail with any claim ever issued (zombies included), promote, manual retry, c
 accept review (commits flag their saga for review at random), the controller's
 requeue of idle entries (no consumer: a new entry for the same saga, state unchanged),
 and quarantine of read entries (a saga waiting on its quarantined entry is dead-lettered),
-and a move to another partition count and back (``saga partitions migrate``'s receive
-and release).
+a move to another partition count and back (``saga partitions migrate``'s receive
+and release), and the wake-up of sagas parked for their budget (``unpark_sagas``).
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -41,7 +41,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from saga.state import operator
+from saga.state import budgets, operator
+from saga.state.budgets import BUDGET_ERROR
 from saga.state.codes import RC
 from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
 from saga.state.keys import GROUP, Keys
@@ -237,16 +238,19 @@ class SagaMachine(RedisMachine):
         action=st.sampled_from(list(FailAction)),
         due_now=st.booleans(),
         resend=st.booleans(),
+        budget=st.booleans(),
     )
     def fail(
-        self, held: tuple[str, Claim], action: FailAction, due_now: bool, resend: bool
-    ) -> None:
+        self, held: tuple[str, Claim], action: FailAction, due_now: bool, resend: bool,
+        budget: bool,
+    ) -> None:  # fmt: skip
         worker, c = held
         m = self.model[c.record_id]
         delay = 0 if due_now else LATER_MS
+        ec = BUDGET_ERROR if budget and action == FailAction.PARK else "E"
         req = FailRequest(
             action=action,
-            error_class="E",
+            error_class=ec,
             error_message="m",
             delay_ms=delay,
             worker=worker,
@@ -259,7 +263,7 @@ class SagaMachine(RedisMachine):
         event(f"fail {action.value}: {expected.name}")
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
-            m.apply_fail(c.step, c.token, action, due_now)
+            m.apply_fail(c.step, c.token, action, due_now, ec)
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.fail(c, req)))
 
@@ -277,6 +281,20 @@ class SagaMachine(RedisMachine):
         got = self.run(self.sm.promote(step, 0, candidates))
         assert got == (len(due), len(waiting) - len(due))
         for rid in due:
+            m = self.model[rid]
+            m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
+
+    @precondition(lambda self: self._in(W))
+    @rule(step=st.sampled_from(STEPS))
+    def unpark(self, step: str) -> None:
+        """A budget raised: the sagas parked for their budget at the step wake now (due or
+        not); other waiting sagas, candidates too, are left as they are."""
+        waiting = [rid for rid, m in self.model.items() if m.state == W and m.step == step]
+        woken = [rid for rid in waiting if self.model[rid].ec == BUDGET_ERROR]
+        got = self.run(budgets._unpark(self.sm, 0, step, waiting, "budget raised", "op-u"))
+        assert got == len(woken)
+        event(f"unpark: {len(woken)} of {len(waiting)}")
+        for rid in woken:
             m = self.model[rid]
             m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
 
