@@ -149,6 +149,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "with 1 and 16 partitions and on clusters of 1 and 3 primaries (16 partitions), "
         "each started for the run; --sagas, --workers, --concurrency apply",
     )
+    p.add_argument(
+        "--scenario",
+        choices=("flood",),
+        help="flood: one user submits --sagas, another --small sagas just after; the small "
+        "user's p50/p99 time to completion and the throughput, without and with a per-user "
+        "cap (--user-cap), and the flood alone both ways (docs/budgets.md)",
+    )
+    p.add_argument("--small", type=_positive(int), default=10, metavar="N",
+                   help="flood: the small user's sagas (10)")  # fmt: skip
+    p.add_argument("--user-cap", type=_positive(int), default=8, metavar="K",
+                   help="flood: SAGA_USER_MAX_INFLIGHT of the fair runs (8)")  # fmt: skip
+    p.add_argument("--step-ms", type=_positive(int), default=20, metavar="MS",
+                   help="flood: the router step's time (20 ms: a model call, scaled down)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
@@ -163,6 +176,8 @@ def main(args: argparse.Namespace) -> int:
 
     if args.features is not None:
         return _features(args)
+    if args.scenario == "flood":
+        return _flood(args)
     if args.cluster:
         return _cluster(args)
     if args.rate is not None and args.rate < 0:
@@ -219,6 +234,33 @@ def _check_pages(page_bytes: int, sagas: int) -> None:
             f"keep the product under {MAX_PAGES_IN_FLIGHT // 2**20:,} MiB.",
             Exit.USAGE,
         )
+
+
+def _flood(args: argparse.Namespace) -> int:
+    import anyio
+
+    from saga.bench.flood import FloodConfig, render, run_flood
+    from saga.cli.common import print_json
+    from saga.runtime import redis_url
+    from saga.settings import load_settings
+
+    cfg = FloodConfig(flood=args.sagas, small=args.small, workers=args.workers,
+                      concurrency=args.concurrency, cap=args.user_cap,
+                      step_ms=args.step_ms)  # fmt: skip
+    command = shlex.join(["saga", "bench", "--scenario", "flood", "--sagas", str(args.sagas),
+                          "--small", str(args.small), "--workers", str(args.workers),
+                          "--concurrency", str(args.concurrency), "--user-cap", str(args.user_cap),
+                          "--step-ms", str(args.step_ms)])  # fmt: skip
+
+    def progress(message: str) -> None:
+        print(f"bench: {message}", file=sys.stderr, flush=True)
+
+    report = anyio.run(run_flood, cfg, redis_url(load_settings()), command, progress)
+    if args.json:
+        print_json(report)
+    else:
+        print(render(report))
+    return Exit.OK
 
 
 def _features(args: argparse.Namespace) -> int:

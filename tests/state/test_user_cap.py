@@ -58,7 +58,8 @@ async def test_a_resent_claim_batch_defers_once(sm: StateMachine, keys: Keys, re
 
     async def claim() -> list[Any]:
         return await sm.claim("router", 0, entries, worker="w1", lease_ms=LEASE_MS,
-                              max_lease_expiries=MAX_LEASE_EXPIRIES, user_cap=CAP, op="op-1")  # fmt: skip
+                              max_lease_expiries=MAX_LEASE_EXPIRIES, user_cap=CAP,
+                              op="op-1")  # fmt: skip
 
     first, again = await claim(), await claim()
     assert [o.code for o in first] == [RC.OK, RC.DEFERRED]
