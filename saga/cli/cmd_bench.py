@@ -157,11 +157,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "cap (--user-cap), and the flood alone both ways (docs/budgets.md)",
     )
     p.add_argument("--small", type=_positive(int), default=10, metavar="N",
-                   help="flood: the small user's sagas (10)")  # fmt: skip
+                   help="flood: sagas of the small user (10)")  # fmt: skip
     p.add_argument("--user-cap", type=_positive(int), default=8, metavar="K",
                    help="flood: SAGA_USER_MAX_INFLIGHT of the fair runs (8)")  # fmt: skip
     p.add_argument("--step-ms", type=_positive(int), default=20, metavar="MS",
-                   help="flood: the router step's time (20 ms: a model call, scaled down)")  # fmt: skip
+                   help="flood: the router step's time (20 ms)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
