@@ -150,9 +150,9 @@ async def _ready(ports: list[int], limit_s: float = 120.0) -> None:
 
 
 async def _submit(sagas: Any, rids: list[str], user: str) -> None:
-    for i in range(0, len(rids), 200):
+    for i in range(0, len(rids), 16):  # within the client's connection pool
         async with anyio.create_task_group() as tg:
-            for rid in rids[i : i + 200]:
+            for rid in rids[i : i + 16]:
                 tg.start_soon(sagas.start, rid, user)
 
 

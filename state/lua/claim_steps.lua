@@ -27,7 +27,8 @@
 -- ARGV[9]  the step whose output is this step's input, as the pipeline says ("" = unknown):
 --          read with the saga's fields in one HMGET; the saga's own 'prev' decides
 -- ARGV[10] per-user cap: attempts of this step one user may hold at once in this
---          partition (0: no cap, KEYS[11..12] untouched). An entry over it is deferred:
+--          partition while other entries wait undelivered in the stream (the group's lag;
+--          0: no cap, KEYS[11..12] untouched). An entry over it is deferred:
 --          acknowledged, its saga stays pending with no entry, and it waits in KEYS[12]
 --          until a slot of its user frees (commit/fail) or the workers are idle
 --          (release_deferred); its new entry is then accepted for the pending saga.
@@ -98,10 +99,31 @@ end
 
 -- Slots in use per user, counted once per batch (see includes/user_cap).
 local slots = {}
+-- Whether entries wait undelivered behind this batch (the group's lag; unknown counts
+-- as yes). With none, a user over the cap takes the slot: nobody is kept waiting, and a
+-- user alone keeps the whole fleet busy without the round trip through deferral.
+local backlog = nil
+local function entries_waiting()
+  if backlog == nil then
+    backlog = true
+    local groups = redis.call('XINFO', 'GROUPS', ready)
+    for gi = 1, 64 do
+      local g = groups[gi]
+      if not g then break end
+      local f = {}
+      for j = 1, 40, 2 do
+        if g[j] == nil then break end
+        f[g[j]] = g[j + 1]
+      end
+      if f['name'] == group then backlog = not (f['lag'] == 0) end
+    end
+  end
+  return backlog
+end
 local function over_cap(user, member)
   if cap <= 0 or redis.call('ZSCORE', inflight, member) then return false end
   if slots[user] == nil then slots[user] = user_slots(inflight, user, now, cap + 16) end
-  return slots[user] >= cap
+  return slots[user] >= cap and entries_waiting()
 end
 
 for i = 1, n do

@@ -22,10 +22,21 @@ pytestmark = pytest.mark.anyio
 CAP = 1
 
 
-async def claim_all(sm: StateMachine, worker: str = "w1", op: str | None = None) -> list[Any]:
+async def behind(sm: StateMachine) -> None:
+    """An entry left undelivered behind the batch: the cap applies only while work waits.
+    (It names no saga: a later read quarantines it; claim_all leaves it out.)"""
+    await sm.client.xadd(sm.keys.ready(0, "router"), {"rid": "zz-behind", "ep": 1, "v": 1})
+
+
+async def claim_all(
+    sm: StateMachine, worker: str = "w1", op: str | None = None, *, backlog: bool = True
+) -> list[Any]:
     entries = await read_ready(sm.client, sm.keys, "router", worker, count=50)
-    return await sm.claim("router", 0, entries, worker=worker, lease_ms=LEASE_MS,
-                          max_lease_expiries=MAX_LEASE_EXPIRIES, user_cap=CAP, op=op)  # fmt: skip
+    if backlog:
+        await behind(sm)
+    out = await sm.claim("router", 0, entries, worker=worker, lease_ms=LEASE_MS,
+                         max_lease_expiries=MAX_LEASE_EXPIRIES, user_cap=CAP, op=op)  # fmt: skip
+    return [o for o in out if o.record_id != "zz-behind"]
 
 
 async def started(sm: StateMachine, *pairs: tuple[str, str]) -> None:
@@ -50,11 +61,20 @@ async def test_entries_over_the_cap_are_deferred_and_others_users_claimed(
     assert [m.split("|")[2] for m in deferred] == ["a2", "a3"]
 
 
+async def test_without_entries_waiting_the_cap_defers_nothing(sm: StateMachine) -> None:
+    """Nothing undelivered behind the batch: a user over the cap takes the slots (nobody
+    is kept waiting, and a user alone keeps every slot busy)."""
+    await started(sm, ("a1", "a"), ("a2", "a"), ("a3", "a"))
+    out = await claim_all(sm, backlog=False)
+    assert [o.code for o in out] == [RC.OK, RC.OK, RC.OK]
+
+
 async def test_a_resent_claim_batch_defers_once(sm: StateMachine, keys: Keys, redis: Any) -> None:
     """The same batch sent again (same op id, as after a lost reply) answers DEFERRED and
     adds no second deferred member."""
     await started(sm, ("a1", "a"), ("a2", "a"))
     entries = await read_ready(sm.client, sm.keys, "router", "w1", count=50)
+    await behind(sm)
 
     async def claim() -> list[Any]:
         return await sm.claim("router", 0, entries, worker="w1", lease_ms=LEASE_MS,
@@ -110,6 +130,7 @@ async def test_expired_slots_free_themselves(sm: StateMachine, keys: Keys, redis
     sends the deferred entry and its claim takes over the expired attempt's place."""
     await started(sm, ("a1", "a"), ("a2", "a"))
     entries = await read_ready(sm.client, sm.keys, "router", "w1", count=50)
+    await behind(sm)
     out = await sm.claim("router", 0, entries, worker="w1", lease_ms=1,
                          max_lease_expiries=MAX_LEASE_EXPIRIES, user_cap=CAP)  # fmt: skip
     assert [o.code for o in out] == [RC.OK, RC.DEFERRED]
