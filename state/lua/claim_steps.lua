@@ -183,7 +183,8 @@ for i = 1, n do
     local lease_until = now + lease_ms
     redis.call('HSET', saga, 'state', STATE.RUNNING, 'seq', seq, 'token', token,
                'worker', worker, 'lease', lease_until, 'claimed', now, 'updated', now,
-               'att:' .. step, epoch .. ':' .. attempt, 'op', op, 'entry', entry)
+               'att:' .. step, epoch .. ':' .. attempt, 'op', op)
+    if s[9] == '' then redis.call('HSET', saga, 'entry', entry) end  -- a released deferral
     index_state(5, record, s[3], STATE.RUNNING, now)
     if cap > 0 then
       local member = s[2] .. '|' .. record
