@@ -1,5 +1,5 @@
 """``saga bench --scenario flood``: one user floods the router, another submits a few
-sagas just after; how long the small user's sagas take, with and without the per-user
+sagas once the flood is submitted (behind what of it is still queued); how long the small user's sagas take, with and without the per-user
 cap (``SAGA_USER_MAX_INFLIGHT``), and the total throughput. A run of the flood alone
 with and without the cap shows what the cap costs a single user.
 
@@ -72,8 +72,6 @@ class FloodConfig(msgspec.Struct, frozen=True, kw_only=True):
     concurrency: int = 32
     cap: int = 8
     step_ms: int = 20
-    small_after_s: float = 1.0
-    """The small user submits this long after the flood's first saga."""
 
 
 class FloodRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -179,11 +177,8 @@ async def _one(
         with _workers(cfg, url, prefix, cap) as ports:
             await _ready(ports)
             began = time.monotonic()
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(_submit, sagas, flood, "flood")
-                if few:
-                    await anyio.sleep(cfg.small_after_s)
-                    tg.start_soon(_submit, sagas, few, "small")
+            await _submit(sagas, flood, "flood")  # the workers start on it meanwhile
+            await _submit(sagas, few, "small")  # ... and find the rest of it queued
             everyone = flood + few
             with anyio.fail_after(600):
                 while await _left(client, keys, everyone):  # noqa: ASYNC110 - other processes
@@ -235,7 +230,7 @@ async def run_flood(
 def render(report: FloodReport) -> str:
     c = report.config
     lines = [
-        f"flood: {c.flood} sagas of one user, {c.small} of another {c.small_after_s:g}s later; "
+        f"flood: {c.flood} sagas of one user, then {c.small} of another; "
         f"router {c.step_ms} ms, {c.workers} worker(s) x {c.concurrency} router slots",
         "",
         f"{'fairness':<22}{'small p50':>11}{'small p99':>11}{'small max':>11}{'sagas/s':>10}",
