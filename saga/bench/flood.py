@@ -1,6 +1,7 @@
 """``saga bench --scenario flood``: one user floods the router, another submits a few
-sagas once the flood is submitted (behind what of it is still queued); how long the small user's sagas take, with and without the per-user
-cap (``SAGA_USER_MAX_INFLIGHT``), and the total throughput. A run of the flood alone
+sagas once the flood is submitted (behind what of it is still queued); how long the
+small user's sagas take, with and without the per-user cap
+(``SAGA_USER_MAX_INFLIGHT``), and the total throughput. A run of the flood alone
 with and without the cap shows what the cap costs a single user.
 
 The router sleeps ``SAGA_BENCH_STEP_MS`` (a model call's latency, scaled down), the
