@@ -176,3 +176,30 @@ async def test_malformed_replies_are_permanent(data: list[dict[str, object]]) ->
 
     with pytest.raises(PermanentError):
         response_vectors(SimpleNamespace(data=data), 1 if len(data) < 2 else 2)
+
+
+async def test_a_spent_budget_stops_the_call_before_anything_is_paid(
+    redis: Any, keys: Keys
+) -> None:
+    """The user's budget is spent: no request, no key fetched, BudgetExceededError (the
+    grouper then groups offline); cached vectors are still served without a check."""
+    from saga.adapters.budget_gate import BudgetGate
+    from saga.state import budgets
+    from saga.steps.errors import BudgetExceededError
+
+    await budgets.set_budget(redis, keys, "u1", budgets.Budget(daily=0.0))
+    gate = BudgetGate(redis, keys)
+    with serve(embeddings_reply) as stub:
+        cached, _ = embedder(redis, keys, stub.url)
+        await cached.embed(["zinc"])  # paid before the check is wired: now cached
+        meter = CostMeter()
+        config = EmbeddingConfig(model=MODEL, api_base=f"{stub.url}/v1", timeout_s=5)
+        checked = LiteLLMEmbedder(
+            config, redis=redis, keys=keys, record_id="rec-2", step="grouper", epoch=1,
+            attempt=1, api_key=StaticKey(Secret("sk-user-one")), meter=meter,
+            budget=lambda: gate.check("u1"),
+        )  # fmt: skip
+        assert (await checked.embed(["zinc"])).paid == 0
+        with pytest.raises(BudgetExceededError, match="daily LLM budget of user u1"):
+            await checked.embed(["zinc", "selenium"])
+        assert len(inputs(stub)) == 1 and meter.total == 0.0
