@@ -160,7 +160,10 @@ class StateMachine:
         """Extend the lease; returns the new deadline (ms). Raises LeaseLostError if fenced."""
         p = self.keys.partition_of(claim.record_id)
         keys = [self.keys.saga(claim.record_id), self.keys.ready(p, claim.step)]
+        keys.append(self.keys.inflight(p, claim.step))
         args = [claim.token, lease_ms, GROUP, worker, claim.entry_id, op or new_op()]
+        capped = claim.step in self.user_caps
+        args.append(f"{claim.user_id}|{claim.record_id}" if capped else "")
         reply = await self._resend(lambda: evalsha(self.client, "extend_lease", keys, args))
         code = to_code(reply[0])
         raise_for(code, claim.record_id)

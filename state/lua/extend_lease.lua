@@ -4,12 +4,15 @@
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  ready stream of the step
+-- KEYS[3]  users' slots of the step  {p}:inflight:<step>  (see includes/user_cap)
 -- ARGV[1]  fencing token of the attempt
 -- ARGV[2]  lease duration (ms)
 -- ARGV[3]  consumer group
 -- ARGV[4]  consumer (worker) name
 -- ARGV[5]  ready entry id
 -- ARGV[6]  operation id
+-- ARGV[7]  the attempt's slot '<user>|<record>' when the step has a per-user cap ("" =
+--          none): its deadline follows the lease, so a long step keeps its slot
 -- Returns: {RC.OK, lease_until_ms}
 --          {RC.DUPLICATE, lease_until_ms}  same op id seen: nothing written
 --          {RC.NOT_FOUND}
@@ -30,4 +33,5 @@ if s[1] ~= STATE.RUNNING or s[2] ~= token then return {RC.LEASE_LOST, s[1]} end
 local lease_until = now_ms() + tonumber(ARGV[2])
 redis.call('HSET', saga, 'lease', lease_until)
 redis.call('XCLAIM', ready, ARGV[3], ARGV[4], 0, ARGV[5], 'JUSTID')
+if ARGV[7] and ARGV[7] ~= '' then redis.call('ZADD', KEYS[3], 'XX', lease_until, ARGV[7]) end
 return op_record(saga, op, {RC.OK, lease_until})

@@ -160,3 +160,20 @@ async def test_cancel_and_retry_of_a_deferred_saga(sm: StateMachine, keys: Keys)
     assert n == 2  # a3's two deferrals (epoch 1, then the retry's)
     out = await claim_all(sm)
     assert sorted(o.code for o in out) == [RC.OK, RC.STALE_ENTRY]
+
+
+async def test_a_heartbeat_keeps_a_long_attempts_slot(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """The slot's deadline follows the lease: a step running past its first lease keeps
+    its slot (no second attempt of its user slips in), without the cap nothing is kept."""
+    sm.user_caps["router"] = (CAP, LEASE_MS)
+    await started(sm, ("a1", "a"))
+    [out] = await claim_all(sm)
+    assert out.claim is not None
+    before = await redis.zscore(keys.inflight(0, "router"), "a|a1")
+    until = await sm.heartbeat(out.claim, worker="w1", lease_ms=10 * LEASE_MS)
+    assert await redis.zscore(keys.inflight(0, "router"), "a|a1") == until > before
+    sm.user_caps.clear()
+    await sm.heartbeat(out.claim, worker="w1", lease_ms=20 * LEASE_MS)
+    assert await redis.zscore(keys.inflight(0, "router"), "a|a1") == until
