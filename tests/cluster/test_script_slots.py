@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from saga.state import operator, recovery, requeue, retention, streams
+from saga.state import budgets, operator, recovery, requeue, retention, streams
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction
@@ -98,6 +98,8 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     late = await client.xrange(keys.ready(p_late, "router"), count=1)
     await requeue.requeue_idle(sm, "router", p_late, [(late[0][0].decode(), "s-late")],
                                min_idle_ms=0)  # fmt: skip
+    await sm.release_deferred("router", p_raw, cap=1, lease_ms=60_000, most=10, idle=True)
+    await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
