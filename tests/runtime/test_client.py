@@ -62,3 +62,27 @@ async def test_retry_from_parser_with_pages_stays_at_parser(redis: Any, keys: Ke
     res = await sagas.retry("mr-1")
     assert res.step == "parser"
     assert (await sagas.get("mr-1")).state == "pending"
+
+
+async def test_budgets_through_the_client(redis: Any, keys: Keys) -> None:
+    """set_budget / budget / budgets / clear_budget: the status carries limits and spend;
+    raising a budget wakes the user's budget-parked saga; a budget needs a limit."""
+    from saga.state.errors import InvalidIdError
+
+    sagas = client(redis, keys)
+    await sagas.start("mr-b", "u-9")
+    claim = await claim_next(sagas.sm, "router", "w")
+    spent = FailRequest(action=FailAction.PARK, error_class="BudgetExceededError",
+                        error_message="spent", delay_ms=3_600_000, cost=0.02)  # fmt: skip
+    await sagas.sm.fail(claim, spent)
+    status = await sagas.set_budget("u-9", daily=0.01)
+    assert (status.daily_usd, status.monthly_usd, status.exceeded) == (0.01, None, "daily")
+    assert status.spent_today_usd == status.spent_month_usd == 0.02
+    assert (await sagas.get("mr-b")).parked_reason == "budget"  # still spent: not woken
+    raised = await sagas.set_budget("u-9", daily=1.0, monthly=10.0)
+    assert raised.exceeded == "" and (await sagas.get("mr-b")).state == "pending"
+    assert [s.user_id for s in await sagas.budgets()] == ["u-9"]
+    assert await sagas.clear_budget("u-9") and not await sagas.clear_budget("u-9")
+    assert (await sagas.budget("u-9")).daily_usd is None
+    with pytest.raises(InvalidIdError, match="needs a daily or a monthly limit"):
+        await sagas.set_budget("u-9")
