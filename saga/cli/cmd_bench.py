@@ -1,4 +1,4 @@
-"""saga bench [--scenario default] [--sagas N] [--workers W] [--concurrency C] [--rate R]
+"""saga bench [--scenario default|flood] [--sagas N] [--workers W] [--concurrency C] [--rate R]
 [--tracing on|off] [--only saga|seed|batched|minimal] [--json]"""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 from saga.cli.common import CliError, Exit
 
-SCENARIOS = ("default",)
+SCENARIOS = ("default", "flood")
 """Workloads of ``saga bench --scenario``."""
 
 
@@ -57,7 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "--scenario",
         choices=SCENARIOS,
         default="default",
-        help="the workload: default, N three-step no-op sagas (default)",
+        help="the workload: default, N three-step no-op sagas (default); flood, one user "
+        "submits --sagas, then another --small: the small user's p50/p99 time to completion "
+        "and the throughput without and with a per-user cap (--user-cap), and the flood "
+        "alone both ways (docs/budgets.md)",
     )
     p.add_argument(
         "--sagas", type=_positive(int), default=1000, metavar="N", help="sagas (default 1000)"
@@ -148,13 +151,6 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="only measure how throughput grows with primaries: the backlog on 1 server "
         "with 1 and 16 partitions and on clusters of 1 and 3 primaries (16 partitions), "
         "each started for the run; --sagas, --workers, --concurrency apply",
-    )
-    p.add_argument(
-        "--scenario",
-        choices=("flood",),
-        help="flood: one user submits --sagas, another --small sagas just after; the small "
-        "user's p50/p99 time to completion and the throughput, without and with a per-user "
-        "cap (--user-cap), and the flood alone both ways (docs/budgets.md)",
     )
     p.add_argument("--small", type=_positive(int), default=10, metavar="N",
                    help="flood: sagas of the small user (10)")  # fmt: skip

@@ -5,12 +5,22 @@ told. 0 is no cap; the scripts then leave the cap's keys alone."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
-from saga.pipeline import StepSpec
 from saga.settings import Settings
 
 
-def user_caps(settings: Settings, specs: Sequence[StepSpec]) -> dict[str, tuple[int, int]]:
+class _Step(Protocol):
+    """A step's name and lease (a StepSpec, or the controller's StepLease)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def lease_s(self) -> float: ...
+
+
+def user_caps(settings: Settings, specs: Sequence[_Step]) -> dict[str, tuple[int, int]]:
     """Step -> (per-user cap, lease ms), for the steps that have a cap."""
     caps = {}
     for spec in specs:
