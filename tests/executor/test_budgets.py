@@ -110,8 +110,8 @@ async def test_a_spent_budget_parks_without_a_call_and_a_raise_wakes_it(
     [router] = [s for s in cli_json(keys, redis_url, "top", "--once")["steps"]
                 if s["step"] == "router"]  # fmt: skip
     assert router["parked"] == 1
-    assert re.search(r'^saga_steps_parked_total\{[^}]*step="router"[^}]*\} 1', await metrics_text(worker),
-                     re.MULTILINE)  # fmt: skip
+    parked = r'^saga_steps_parked_total\{[^}]*step="router"[^}]*\} 1'
+    assert re.search(parked, await metrics_text(worker), re.MULTILINE)
 
     raised = cli(keys, redis_url, "budget", "set", "u1", "--daily", "1", "--monthly", "5")
     assert raised.returncode == 0 and "1 parked step woken" in raised.stdout, raised.stdout
