@@ -20,7 +20,7 @@ from saga.state.codes import RC, raise_for, to_code
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys
 from saga.state.limits import StateLimits
-from saga.state.model import Claim, SagaState
+from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
 from saga.state.scripts import evalsha, evalsha_many
@@ -126,6 +126,10 @@ class StateMachine:
         with the saga's state in one command; a saga whose last step differs costs one more."""
         if not entries:
             return []
+        if is_undo(step):
+            return await self._claim_undo(
+                step, partition, entries, worker, lease_ms, max_lease_expiries, prev_step, op
+            )
         k = self.keys
         keys = [
             k.ready(partition, step),
@@ -145,6 +149,45 @@ class StateMachine:
         unseal = k.unseal if k.sealer is not None else None
         return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
 
+    async def _claim_undo(
+        self,
+        step: str,
+        partition: int,
+        entries: Sequence[tuple[str, str]],
+        worker: str,
+        lease_ms: int,
+        max_lease_expiries: int,
+        prev_step: str,
+        op: str | None,
+    ) -> list[ClaimOutcome]:
+        """``claim`` of an undo step: the claim's ``extra`` holds the undone step's
+        ``output``, its commit token (``done``) and the undo plan left (``undo``)."""
+        k = self.keys
+        keys = [k.ready(partition, step), k.dead(partition, step), k.stats(partition)]
+        keys += self._state_indexes(partition)
+        args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
+        args += [self.limits.history_maxlen, max_lease_expiries, prev_step or "_input"]
+        for entry_id, record_id in entries:
+            rk = k.record(record_id)
+            keys += [rk.saga, rk.history]
+            args += [entry_id, record_id]
+        replies = await self._resend(lambda: evalsha(self.client, "claim_undo", keys, args))
+        unseal = k.unseal if k.sealer is not None else None
+        out = []
+        for r in replies:
+            got = claim_outcome(r, step, ("output",), unseal)
+            if got.claim is not None:
+                extra = {
+                    **got.claim.extra,
+                    "done": bytes(r[15] or b""),
+                    "undo": bytes(r[16] or b""),
+                }
+                got = msgspec.structs.replace(
+                    got, claim=msgspec.structs.replace(got.claim, extra=extra)
+                )
+            out.append(got)
+        return out
+
     # -- heartbeat ----------------------------------------------------------
     async def heartbeat(
         self, claim: Claim, *, worker: str, lease_ms: int, op: str | None = None
@@ -160,6 +203,8 @@ class StateMachine:
 
     # -- commit and fail ----------------------------------------------------
     def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
+        if is_undo(claim.step):
+            return self._commit_undo_call(claim, req)
         k = self.keys
         rk = k.record(claim.record_id)
         p = rk.partition
@@ -192,7 +237,33 @@ class StateMachine:
         args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review]
         return "commit_step", keys, args
 
+    def _commit_undo_call(
+        self, claim: Claim, req: CommitRequest
+    ) -> tuple[str, list[str], list[Any]]:
+        k = self.keys
+        rk = k.record(claim.record_id)
+        p = rk.partition
+        ready = k.ready(p, claim.step)
+        keys = [rk.saga, rk.history, ready, k.ready(p, req.next_step) if req.next_step else ready]
+        keys += [k.stats(p), *self._state_indexes(p)]
+        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
+        args += [req.op or new_op(), self.limits.history_maxlen, req.worker]
+        return "commit_undo", keys, args
+
+    def _fail_undo_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
+        k = self.keys
+        rk = k.record(claim.record_id)
+        p = rk.partition
+        keys = [rk.saga, rk.history, k.ready(p, claim.step), k.delayed(p, claim.step)]
+        keys += [k.dead(p, claim.step), k.stats(p), *self._state_indexes(p)]
+        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
+        args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
+        args += [self.limits.history_maxlen, req.worker]
+        return "fail_undo", keys, args
+
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
+        if is_undo(claim.step):
+            return self._fail_undo_call(claim, req)
         k = self.keys
         rk = k.record(claim.record_id)
         p = rk.partition
@@ -211,6 +282,10 @@ class StateMachine:
         args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
         args += [len(req.cost_keys[:64])]
+        if req.undo and req.action == FailAction.DEAD:  # else the call is as before
+            undo = req.undo[:32]
+            keys += [k.ready(p, undo_of(s)) for s in undo]
+            args += [len(undo), *undo]
         return "fail_step", keys, args
 
     async def commit(self, claim: Claim, req: CommitRequest) -> Outcome:

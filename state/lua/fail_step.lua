@@ -2,7 +2,10 @@
 -- in Python (saga.state.policy) from the error type and attempts, applied here:
 --   retry  schedule the step again after delay_ms (sorted set by due time)
 --   park   like retry, but the attempt is refunded (a circuit breaker was open)
---   dead   mark the saga failed and append a dead letter with the reason
+--   dead   mark the saga failed and append a dead letter with the reason; or, when a
+--          committed step has a compensation (ARGV[15] > 0 and one of ARGV[16..] has its
+--          output stored), enter 'compensating' instead: no dead letter, the reason stays
+--          in the saga and its history, the first undo is enqueued
 -- The input entry is acknowledged in every case; a second fail of the same
 -- attempt returns the recorded result, writing nothing.
 --
@@ -15,6 +18,7 @@
 -- KEYS[7]  day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[8..13] state indexes, in SagaState order
 -- KEYS[14..13+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[14+n..13+n+u] undo ready streams of ARGV[16..15+u], in that order (dead only)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -29,18 +33,23 @@
 -- ARGV[12] worker name
 -- ARGV[13] LLM tokens used by the attempt
 -- ARGV[14] n: number of cached-answer keys at KEYS[14..], at most 64
--- Returns: {RC.OK, state, due_ms | dead_entry_id}
+-- ARGV[15] u: number of steps with a compensation that follow ("" or 0: none), at most 32
+-- ARGV[16..15+u] those steps, latest in the pipeline first
+-- Returns: {RC.OK, state, due_ms | dead_entry_id | first undo step}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}      stale token: only a 'fenced' event is written
 --                                      (once per op id), naming the late error
--- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter
+-- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter, or
+--          (compensation) 'dead_lettered' (x = 'compensating'), 'compensating' and an undo
+--          ready entry {rid, ep, v}
 --@include now
 --@include history
 --@include state_index
 --@include fence
 --@include cost
 --@include dead_letter
+--@include undo_plan
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
 local step, token, entry, group, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -75,6 +84,23 @@ local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', du
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13], 'op', ARGV[9]}
 
 if action == 'dead' then
+  local n_cost, n_undo = tonumber(ARGV[14]) or 0, tonumber(ARGV[15] or '0') or 0
+  local plan, head = undo_plan(saga, 15, n_undo)
+  if head > 0 then
+    ev[#ev + 1] = 'e'
+    ev[#ev + 1] = 'dead_lettered'
+    ev[#ev + 1] = 'x'
+    ev[#ev + 1] = STATE.COMPENSATING
+    redis.call('HSET', saga, 'ec', ec, 'em', em)
+    redis.call('HINCRBY', KEYS[6], 'dead:' .. step, 1)
+    history_append(hist, maxlen, ev)
+    local state, first = begin_undo({saga = saga, hist = hist, ready_at = 14 + n_cost,
+                                     index_at = 8, record = record, from = STATE.RUNNING,
+                                     step = step, epoch = epoch, now = now, maxlen = maxlen,
+                                     op = ARGV[9], why = 'step ' .. step .. ' failed for good'},
+                                    plan, head)
+    return {RC.OK, state, first}
+  end
   local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 8},
                          {record = record, user = user, step = step, attempt = attempt,
                           epoch = epoch, from = STATE.RUNNING, ec = ec, em = em, now = now})
