@@ -18,7 +18,7 @@ import msgspec
 from redis.exceptions import ResponseError
 
 from saga.state.errors import InvalidIdError
-from saga.state.ids import validate_step
+from saga.state.ids import validate_step, validate_work
 from saga.state.keys import GROUP, Keys
 from saga.state.model import SagaState
 from saga.state.presence import Presence, live_workers
@@ -51,12 +51,14 @@ class StepStats(msgspec.Struct, frozen=True, kw_only=True):
     dead_lettered: int
 
 
-async def registered_steps(client: Any, keys: Keys) -> list[str]:
-    """Every step a worker or client created groups for, sorted by name."""
+async def registered_steps(client: Any, keys: Keys, *, undo: bool = False) -> list[str]:
+    """Every step a worker or client created groups for, sorted by name; with ``undo``,
+    the undo steps (``undo:<step>``, a compensation's) too."""
     steps = []
+    check = validate_work if undo else validate_step
     for name in sorted({text(n) for n in await client.smembers(keys.steps_registry())}):
         with contextlib.suppress(InvalidIdError):
-            steps.append(validate_step(name))
+            steps.append(check(name))
     return steps
 
 

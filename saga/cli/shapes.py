@@ -111,11 +111,14 @@ class BulkRetryDocument(msgspec.Struct, kw_only=True):
 
 
 class CancelResult(msgspec.Struct, kw_only=True):
-    """``saga cancel --json``."""
+    """``saga cancel --json`` (and ``saga cancel --compensate --json``)."""
 
     record_id: str
     previous_state: SagaState
     state: SagaState
+    """cancelled; with --compensate, compensating (or compensated: nothing to undo)."""
+    first_undo: str = ""
+    """With --compensate: the undo step that runs first (``undo:<step>``)."""
 
 
 class DeadLettersDocument(msgspec.Struct, kw_only=True):

@@ -1,0 +1,120 @@
+"""Compensations with real ``saga worker module:app`` processes and a real server: a
+permanent failure undoes the committed steps latest first, each effect once, through a
+kill -9 mid-undo; an undo that fails until it succeeds; one that fails for good; two types
+sharing step names; and the operator's cancel with and without --compensate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.model import EventType, HistoryEvent
+from tests.app import undo_apps
+from tests.app.undo_apps import Trip
+from tests.cli.inspect_support import cli_json
+from tests.executor.conftest import SpawnWorker
+from tests.executor.support import saga_and_history, states, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "ledger"
+    path.mkdir()
+    monkeypatch.setenv("UNDO_LEDGER", str(path))
+    return path
+
+
+def _undo_commits(events: list[HistoryEvent]) -> list[str]:
+    return [e.step for e in events if e.event == EventType.COMMITTED and e.step.startswith("undo:")]
+
+
+async def _wait_states(redis: Any, keys: Keys, rids: list[str], want: str, within: float = 60):
+    async def reached() -> bool:
+        return await states(redis, keys, rids) == [want] * len(rids)
+
+    await wait_until(reached, within=within, what=f"sagas to be {want}", every=0.05)
+
+
+async def test_undo_latest_first_each_effect_once_through_kill_9(
+    spawn: SpawnWorker, settings: Settings, redis: Any, ledger: Path
+) -> None:
+    """pay fails for good: hotel then flight are undone; the worker running the hotel's
+    undo is killed -9 mid-undo; another takes it over after the lease; each undo's effect
+    happens once, under the key its step ran with."""
+    env = {"UNDO_LEDGER": str(ledger), "SAGA_HOTEL_LEASE": "2"}
+    first = spawn("tests.app.undo_apps:trips", **env)
+    rids = [f"t-{i}" for i in range(3)]
+    async with undo_apps.trips.client(settings) as trips:
+        for rid in rids:
+            await trips.start(rid, "u1", input=Trip(who=rid, fail_at="pay", hang_undo=True))
+        k = trips.keys
+
+        async def all_hung() -> bool:
+            return all((ledger / f"hung@{rid}").exists() for rid in rids)
+
+        await wait_until(all_hung, within=60, what="every hotel undo to hang", every=0.05)
+        first.kill()  # SIGKILL, mid-undo
+        second = spawn("tests.app.undo_apps:trips", **env)
+        await _wait_states(redis, k, rids, "compensated", within=90)
+    for rid in rids:
+        saga, events = await saga_and_history(redis, k, rid)
+        assert _undo_commits(events) == ["undo:hotel", "undo:flight"]
+        assert saga.error_message == "card declined"
+        reclaimed = [e for e in events if e.event == EventType.RECLAIMED]
+        assert [e.step for e in reclaimed] == ["undo:hotel"]
+        assert second.owns(reclaimed[0].worker) and first.owns(reclaimed[0].previous_worker)
+        assert saga.outputs.keys() == {"pay"} or "flight" not in saga.outputs
+    hotel, flight = undo_apps.done("trips-cancel-hotel"), undo_apps.done("trips-cancel-flight")
+    assert sorted(hotel) == sorted(f"{r}:hotel:e1" for r in rids)  # the steps' own keys
+    assert sorted(flight) == sorted(f"{r}:flight:e1" for r in rids)
+    for rid in rids:
+        assert hotel[f"{rid}:hotel:e1"] < flight[f"{rid}:flight:e1"]  # latest step first
+    assert sorted(undo_apps.runs("trips-cancel-hotel")) == sorted(hotel)  # run once each
+
+
+async def test_an_undo_failing_until_it_succeeds_and_one_failing_for_good(
+    spawn: SpawnWorker, settings: Settings, redis: Any, keys: Keys, redis_url: str, ledger: Path
+) -> None:
+    """An undo that fails twice is retried with backoff and succeeds; one that fails for
+    good ends compensation_failed with a dead letter naming the reason, the flight still
+    booked; saga retry resumes it (here it fails again: the hotel still refuses)."""
+    spawn("tests.app.undo_apps:trips", UNDO_LEDGER=str(ledger))
+    async with undo_apps.trips.client(settings) as trips:
+        await trips.start("t-ok", "u1", input=Trip(who="a", fail_at="pay", undo_fails=2))
+        await trips.start("t-bad", "u1", input=Trip(who="b", fail_at="pay", undo_fails=-1))
+        k = trips.keys
+        await _wait_states(redis, k, ["t-ok"], "compensated")
+        await _wait_states(redis, k, ["t-bad"], "compensation_failed")
+    saga, events = await saga_and_history(redis, k, "t-ok")
+    retried = [e for e in events if e.event == EventType.RETRY_SCHEDULED]
+    assert [(e.step, e.attempt) for e in retried] == [("undo:hotel", 1), ("undo:hotel", 2)]
+    assert _undo_commits(events) == ["undo:hotel", "undo:flight"]
+    saga, events = await saga_and_history(redis, k, "t-bad")
+    assert (saga.step, saga.error_class) == ("undo:hotel", "PermanentError")
+    assert _undo_commits(events) == []
+    assert "t-bad:flight:e1" not in undo_apps.done("trips-cancel-flight")
+    dead = cli_json(keys, redis_url, "dlq", "list", "--type", "trips", "--json")
+    rows = [(d["record_id"], d["step"], d["error_message"]) for d in dead["dead_letters"]]
+    assert rows == [("t-bad", "undo:hotel", "the hotel refuses to cancel")]
+
+
+async def test_two_types_sharing_step_names_compensate_their_own(
+    spawn: SpawnWorker, settings: Settings, redis: Any, ledger: Path
+) -> None:
+    """trips and tours both have flight and hotel: each type's undos run its own code."""
+    spawn("tests.app.undo_apps:trips", UNDO_LEDGER=str(ledger))
+    spawn("tests.app.undo_apps:tours", UNDO_LEDGER=str(ledger))
+    async with undo_apps.trips.client(settings) as trips, undo_apps.tours.client(settings) as tours:
+        for c in (trips, tours):
+            await c.start("same-id", "u1", input=Trip(who="x", fail_at="pay"))
+        for c in (trips, tours):
+            await _wait_states(redis, c.keys, ["same-id"], "compensated")
+    for kind in ("trips", "tours"):
+        assert list(undo_apps.done(f"{kind}-cancel-hotel")) == ["same-id:hotel:e1"]
+        assert list(undo_apps.done(f"{kind}-cancel-flight")) == ["same-id:flight:e1"]
