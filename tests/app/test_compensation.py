@@ -15,7 +15,7 @@ from saga.state.keys import Keys
 from saga.state.model import EventType, HistoryEvent
 from tests.app import undo_apps
 from tests.app.undo_apps import Trip
-from tests.cli.inspect_support import cli_json
+from tests.cli.inspect_support import cli, cli_json
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
 
@@ -102,6 +102,20 @@ async def test_an_undo_failing_until_it_succeeds_and_one_failing_for_good(
     dead = cli_json(keys, redis_url, "dlq", "list", "--type", "trips", "--json")
     rows = [(d["record_id"], d["step"], d["error_message"]) for d in dead["dead_letters"]]
     assert rows == [("t-bad", "undo:hotel", "the hotel refuses to cancel")]
+    shown = cli_json(keys, redis_url, "show", "t-bad", "--type", "trips", "--json")
+    validate("show", shown)
+    assert (shown["saga"]["state"], shown["saga"]["step"]) == ("compensation_failed", "undo:hotel")
+    listed = cli_json(keys, redis_url, "list", "--type", "trips", "--state", "compensation_failed",
+                      "--json")  # fmt: skip
+    assert [r["record_id"] for r in listed["sagas"]] == ["t-bad"]
+    retried = cli(keys, redis_url, "retry", "t-bad", "--type", "trips")  # resumes the undos
+    assert retried.returncode == 0, retried.stderr
+
+    async def failed_again() -> bool:
+        s, _ = await saga_and_history(redis, k, "t-bad")
+        return s.state == "compensation_failed" and s.epoch == saga.epoch + 1
+
+    await wait_until(failed_again, within=60, what="the resumed undo to fail again", every=0.05)
 
 
 async def test_two_types_sharing_step_names_compensate_their_own(
@@ -118,3 +132,62 @@ async def test_two_types_sharing_step_names_compensate_their_own(
     for kind in ("trips", "tours"):
         assert list(undo_apps.done(f"{kind}-cancel-hotel")) == ["same-id:hotel:e1"]
         assert list(undo_apps.done(f"{kind}-cancel-flight")) == ["same-id:flight:e1"]
+
+
+async def test_cancel_with_and_without_compensate_and_the_cli_views(
+    spawn: SpawnWorker, settings: Settings, redis: Any, keys: Keys, redis_url: str, ledger: Path
+) -> None:
+    """Two sagas wait at the hotel (only the flight's worker runs): plain cancel leaves the
+    flight booked; cancel --compensate undoes it. show draws the undo row, list filters by
+    the new states, and the JSON documents fit their schemas."""
+    spawn("tests.app.undo_apps:trips", "flight", UNDO_LEDGER=str(ledger))
+    async with undo_apps.trips.client(settings) as trips:
+        for rid in ("c-plain", "c-comp"):
+            await trips.start(rid, "u1", input=Trip(who=rid))
+        k = trips.keys
+
+        async def at_hotel() -> bool:
+            got = [await trips.get(r) for r in ("c-plain", "c-comp")]
+            return [(s.state, s.step) for s in got] == [("pending", "hotel")] * 2
+
+        await wait_until(at_hotel, within=60, what="both sagas to wait at the hotel", every=0.05)
+    plain = cli_json(keys, redis_url, "cancel", "c-plain", "--type", "trips", "--json")
+    assert (plain["previous_state"], plain["state"]) == ("pending", "cancelled")
+    comp = cli_json(keys, redis_url, "cancel", "c-comp", "--type", "trips", "--compensate",
+                    "--json")  # fmt: skip
+    validate("cancel", comp)
+    assert (comp["previous_state"], comp["state"], comp["first_undo"]) == (
+        "pending", "compensating", "undo:flight")  # fmt: skip
+    await _wait_states(redis, k, ["c-comp"], "compensated")
+    assert list(undo_apps.done("trips-cancel-flight")) == ["c-comp:flight:e1"]
+    again = cli(keys, redis_url, "cancel", "c-comp", "--type", "trips", "--compensate")
+    assert (again.returncode, again.stdout) == (0, "saga c-comp is already compensated\n")
+    refused = cli(keys, redis_url, "cancel", "c-comp", "--type", "trips")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "compensated" in refused.stderr
+
+    shown = cli(keys, redis_url, "show", "c-comp", "--type", "trips")
+    assert shown.returncode == 0, shown.stderr
+    assert "compensated" in shown.stdout and "undo:flight" in shown.stdout
+    doc = cli_json(keys, redis_url, "show", "c-comp", "--type", "trips", "--json")
+    validate("show", doc)
+    assert doc["saga"]["state"] == "compensated"
+    assert [(a["step"], a["outcome"]) for a in doc["attempts"]][-1] == ("undo:flight", "committed")
+    listed = cli_json(
+        keys, redis_url, "list", "--type", "trips", "--state", "compensated", "--json"
+    )
+    validate("list", listed)
+    assert [r["record_id"] for r in listed["sagas"]] == ["c-comp"]
+    text = cli(keys, redis_url, "list", "--type", "trips", "--state", "cancelled")
+    assert "c-plain" in text.stdout and "c-comp" not in text.stdout
+
+
+def validate(name: str, doc: Any) -> None:
+    import json
+
+    import jsonschema
+
+    from saga.cli import shapes
+
+    schema = json.loads((shapes.SCHEMAS / f"{name}.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
