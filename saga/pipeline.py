@@ -53,7 +53,10 @@ class StepSpec:
     """The commit deletes the pages blob (it is no longer needed)."""
     compensate: CompensateFn | None = None
     """Undoes the step's committed effect (``check_compensate`` says the shape); None
-    for a step with nothing to undo. Carried for the compensation runner."""
+    for a step with nothing to undo. Its workers run it as ``undo:<step>`` (saga.undo)."""
+    previous_output: bool = False
+    """The claim also returns the output this step committed before, in an earlier epoch
+    (``ctx.previous_output``): a step whose effect must be replaced on a re-run."""
 
     def __post_init__(self) -> None:
         validate_work(self.name)  # undo:<step> is the pseudo-step of a compensation

@@ -53,6 +53,7 @@ def undo_spec(spec: StepSpec) -> StepSpec:
         compensate=None,
         loads_pages=False,
         deletes_pages=False,
+        previous_output=False,
     )
 
 

@@ -67,6 +67,7 @@ class Executor:
         self.type_info = pipeline.info()
         self._prev = {s.name: pipeline.prev_of(undone_step(s.name)) for s in self.specs}
         self._undoable = pipeline.undoable()
+        self._extras = {s.name: (f"out:{s.name}",) if s.previous_output else () for s in self.specs}
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.health = health or HealthState()
@@ -327,6 +328,7 @@ class Executor:
                 lease_ms=int(spec.lease_s * 1000),
                 max_lease_expiries=spec.retry.max_lease_expiries,
                 load_pages=spec.loads_pages,
+                extra_fields=self._extras[spec.name],
                 prev_step=self._prev[spec.name],
             )
             for out in outcomes:
