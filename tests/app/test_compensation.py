@@ -49,6 +49,7 @@ async def test_undo_latest_first_each_effect_once_through_kill_9(
     happens once, under the key its step ran with."""
     env = {"UNDO_LEDGER": str(ledger), "SAGA_HOTEL_LEASE": "2"}
     first = spawn("tests.app.undo_apps:trips", **env)
+    await first.wait_ready(within=120)
     rids = [f"t-{i}" for i in range(3)]
     async with undo_apps.trips.client(settings) as trips:
         for rid in rids:
@@ -84,7 +85,8 @@ async def test_an_undo_failing_until_it_succeeds_and_one_failing_for_good(
     """An undo that fails twice is retried with backoff and succeeds; one that fails for
     good ends compensation_failed with a dead letter naming the reason, the flight still
     booked; saga retry resumes it (here it fails again: the hotel still refuses)."""
-    spawn("tests.app.undo_apps:trips", UNDO_LEDGER=str(ledger))
+    worker = spawn("tests.app.undo_apps:trips", UNDO_LEDGER=str(ledger))
+    await worker.wait_ready(within=120)
     async with undo_apps.trips.client(settings) as trips:
         await trips.start("t-ok", "u1", input=Trip(who="a", fail_at="pay", undo_fails=2))
         await trips.start("t-bad", "u1", input=Trip(who="b", fail_at="pay", undo_fails=-1))
@@ -122,8 +124,8 @@ async def test_two_types_sharing_step_names_compensate_their_own(
     spawn: SpawnWorker, settings: Settings, redis: Any, ledger: Path
 ) -> None:
     """trips and tours both have flight and hotel: each type's undos run its own code."""
-    spawn("tests.app.undo_apps:trips", UNDO_LEDGER=str(ledger))
-    spawn("tests.app.undo_apps:tours", UNDO_LEDGER=str(ledger))
+    for name in ("trips", "tours"):
+        await spawn(f"tests.app.undo_apps:{name}", UNDO_LEDGER=str(ledger)).wait_ready(within=120)
     async with undo_apps.trips.client(settings) as trips, undo_apps.tours.client(settings) as tours:
         for c in (trips, tours):
             await c.start("same-id", "u1", input=Trip(who="x", fail_at="pay"))
@@ -140,7 +142,8 @@ async def test_cancel_with_and_without_compensate_and_the_cli_views(
     """Two sagas wait at the hotel (only the flight's worker runs): plain cancel leaves the
     flight booked; cancel --compensate undoes it. show draws the undo row, list filters by
     the new states, and the JSON documents fit their schemas."""
-    spawn("tests.app.undo_apps:trips", "flight", UNDO_LEDGER=str(ledger))
+    worker = spawn("tests.app.undo_apps:trips", "flight", UNDO_LEDGER=str(ledger))
+    await worker.wait_ready(within=120)
     async with undo_apps.trips.client(settings) as trips:
         for rid in ("c-plain", "c-comp"):
             await trips.start(rid, "u1", input=Trip(who=rid))
@@ -150,7 +153,8 @@ async def test_cancel_with_and_without_compensate_and_the_cli_views(
             got = [await trips.get(r) for r in ("c-plain", "c-comp")]
             return [(s.state, s.step) for s in got] == [("pending", "hotel")] * 2
 
-        await wait_until(at_hotel, within=60, what="both sagas to wait at the hotel", every=0.05)
+        await wait_until(at_hotel, within=60, what="both sagas to wait at the hotel", every=0.05,
+                         on_timeout=worker.tail)  # fmt: skip
     plain = cli_json(keys, redis_url, "cancel", "c-plain", "--type", "trips", "--json")
     assert (plain["previous_state"], plain["state"]) == ("pending", "cancelled")
     comp = cli_json(keys, redis_url, "cancel", "c-comp", "--type", "trips", "--compensate",
