@@ -24,6 +24,7 @@ from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
 from saga.state.scripts import evalsha, evalsha_many
+from saga.state.undo_calls import UndoClaim, claim_undo, commit_undo_call, fail_undo_call
 
 T = TypeVar("T")
 
@@ -127,9 +128,8 @@ class StateMachine:
         if not entries:
             return []
         if is_undo(step):
-            return await self._claim_undo(
-                step, partition, entries, worker, lease_ms, max_lease_expiries, prev_step, op
-            )
+            undo = UndoClaim(worker, lease_ms, max_lease_expiries, prev_step, op or new_op())
+            return await self._resend(lambda: claim_undo(self, step, partition, entries, undo))
         k = self.keys
         keys = [
             k.ready(partition, step),
@@ -149,45 +149,6 @@ class StateMachine:
         unseal = k.unseal if k.sealer is not None else None
         return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
 
-    async def _claim_undo(
-        self,
-        step: str,
-        partition: int,
-        entries: Sequence[tuple[str, str]],
-        worker: str,
-        lease_ms: int,
-        max_lease_expiries: int,
-        prev_step: str,
-        op: str | None,
-    ) -> list[ClaimOutcome]:
-        """``claim`` of an undo step: the claim's ``extra`` holds the undone step's
-        ``output``, its commit token (``done``) and the undo plan left (``undo``)."""
-        k = self.keys
-        keys = [k.ready(partition, step), k.dead(partition, step), k.stats(partition)]
-        keys += self._state_indexes(partition)
-        args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
-        args += [self.limits.history_maxlen, max_lease_expiries, prev_step or "_input"]
-        for entry_id, record_id in entries:
-            rk = k.record(record_id)
-            keys += [rk.saga, rk.history]
-            args += [entry_id, record_id]
-        replies = await self._resend(lambda: evalsha(self.client, "claim_undo", keys, args))
-        unseal = k.unseal if k.sealer is not None else None
-        out = []
-        for r in replies:
-            got = claim_outcome(r, step, ("output",), unseal)
-            if got.claim is not None:
-                extra = {
-                    **got.claim.extra,
-                    "done": bytes(r[15] or b""),
-                    "undo": bytes(r[16] or b""),
-                }
-                got = msgspec.structs.replace(
-                    got, claim=msgspec.structs.replace(got.claim, extra=extra)
-                )
-            out.append(got)
-        return out
-
     # -- heartbeat ----------------------------------------------------------
     async def heartbeat(
         self, claim: Claim, *, worker: str, lease_ms: int, op: str | None = None
@@ -204,7 +165,7 @@ class StateMachine:
     # -- commit and fail ----------------------------------------------------
     def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
         if is_undo(claim.step):
-            return self._commit_undo_call(claim, req)
+            return commit_undo_call(self, claim, req, req.op or new_op())
         k = self.keys
         rk = k.record(claim.record_id)
         p = rk.partition
@@ -237,33 +198,9 @@ class StateMachine:
         args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review]
         return "commit_step", keys, args
 
-    def _commit_undo_call(
-        self, claim: Claim, req: CommitRequest
-    ) -> tuple[str, list[str], list[Any]]:
-        k = self.keys
-        rk = k.record(claim.record_id)
-        p = rk.partition
-        ready = k.ready(p, claim.step)
-        keys = [rk.saga, rk.history, ready, k.ready(p, req.next_step) if req.next_step else ready]
-        keys += [k.stats(p), *self._state_indexes(p)]
-        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
-        args += [req.op or new_op(), self.limits.history_maxlen, req.worker]
-        return "commit_undo", keys, args
-
-    def _fail_undo_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
-        k = self.keys
-        rk = k.record(claim.record_id)
-        p = rk.partition
-        keys = [rk.saga, rk.history, k.ready(p, claim.step), k.delayed(p, claim.step)]
-        keys += [k.dead(p, claim.step), k.stats(p), *self._state_indexes(p)]
-        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
-        args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
-        args += [self.limits.history_maxlen, req.worker]
-        return "fail_undo", keys, args
-
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
         if is_undo(claim.step):
-            return self._fail_undo_call(claim, req)
+            return fail_undo_call(self, claim, req, req.op or new_op())
         k = self.keys
         rk = k.record(claim.record_id)
         p = rk.partition
