@@ -247,7 +247,9 @@ class StateCounts(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def state_counts(client: Any, keys: Keys) -> StateCounts:
-    """ZCARD of every state index and the review index, in one pipeline."""
+    """ZCARD of every state index and the review index, in one pipeline. The compensation
+    states share their indexes (keys.SHARED_INDEX): active counts compensating sagas,
+    failed counts compensation_failed ones, cancelled counts compensated ones."""
     names = ("active", "waiting_retry", "completed", "failed", "cancelled")
     states = [SagaState.PENDING, SagaState.WAITING_RETRY, SagaState.COMPLETED,
               SagaState.FAILED, SagaState.CANCELLED]  # fmt: skip
