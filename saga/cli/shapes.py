@@ -110,8 +110,9 @@ class BulkRetryDocument(msgspec.Struct, kw_only=True):
     """Failed at the step, their dead letter purged: left out (``saga retry <record>``)."""
 
 
-class CancelResult(msgspec.Struct, kw_only=True):
-    """``saga cancel --json`` (and ``saga cancel --compensate --json``)."""
+class CancelResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """``saga cancel --json`` (and ``saga cancel --compensate --json``, which adds
+    ``first_undo``)."""
 
     record_id: str
     previous_state: SagaState
