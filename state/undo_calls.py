@@ -55,7 +55,8 @@ async def claim_undo(
         got = claim_outcome(r, step, ("output",), unseal)
         if got.claim is not None:
             extra = {**got.claim.extra, "done": bytes(r[15] or b""), "undo": bytes(r[16] or b"")}
-            got = msgspec.structs.replace(got, claim=msgspec.structs.replace(got.claim, extra=extra))
+            claim = msgspec.structs.replace(got.claim, extra=extra)
+            got = msgspec.structs.replace(got, claim=claim)
         out.append(got)
     return out
 
