@@ -32,8 +32,8 @@ from saga.state.budgets import BudgetStatus
 from saga.state.errors import InvalidIdError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
-from saga.state.model import HistoryEvent, Saga
-from saga.state.operator import RetryResult
+from saga.state.model import HistoryEvent, Saga, SagaState
+from saga.state.operator import CompensateResult, RetryResult
 from saga.state.requests import StartResult
 from saga.state.types import TypeInfo, register_type, type_info, type_names
 
@@ -194,7 +194,11 @@ class SagaClient:
         before it, which fetches the document again. ``RetryResult.step`` says which.
         """
         if step is None:
-            step = (await self.get(record_id)).step
+            saga = await self.get(record_id)
+            if saga.state == SagaState.COMPENSATION_FAILED:  # the undos left run again
+                done = await self.compensate(record_id, actor=actor)
+                return RetryResult(epoch=saga.epoch + 1, entry_id="", step=done.step)
+            step = saga.step
         info = self.type_info
         info.index(step)  # an unknown step: KeyError naming the steps
         while step in info.loads_pages and info.prev_of(step) != "_input":
@@ -218,6 +222,11 @@ class SagaClient:
 
     async def cancel(self, record_id: str, *, actor: str = "api") -> str:
         return await operator.cancel(self.sm, record_id, actor=actor)
+
+    async def compensate(self, record_id: str, *, actor: str = "api") -> CompensateResult:
+        """Stop the saga and undo its committed steps, latest first (``saga cancel
+        --compensate``); from compensation_failed, the undos left run again."""
+        return await operator.compensate(self.sm, record_id, self.type_info.undoable, actor=actor)
 
     # -- budgets (shared by every saga type of the keyspace) -------------------
     async def set_budget(

@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from saga.retry import RetryPolicy
-from saga.state.ids import validate_step
+from saga.state.ids import validate_step, validate_work
 from saga.state.keys import DEFAULT_TYPE, validate_type
 from saga.state.types import TypeInfo
 
@@ -53,10 +53,13 @@ class StepSpec:
     """The commit deletes the pages blob (it is no longer needed)."""
     compensate: CompensateFn | None = None
     """Undoes the step's committed effect (``check_compensate`` says the shape); None
-    for a step with nothing to undo. Carried for the compensation runner."""
+    for a step with nothing to undo. Its workers run it as ``undo:<step>`` (saga.undo)."""
+    previous_output: bool = False
+    """The claim also returns the output this step committed before, in an earlier epoch
+    (``ctx.previous_output``): a step whose effect must be replaced on a re-run."""
 
     def __post_init__(self) -> None:
-        validate_step(self.name)
+        validate_work(self.name)  # undo:<step> is the pseudo-step of a compensation
         if self.lease_s <= 0 or self.timeout_s <= 0 or self.concurrency < 1:
             raise ValueError(f"step {self.name!r}: lease, timeout and concurrency must be > 0")
         if self.compensate is not None:
@@ -106,6 +109,8 @@ class Pipeline:
             raise ValueError("a pipeline needs at least one step")
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate step names in {names}")
+        for name in names:
+            validate_step(name)  # no undo:<step> among the steps
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -131,6 +136,10 @@ class Pipeline:
         i = self.names.index(self.get(name).name)
         return self.steps[i - 1].name if i > 0 else "_input"
 
+    def undoable(self) -> tuple[str, ...]:
+        """The steps that have a compensation, latest first (the order they are undone)."""
+        return tuple(s.name for s in reversed(self.steps) if s.compensate is not None)
+
     def insert_after(self, after: str, spec: StepSpec) -> Pipeline:
         i = self.names.index(self.get(after).name)
         return replace(self, steps=(*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
@@ -138,7 +147,9 @@ class Pipeline:
     def info(self) -> TypeInfo:
         """What the registry of types keeps of this pipeline (``saga.state.types``)."""
         pages = tuple(s.name for s in self.steps if s.loads_pages)
-        return TypeInfo(name=self.name, steps=self.names, loads_pages=pages)
+        return TypeInfo(
+            name=self.name, steps=self.names, loads_pages=pages, undoable=self.undoable()
+        )
 
     def with_overrides(self, overrides: Callable[[StepSpec], StepSpec]) -> Pipeline:
         return replace(self, steps=tuple(overrides(s) for s in self.steps))

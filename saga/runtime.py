@@ -97,6 +97,10 @@ def document_pipeline(settings: Settings) -> Pipeline:
     from saga.documents import app
 
     pipeline = with_registrations(app.build(), discovered_registrations())
+    if settings.results_url:  # the optional fourth step
+        from saga.publish import with_publish
+
+        pipeline = with_publish(pipeline, settings.results_url)
     return apply_overrides(pipeline, settings)
 
 

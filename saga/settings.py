@@ -112,6 +112,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_format: str = "console"
     log_level: str = "info"
     billing_url: str = ""
+    results_url: str = ""
+    """``SAGA_RESULTS_URL``: the document pipeline's optional fourth step, ``publish``,
+    POSTs the grouped results there (its compensation DELETEs them). Unset: no publish."""
     llm_model: str = "openai/gpt-4o-mini"
     llm_api_base: str = ""
     llm_api_key: str = ""
@@ -298,6 +301,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             log_format=log_format,
             log_level=get("SAGA_LOG_LEVEL", "info").lower(),
             billing_url=get("SAGA_BILLING_URL"),
+            results_url=get("SAGA_RESULTS_URL"),
             llm_model=get("SAGA_LLM_MODEL", "openai/gpt-4o-mini"),
             llm_api_base=get("SAGA_LLM_API_BASE"),
             llm_api_key=get("SAGA_LLM_API_KEY"),

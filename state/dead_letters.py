@@ -72,15 +72,16 @@ async def have_dead_letters(client: Any, keys: Keys, record_ids: list[str]) -> l
 async def split_live(
     client: Any, keys: Keys, letters: list[DeadLetter]
 ) -> tuple[list[DeadLetter], list[DeadLetter]]:
-    """(live, stale): a letter is live while its saga is failed and still names it; a
-    replay skips stale ones (the saga moved on, or is gone)."""
+    """(live, stale): a letter is live while its saga is failed (compensation_failed, for
+    an undo step's letter) and still names it; a replay skips stale ones (the saga moved
+    on, or is gone)."""
     pipe = client.pipeline(transaction=False)
     for d in letters:
         pipe.hmget(keys.saga(d.record_id), "state", "dead_id")
     live: list[DeadLetter] = []
     stale: list[DeadLetter] = []
     for d, (state, dead_id) in zip(letters, await pipe.execute(), strict=True):
-        ok = state == b"failed" and dead_id == d.id.encode()
+        ok = state in (b"failed", b"compensation_failed") and dead_id == d.id.encode()
         (live if ok else stale).append(d)
     return live, stale
 

@@ -52,3 +52,16 @@ def validate_step(name: object) -> str:
             f"step name {name!r} must be a lowercase identifier of at most 32 characters"
         )
     return name
+
+
+_WORK = re.compile(r"(?:undo:)?[a-z][a-z0-9_]{0,31}")
+
+
+def validate_work(name: object) -> str:
+    """A step name, or the pseudo-step ``undo:<step>`` that runs its compensation."""
+    if not isinstance(name, str) or _WORK.fullmatch(name) is None:
+        raise InvalidIdError(
+            f"step name {name!r} must be a lowercase identifier of at most 32 characters, "
+            "or undo:<step>"
+        )
+    return name

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from saga.state.errors import InvalidIdError
-from saga.state.ids import validate_id, validate_step
+from saga.state.ids import validate_id, validate_step, validate_work
 from saga.state.model import SagaState
 from saga.state.sealing import Sealer
 
@@ -33,6 +33,30 @@ DEFAULT_TYPE = "documents"
 """The saga type of the document pipeline; its keys have no type in them."""
 
 _ACTIVE = (SagaState.PENDING, SagaState.RUNNING)
+INDEXED = (
+    SagaState.PENDING,
+    SagaState.RUNNING,
+    SagaState.WAITING_RETRY,
+    SagaState.COMPLETED,
+    SagaState.FAILED,
+    SagaState.CANCELLED,
+)
+"""The states whose index keys every transition receives, in this order (KEYS[i..i+5])."""
+SHARED_INDEX = {
+    SagaState.COMPENSATING: SagaState.RUNNING,
+    SagaState.COMPENSATED: SagaState.CANCELLED,
+    SagaState.COMPENSATION_FAILED: SagaState.FAILED,
+}
+"""The compensation states share an index with a state of INDEXED (readers filter on
+the saga's own state, as for pending and running): no script's KEYS layout changed
+when they were added, and no transition passes more keys."""
+
+
+def index_position(state: SagaState) -> int:
+    """Where ``state``'s index key is among the state indexes a script receives."""
+    return INDEXED.index(SHARED_INDEX.get(state, state))
+
+
 _PREFIX = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 _TYPE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
@@ -151,7 +175,7 @@ class Keys:
         return _state_index(self._p(partition), state)
 
     def state_indexes(self, partition: int) -> list[str]:
-        """One index key per state, in SagaState order (the Lua scripts rely on it)."""
+        """One index key per state of INDEXED, in that order (the Lua scripts rely on it)."""
         return list(_state_indexes(self.prefix, self.saga_type, partition))
 
     def user_index(self, partition: int, user_id: str) -> str:
@@ -277,16 +301,17 @@ def _base(prefix: str, saga_type: str, partition: int) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _step_key(prefix: str, saga_type: str, partition: int, step: str, kind: str) -> str:
-    return f"{_base(prefix, saga_type, partition)}:{kind}:{validate_step(step)}"
+    return f"{_base(prefix, saga_type, partition)}:{kind}:{validate_work(step)}"
 
 
 @functools.lru_cache(maxsize=4096)
 def _state_indexes(prefix: str, saga_type: str, partition: int) -> tuple[str, ...]:
     # Every transition passes these six keys: form them once per partition.
     base = _base(prefix, saga_type, partition)
-    return tuple(_state_index(base, s) for s in SagaState)
+    return tuple(_state_index(base, s) for s in INDEXED)
 
 
 def _state_index(base: str, state: SagaState) -> str:
+    state = SHARED_INDEX.get(state, state)
     name = "active" if state in _ACTIVE else state.value
     return f"{base}:idx:state:{name}"

@@ -20,10 +20,11 @@ from saga.state.codes import RC, raise_for, to_code
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys
 from saga.state.limits import StateLimits
-from saga.state.model import Claim, SagaState
+from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
 from saga.state.scripts import evalsha, evalsha_many
+from saga.state.undo_calls import UndoClaim, claim_undo, commit_undo_call, fail_undo_call
 
 T = TypeVar("T")
 
@@ -132,6 +133,9 @@ class StateMachine:
         entry over it comes back DEFERRED (set aside until a slot of its user frees)."""
         if not entries:
             return []
+        if is_undo(step):
+            undo = UndoClaim(worker, lease_ms, max_lease_expiries, prev_step, op or new_op())
+            return await self._resend(lambda: claim_undo(self, step, partition, entries, undo))
         k = self.keys
         keys = [
             k.ready(partition, step),
@@ -171,6 +175,8 @@ class StateMachine:
 
     # -- commit and fail ----------------------------------------------------
     def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
+        if is_undo(claim.step):
+            return commit_undo_call(self, claim, req, req.op or new_op())
         k = self.keys
         rk = k.record(claim.record_id)
         p, day = rk.partition, utc_day()
@@ -208,6 +214,8 @@ class StateMachine:
         return "commit_step", keys, args
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
+        if is_undo(claim.step):
+            return fail_undo_call(self, claim, req, req.op or new_op())
         k = self.keys
         rk = k.record(claim.record_id)
         p, day = rk.partition, utc_day()
@@ -229,6 +237,10 @@ class StateMachine:
         args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
         args += [len(req.cost_keys[:64]), day[2], *self._capped(claim.step)]
+        if req.undo and req.action == FailAction.DEAD:  # else the call is as before
+            undo = req.undo[:32]
+            keys += [k.ready(p, undo_of(s)) for s in undo]
+            args += [len(undo), *undo]
         return "fail_step", keys, args
 
     def _capped(self, step: str) -> list[Any]:

@@ -19,10 +19,44 @@ class SagaState(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    COMPENSATING = "compensating"
+    """The compensations of the committed steps run, latest step first (``undo:<step>``)."""
+    COMPENSATED = "compensated"
+    """Every committed step with a compensation was undone."""
+    COMPENSATION_FAILED = "compensation_failed"
+    """A compensation failed for good: dead-lettered at its ``undo:<step>``."""
 
     @property
     def terminal(self) -> bool:
-        return self in (SagaState.COMPLETED, SagaState.FAILED, SagaState.CANCELLED)
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset(
+    {
+        SagaState.COMPLETED,
+        SagaState.FAILED,
+        SagaState.CANCELLED,
+        SagaState.COMPENSATED,
+        SagaState.COMPENSATION_FAILED,
+    }
+)
+
+UNDO_PREFIX = "undo:"
+"""A compensation runs as the pseudo-step ``undo:<step>``: its own streams, attempts and
+history rows, claimed by the workers of ``<step>``."""
+
+
+def undo_of(step: str) -> str:
+    return UNDO_PREFIX + step
+
+
+def is_undo(step: str) -> bool:
+    return step.startswith(UNDO_PREFIX)
+
+
+def undone_step(step: str) -> str:
+    """The step an ``undo:<step>`` undoes (``step`` itself when it is not an undo)."""
+    return step[len(UNDO_PREFIX) :] if is_undo(step) else step
 
 
 class EventType(StrEnum):
@@ -40,6 +74,10 @@ class EventType(StrEnum):
     FENCED = "fenced"
     REVIEWED = "reviewed"
     """A person accepted the results a step had flagged for review."""
+    COMPENSATING = "compensating"
+    """Compensation began (a permanent failure, ``saga cancel --compensate``, or a
+    retry of a failed compensation); ``next_step`` names the first undo, or is empty
+    when nothing needed undoing (the saga is then compensated at once)."""
 
 
 class FailAction(StrEnum):

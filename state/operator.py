@@ -1,4 +1,5 @@
-"""Operator transitions: re-run a saga from a step, cancel it, accept its review."""
+"""Operator transitions: re-run a saga from a step, cancel it (and compensate it),
+accept its review."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from saga.state.errors import SagaNotFoundError, StepConflictError
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP
 from saga.state.machine import StateMachine, new_op
+from saga.state.model import undo_of
 from saga.state.replies import num, text
 from saga.state.scripts import evalsha
 
@@ -144,6 +146,49 @@ async def cancel(
     )
     code = to_code(reply[0])
     if code == RC.WRONG_STATE:
-        raise StepConflictError(f"record {record_id!r} is completed; nothing to cancel")
+        raise StepConflictError(f"record {record_id!r} is {text(reply[1])}; nothing to cancel")
     raise_for(code, record_id)
     return text(reply[1])
+
+
+class CompensateResult(msgspec.Struct, frozen=True):
+    state: str
+    """compensating, or compensated when nothing needed undoing."""
+    step: str
+    """The first undo step (``undo:<step>``) when compensating."""
+    duplicate: bool = False
+
+
+async def compensate(
+    sm: StateMachine,
+    record_id: str,
+    undoable: Sequence[str],
+    *,
+    actor: str = "operator",
+    op: str | None = None,
+) -> CompensateResult:
+    """Stop a saga and undo its committed steps, latest first (``compensate_saga.lua``).
+
+    ``undoable``: the steps of its pipeline that have a compensation, latest first
+    (``Pipeline.undoable()``). From compensation_failed it resumes: the undos not yet
+    done run again. Compensating or compensated already: nothing changes."""
+    validate_id(record_id)
+    if len(undoable) > 32:
+        raise ValueError("at most 32 steps with a compensation")
+    op = op or new_op()
+    k, p = sm.keys, sm.keys.partition_of(record_id)
+    before = [k.saga(record_id), k.history(record_id)]
+    after = [k.ready(p, undo_of(s)) for s in undoable]
+    reply = await _at_current_step(
+        sm,
+        record_id,
+        "compensate_saga",
+        before,
+        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, len(undoable), *undoable],
+        after,
+    )
+    code = to_code(reply[0])
+    if code == RC.WRONG_STATE:
+        raise StepConflictError(f"record {record_id!r} is {text(reply[1])}; nothing to compensate")
+    raise_for(code, record_id)
+    return CompensateResult(text(reply[1]), text(reply[2]), code == RC.DUPLICATE)

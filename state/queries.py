@@ -18,7 +18,7 @@ import msgspec
 from redis.exceptions import ResponseError
 
 from saga.state.errors import InvalidIdError
-from saga.state.ids import validate_step
+from saga.state.ids import validate_step, validate_work
 from saga.state.keys import GROUP, Keys
 from saga.state.model import SagaState
 from saga.state.presence import Presence, live_workers
@@ -55,12 +55,14 @@ class StepStats(msgspec.Struct, frozen=True, kw_only=True):
     """Ready entries set aside now because their user was at ``SAGA_USER_MAX_INFLIGHT``."""
 
 
-async def registered_steps(client: Any, keys: Keys) -> list[str]:
-    """Every step a worker or client created groups for, sorted by name."""
+async def registered_steps(client: Any, keys: Keys, *, undo: bool = False) -> list[str]:
+    """Every step a worker or client created groups for, sorted by name; with ``undo``,
+    the undo steps (``undo:<step>``, a compensation's) too."""
     steps = []
+    check = validate_work if undo else validate_step
     for name in sorted({text(n) for n in await client.smembers(keys.steps_registry())}):
         with contextlib.suppress(InvalidIdError):
-            steps.append(validate_step(name))
+            steps.append(check(name))
     return steps
 
 
@@ -252,7 +254,9 @@ class StateCounts(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def state_counts(client: Any, keys: Keys) -> StateCounts:
-    """ZCARD of every state index and the review index, in one pipeline."""
+    """ZCARD of every state index and the review index, in one pipeline. The compensation
+    states share their indexes (keys.SHARED_INDEX): active counts compensating sagas,
+    failed counts compensation_failed ones, cancelled counts compensated ones."""
     names = ("active", "waiting_retry", "completed", "failed", "cancelled")
     states = [SagaState.PENDING, SagaState.WAITING_RETRY, SagaState.COMPLETED,
               SagaState.FAILED, SagaState.CANCELLED]  # fmt: skip

@@ -43,6 +43,9 @@ class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
     cost: float = 0.0
     tokens: int = 0
     cost_keys: tuple[str, ...] = ()
+    undo: tuple[str, ...] = ()
+    """With action dead: the pipeline's steps that have a compensation, latest first. If
+    one of them committed, the saga enters compensating instead of failed."""
     op: str = ""
 
 

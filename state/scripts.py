@@ -22,6 +22,7 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS, NotReplicatedError
+from saga.state.keys import index_position
 from saga.state.model import SCHEMA_VERSION, SagaState
 
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
@@ -45,6 +46,10 @@ SCRIPT_NAMES = (
     "release_record",
     "unpark_sagas",
     "release_deferred",
+    "compensate_saga",
+    "claim_undo",
+    "commit_undo",
+    "fail_undo",
 )
 
 
@@ -52,7 +57,7 @@ def _preamble() -> str:
     """The tables every script shares, generated from the Python enums."""
     rc = ", ".join(f"{c.name}={c.value}" for c in RC)
     states = ", ".join(f"{s.name}='{s.value}'" for s in SagaState)
-    pos = ", ".join(f"{s.value}={i}" for i, s in enumerate(SagaState))
+    pos = ", ".join(f"{s.value}={index_position(s)}" for s in SagaState)
     return (
         f"local RC = {{{rc}}}\n"
         f"local STATE = {{{states}}}\n"

@@ -28,11 +28,13 @@ class TypeInfo(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     steps: tuple[str, ...]
     loads_pages: tuple[str, ...] = ()
+    undoable: tuple[str, ...] = ()
+    """The steps that have a compensation, latest first (``saga cancel --compensate``)."""
     v: int = SCHEMA
 
     def __post_init__(self) -> None:
         validate_type(self.name)
-        for step in self.steps:
+        for step in self.steps + self.undoable:
             validate_step(step)
         if not self.steps:
             raise InvalidIdError(f"saga type {self.name!r} has no steps")

@@ -98,6 +98,7 @@ def test_public_api_is_pinned() -> None:
         "history",
         "retry",
         "cancel",
+        "compensate",
         "accept_review",
         "aclose",
         "from_settings",

@@ -97,6 +97,8 @@ def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) 
                 _close_all(live, e, "cancelled", lambda a: True)
             elif e.event == E.RETRIED:
                 _close_all(live, e, "superseded", lambda a: a.epoch < e.epoch)  # noqa: B023
+            elif e.event == E.COMPENSATING:  # cancel --compensate fenced what ran
+                _close_all(live, e, "cancelled", lambda a: a.epoch < e.epoch)  # noqa: B023
     running = _running(saga, live)
     if running is not None:
         rows.append(running)
@@ -121,8 +123,13 @@ def _lost(e: HistoryEvent) -> Attempt:
 
 
 def _running(saga: Saga | None, live: list[Attempt]) -> Attempt | None:
-    """The attempt running now, from the saga hash, unless a reclaim already drew it."""
-    if saga is None or saga.state != SagaState.RUNNING or not saga.claimed_ms:
+    """The attempt running now, from the saga hash, unless a reclaim already drew it
+    (an undo attempt runs in a compensating saga that holds a lease)."""
+    if saga is None or not saga.claimed_ms:
+        return None
+    if saga.state != SagaState.RUNNING and not (
+        saga.state == SagaState.COMPENSATING and saga.token
+    ):
         return None
     if any(a.step == saga.step and a.epoch == saga.epoch for a in live):
         return None

@@ -80,13 +80,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _steps(client: Any, keys: Any, step: str | None) -> list[str]:
-    from saga.state.ids import validate_step
+    from saga.state.ids import validate_work
     from saga.state.queries import registered_steps
 
-    known = await registered_steps(client, keys)
+    known = await registered_steps(client, keys, undo=True)  # an undo's letters too
     if step is None:
         return known
-    if validate_step(step) not in known:
+    if validate_work(step) not in known:
         raise CliError(
             f"unknown step {step!r}; the registered steps are {', '.join(known) or 'none yet'}.",
             Exit.USAGE,
@@ -154,7 +154,10 @@ async def _replay(
         sagas = SagaClient(client, keys, await pipeline_of(client, settings, keys), settings)
         for d in live:
             try:
-                await sagas.retry(d.record_id, step=d.step, actor=_actor())
+                if d.step.startswith("undo:"):  # a failed compensation: the undos left
+                    await sagas.compensate(d.record_id, actor=_actor())
+                else:
+                    await sagas.retry(d.record_id, step=d.step, actor=_actor())
                 done.append({"record_id": d.record_id, "step": d.step})
             except (StateError, KeyError) as exc:
                 errors.append({"record_id": d.record_id, "step": d.step, "error": str(exc)})

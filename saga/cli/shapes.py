@@ -114,12 +114,16 @@ class BulkRetryDocument(msgspec.Struct, kw_only=True):
     """Failed at the step, their dead letter purged: left out (``saga retry <record>``)."""
 
 
-class CancelResult(msgspec.Struct, kw_only=True):
-    """``saga cancel --json``."""
+class CancelResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """``saga cancel --json`` (and ``saga cancel --compensate --json``, which adds
+    ``first_undo``)."""
 
     record_id: str
     previous_state: SagaState
     state: SagaState
+    """cancelled; with --compensate, compensating (or compensated: nothing to undo)."""
+    first_undo: str = ""
+    """With --compensate: the undo step that runs first (``undo:<step>``)."""
 
 
 class DeadLettersDocument(msgspec.Struct, kw_only=True):

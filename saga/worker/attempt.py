@@ -19,13 +19,14 @@ from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import LeaseLostError
 from saga.state.machine import StateMachine
-from saga.state.model import Claim, FailAction
+from saga.state.model import Claim, FailAction, SagaState, is_undo
 from saga.state.requests import CommitRequest, FailRequest, Outcome
 from saga.state.streams import group_missing
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
 from saga.telemetry import tracing
 from saga.telemetry.redact import safe_error
 from saga.telemetry.scope import log_scope
+from saga.undo import next_undo
 from saga.worker.committer import Committer
 from saga.worker.context import AttemptContext
 from saga.worker.observer import Observer
@@ -48,6 +49,7 @@ class AttemptRunner:
     observer: Observer
     watchdog: Watchdog
     _next: dict[str, str] = field(default_factory=dict)
+    _undoable: tuple[str, ...] | None = None
 
     def _next_of(self, step: str) -> str:
         """``pipeline.next_of``, memoized: it is asked on every commit."""
@@ -55,6 +57,12 @@ class AttemptRunner:
         if found is None:
             found = self._next[step] = self.pipeline.next_of(step)
         return found
+
+    def _undo_steps(self) -> tuple[str, ...]:
+        """``pipeline.undoable()``, memoized: a dead letter may start compensation."""
+        if self._undoable is None:
+            self._undoable = self.pipeline.undoable()
+        return self._undoable
 
     async def run(self, spec: StepSpec, claim: Claim) -> Outcome | None:
         """Run and finish one attempt. Returns None when the attempt was fenced
@@ -184,10 +192,11 @@ class AttemptRunner:
     def _commit_request(
         self, spec: StepSpec, ctx: AttemptContext, output: bytes, review: str
     ) -> CommitRequest:
+        undo = is_undo(spec.name)
         return CommitRequest(
             output=output,
             review=review,
-            next_step=self._next_of(spec.name),
+            next_step=next_undo(ctx.claim) if undo else self._next_of(spec.name),
             pages=ctx.staged_pages,
             delete_pages=spec.deletes_pages,
             worker=self.worker,
@@ -196,12 +205,16 @@ class AttemptRunner:
     def _fail_request(self, spec: StepSpec, claim: Claim, exc: Exception) -> FailRequest:
         # Attempts that ended by lease expiry have their own budget (the claim's).
         d = decide(exc, claim.charged, spec.retry, now=time.time())
+        undo: tuple[str, ...] = ()
+        if d.action == FailAction.DEAD and not is_undo(spec.name):
+            undo = self._undo_steps()  # a committed one among them: compensating
         return FailRequest(
             action=d.action,
             delay_ms=d.delay_ms,
             error_class=d.error_class,
             error_message=safe_error(exc, d.message),
             worker=self.worker,
+            undo=undo,
         )
 
     def _report(
@@ -234,7 +247,7 @@ class AttemptRunner:
                 log.warning("flagged_for_review", reason=req.review)
                 self.observer.flagged(spec.name)
             if not req.next_step and outcome.code == RC.OK:
-                self.observer.saga_ended("completed", _since(claim.created_ms))
+                self.observer.saga_ended(outcome.state, _since(claim.created_ms))
             tracing.annotate("duplicate" if outcome.code == RC.DUPLICATE else "committed")
             return
         event = {
@@ -253,7 +266,10 @@ class AttemptRunner:
         self.observer.failed(spec.name, req.action.value, duration)
         self.observer.error(spec.name, req.error_class)
         if req.action == FailAction.DEAD and outcome.code == RC.OK:
-            self.observer.saga_ended("failed", _since(claim.created_ms))
+            if outcome.state == SagaState.COMPENSATING:
+                log.info("compensation_started", next_step=outcome.detail)
+            else:  # failed, or compensation_failed (an undo's dead letter)
+                self.observer.saga_ended(outcome.state, _since(claim.created_ms))
         tracing.annotate(req.action.value, req.error_class)
 
 

@@ -52,6 +52,12 @@ class AttemptContext:
         return self.claim.idempotency_key
 
     @property
+    def previous_output(self) -> bytes:
+        """What this step committed in an earlier epoch (a retry of an earlier step re-runs
+        it), when its spec asks for it (``StepSpec.previous_output``); b"" otherwise."""
+        return self.claim.extra.get(f"out:{self.claim.step}", b"")
+
+    @property
     def pages(self) -> list[str] | None:
         if self._pages is None and self.claim.pages is not None:
             self._pages = msgspec.json.decode(self.claim.pages, type=list[str])

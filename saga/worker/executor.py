@@ -15,15 +15,18 @@ from redis.exceptions import ResponseError
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
-from saga.state import partitions, recovery, streams
+from saga.state import operator, partitions, recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.errors import StateError
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
+from saga.state.model import is_undo, undone_step
 from saga.state.presence import PRESENCE_EVERY_S
 from saga.state.scripts import ensure_loaded
 from saga.state.types import register_type
+from saga.undo import undo_spec
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
 from saga.worker.entries import Malformed, Newer, parse_entry
@@ -59,9 +62,13 @@ class Executor:
         keys = keys.of_type(pipeline.name)  # the pipeline's saga type owns the keys
         self.client, self.keys, self.settings = client, keys, settings
         self.on_ready = on_ready
-        self.specs = [pipeline.get(s) for s in steps]
+        specs = [pipeline.get(s) for s in steps]
+        # A step's worker runs its compensation too (the same code, deployment, secrets).
+        self.specs = specs + [undo_spec(s) for s in specs if s.compensate is not None]
         self.type_info = pipeline.info()
-        self._prev = {s.name: pipeline.prev_of(s.name) for s in self.specs}
+        self._prev = {s.name: pipeline.prev_of(undone_step(s.name)) for s in self.specs}
+        self._undoable = pipeline.undoable()
+        self._extras = {s.name: (f"out:{s.name}",) if s.previous_output else () for s in self.specs}
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.sm.user_caps = user_caps(settings, self.specs)
@@ -336,6 +343,7 @@ class Executor:
                 lease_ms=int(spec.lease_s * 1000),
                 max_lease_expiries=spec.retry.max_lease_expiries,
                 load_pages=spec.loads_pages,
+                extra_fields=self._extras[spec.name],
                 prev_step=self._prev[spec.name],
                 user_cap=self.sm.user_caps.get(spec.name, (0, 0))[0],
             )
@@ -345,8 +353,23 @@ class Executor:
                     self._start(spec, partition, out.claim)
                 elif out.code not in (RC.OK, RC.DUPLICATE):
                     log_refused(spec.name, out.code, out.entry_id, out.record_id, out.detail)
+                    if out.code == RC.DEAD_LETTERED and self._undoable and not is_undo(spec.name):
+                        await self._compensate(out.record_id)
         self.observer.claimed(spec.name, used)
         return used
+
+    async def _compensate(self, record_id: str) -> None:
+        """A claim dead-lettered the saga (its leases kept expiring): undo what it
+        committed. A second call, so a worker killed right here leaves it failed, for
+        ``saga cancel --compensate`` (fail_step's dead path has no such gap)."""
+        try:
+            res = await operator.compensate(
+                self.sm, record_id, self._undoable, actor=f"worker {self.worker}"
+            )
+        except StateError as exc:  # moved on meanwhile (an operator acted): theirs to say
+            log.warning("compensation_not_started", record_id=record_id, error=str(exc))
+            return
+        log.info("compensation_started", record_id=record_id, state=res.state, step=res.step)
 
     def _start(self, spec: StepSpec, partition: int, claim: Any) -> None:
         # Entry ids are per stream: two steps' streams can hold the same id.

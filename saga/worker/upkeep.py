@@ -17,6 +17,7 @@ from redis.exceptions import ResponseError
 from saga.state import presence, retention, streams
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
+from saga.state.model import is_undo
 from saga.worker.health import HealthState
 
 log = structlog.get_logger("saga.worker")
@@ -47,7 +48,8 @@ class Upkeep:
         self.presence = presence.Presence(
             worker=worker,
             saga_type=self.keys.saga_type,
-            steps=tuple(s.name for s in specs),
+            # The steps it was asked to serve; each one's undo (undo:<step>) goes with it.
+            steps=tuple(s.name for s in specs if not is_undo(s.name)),
             host=socket.gethostname(),
             pid=os.getpid(),
             health=health_address,

@@ -16,7 +16,8 @@
 -- Returns: {RC.OK, previous_state}
 --          {RC.DUPLICATE, state}             already cancelled
 --          {RC.NOT_FOUND}
---          {RC.WRONG_STATE, reason, detail}  completed, or the current step moved
+--          {RC.WRONG_STATE, reason, detail}  completed or compensated, or the current
+--                                            step moved
 -- Emits:   history 'cancelled'
 --@include now
 --@include history
@@ -26,7 +27,9 @@ local saga, hist = KEYS[1], KEYS[2]
 local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
-if s[1] == STATE.COMPLETED then return {RC.WRONG_STATE, STATE.COMPLETED, s[2]} end
+if s[1] == STATE.COMPLETED or s[1] == STATE.COMPENSATED then
+  return {RC.WRONG_STATE, s[1], s[2]}
+end
 if s[2] ~= ARGV[1] then return {RC.WRONG_STATE, 'step_moved', s[2]} end
 
 local now, record = now_ms(), s[5]

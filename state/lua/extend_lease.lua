@@ -28,7 +28,10 @@ local replay = op_replay(saga, op)
 if replay then return replay end
 local s = redis.call('HMGET', saga, 'state', 'token')
 if not s[1] then return {RC.NOT_FOUND} end
-if s[1] ~= STATE.RUNNING or s[2] ~= token then return {RC.LEASE_LOST, s[1]} end
+-- An undo attempt holds its lease in a 'compensating' saga.
+if (s[1] ~= STATE.RUNNING and s[1] ~= STATE.COMPENSATING) or s[2] ~= token then
+  return {RC.LEASE_LOST, s[1]}
+end
 
 local lease_until = now_ms() + tonumber(ARGV[2])
 redis.call('HSET', saga, 'lease', lease_until)

@@ -3,7 +3,10 @@
 --   retry  schedule the step again after delay_ms (sorted set by due time)
 --   park   like retry, but the attempt is refunded (a circuit breaker was open, or the
 --          user's LLM budget is spent: the error class says which)
---   dead   mark the saga failed and append a dead letter with the reason
+--   dead   mark the saga failed and append a dead letter with the reason; or, when a
+--          committed step has a compensation (ARGV[18] > 0 and one of ARGV[19..] has its
+--          output stored), enter 'compensating' instead: no dead letter, the reason stays
+--          in the saga and its history, the first undo is enqueued
 -- The input entry is acknowledged in every case; a second fail of the same
 -- attempt returns the recorded result, writing nothing.
 --
@@ -19,6 +22,7 @@
 -- KEYS[15] users' slots of this step        {p}:inflight:<step>  (see includes/user_cap)
 -- KEYS[16] entries deferred by the user cap  {p}:deferred:<step>
 -- KEYS[17..16+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[17+n..16+n+u] undo ready streams of ARGV[19..18+u], in that order (dead only)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -37,12 +41,16 @@
 -- ARGV[16] "1" when the step has a per-user cap: the attempt's slot in KEYS[15] goes to
 --          its user's oldest deferred entry (sent to KEYS[3]); "0" leaves KEYS[15..16]
 -- ARGV[17] lease of this step (ms): how long that released entry's slot is held for it
--- Returns: {RC.OK, state, due_ms | dead_entry_id}
+-- ARGV[18] u: number of steps with a compensation that follow (absent or 0: none), at most 32
+-- ARGV[19..18+u] those steps, latest in the pipeline first
+-- Returns: {RC.OK, state, due_ms | dead_entry_id | first undo step}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}      stale token: only a 'fenced' event is written
 --                                      (once per op id), naming the late error
--- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter
+-- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter, or
+--          (compensation) 'dead_lettered' (x = 'compensating'), 'compensating' and an undo
+--          ready entry {rid, ep, v}
 --@include now
 --@include history
 --@include state_index
@@ -50,6 +58,7 @@
 --@include cost
 --@include dead_letter
 --@include user_cap
+--@include undo_plan
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
 local step, token, entry, group, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -77,6 +86,9 @@ local duration = now - tonumber(s[8] or now)
 local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(17, tonumber(ARGV[14]) or 0, token)
 
 redis.call('XACK', ready, group, entry)
+-- The controller may have requeued this attempt's entry while its lease was lapsed
+-- (a heartbeat then revived it): that newer entry is this attempt's too.
+if s[4] and s[4] ~= '' and s[4] ~= entry then redis.call('XACK', ready, group, s[4]) end
 if ARGV[16] == '1' then
   end_capped({inflight = KEYS[15], deferred = KEYS[16], ready = ready}, user, record, now,
              tonumber(ARGV[17]))
@@ -89,6 +101,23 @@ local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', du
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13], 'op', ARGV[9]}
 
 if action == 'dead' then
+  local n_cost, n_undo = tonumber(ARGV[14]) or 0, tonumber(ARGV[18] or '0') or 0
+  local plan, head = undo_plan(saga, 18, n_undo)
+  if head > 0 then
+    ev[#ev + 1] = 'e'
+    ev[#ev + 1] = 'dead_lettered'
+    ev[#ev + 1] = 'x'
+    ev[#ev + 1] = STATE.COMPENSATING
+    redis.call('HSET', saga, 'ec', ec, 'em', em)
+    redis.call('HINCRBY', KEYS[6], 'dead:' .. step, 1)
+    history_append(hist, maxlen, ev)
+    local state, first = begin_undo({saga = saga, hist = hist, ready_at = 17 + n_cost,
+                                     index_at = 8, record = record, from = STATE.RUNNING,
+                                     step = step, epoch = epoch, now = now, maxlen = maxlen,
+                                     op = ARGV[9], why = 'step ' .. step .. ' failed for good'},
+                                    plan, head)
+    return {RC.OK, state, first}
+  end
   local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 8},
                          {record = record, user = user, step = step, attempt = attempt,
                           epoch = epoch, from = STATE.RUNNING, ec = ec, em = em, now = now})

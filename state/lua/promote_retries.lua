@@ -2,6 +2,7 @@
 -- Python reads the earliest candidates (ZRANGE) and passes their keys; this
 -- script re-checks each one's due time against Redis TIME and its state, so a
 -- candidate that is not due, or was retried or cancelled meanwhile, is skipped.
+-- An undo step's retry (a compensating saga with no lease) stays 'compensating'.
 --
 -- KEYS[1]  delayed retries of the step (zset: record -> due ms)
 -- KEYS[2]  ready stream of the step
@@ -31,11 +32,14 @@ for i = 1, n do
   if due and tonumber(due) > now then
     waiting = waiting + 1
   elseif due then
-    local s = redis.call('HMGET', saga, 'state', 'step', 'epoch')
-    if s[1] == STATE.WAITING_RETRY and s[2] == step then
+    local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'token')
+    local undo = s[1] == STATE.COMPENSATING and (s[4] or '') == ''
+    if (s[1] == STATE.WAITING_RETRY or undo) and s[2] == step then
       local entry = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[3], 'v', SCHEMA_VERSION)
-      redis.call('HSET', saga, 'state', STATE.PENDING, 'entry', entry, 'due', 0, 'updated', now)
-      index_state(3, record, STATE.WAITING_RETRY, STATE.PENDING, now)
+      local to = STATE.PENDING
+      if undo then to = STATE.COMPENSATING end
+      redis.call('HSET', saga, 'state', to, 'entry', entry, 'due', 0, 'updated', now)
+      index_state(3, record, s[1], to, now)
       history_append(hist, maxlen, {'e', 'promoted', 's', step, 'ep', s[3], 't', now, 'op', op})
       promoted = promoted + 1
     end

@@ -1,7 +1,8 @@
 -- quarantine_entry: move a malformed ready entry aside with the reason, and
 -- acknowledge it, so it can never crash or loop an executor and is never lost.
 -- When the entry names a saga whose current entry it is, that saga would wait for it
--- forever, unseen: it is dead-lettered ('Quarantined'), visible and retryable.
+-- forever, unseen: it is dead-lettered ('Quarantined'), visible and retryable (a
+-- compensating saga waiting on an undo entry ends compensation_failed).
 --
 -- KEYS[1]  ready stream the entry came from
 -- KEYS[2]  quarantine stream of the partition
@@ -41,13 +42,17 @@ if #KEYS >= 12 then
   local step = ARGV[5]
   local s = redis.call('HMGET', KEYS[3], 'state', 'step', 'entry', 'uid', 'rid', 'epoch',
                        'att:' .. step)
-  if s[3] == ARGV[2] and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING) then
+  if s[3] == ARGV[2] and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING
+                                          or s[1] == STATE.COMPENSATING) then
+    local to = STATE.FAILED
+    if s[1] == STATE.COMPENSATING then to = STATE.COMPENSATION_FAILED end
     local epoch = tonumber(s[6])
     local attempt = attempts_of(s[7], epoch)
     local em = 'its queue entry ' .. ARGV[2] .. ' was quarantined: ' .. ARGV[3]
     dead_id = dead_letter({saga = KEYS[3], dead = KEYS[5], stats = KEYS[6], first_index = 7},
                           {record = s[5], user = s[4], step = step, attempt = attempt,
-                           epoch = epoch, from = s[1], ec = 'Quarantined', em = em, now = now})
+                           epoch = epoch, from = s[1], ec = 'Quarantined', em = em, now = now,
+                           to = to})
     history_append(KEYS[4], ARGV[6], {'e', 'dead_lettered', 's', step, 'a', attempt,
                                       'ep', epoch, 't', now, 'ec', 'Quarantined', 'em', em})
   end

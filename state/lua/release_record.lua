@@ -27,6 +27,7 @@ local saga, record = KEYS[1], ARGV[2]
 local s = redis.call('HMGET', saga, 'state', 'updated')
 if not s[1] then return {RC.DUPLICATE} end
 local terminal = s[1] == STATE.COMPLETED or s[1] == STATE.FAILED or s[1] == STATE.CANCELLED
+                 or s[1] == STATE.COMPENSATED or s[1] == STATE.COMPENSATION_FAILED
 if not terminal or s[2] ~= ARGV[3] then return {RC.WRONG_STATE} end
 local n = tonumber(ARGV[6])
 if n > 64 then return redis.error_reply('release_record: at most 64 answers per record') end

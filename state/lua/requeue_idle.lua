@@ -6,7 +6,8 @@
 -- each entry is re-checked here as still pending and idle.
 -- The saga's state is left alone: a running saga whose lease expired stays
 -- running, so the claim of the new entry takes it over ('reclaimed') and applies
--- the same dead-letter rule as a worker's recovery.
+-- the same dead-letter rule as a worker's recovery. An undo step's entry is requeued the
+-- same way for a compensating saga (its lease is in the same fields).
 --
 -- KEYS[1]  ready stream of the step
 -- KEYS[2]  quarantine stream of the partition
@@ -53,10 +54,11 @@ for i = 1, n do
       replies[i] = {RC.NOT_FOUND, entry}
     elseif schema_newer(s[1]) then
       replies[i] = {RC.SCHEMA_NEWER, entry}
-    elseif s[4] ~= entry or s[3] ~= step or (s[2] ~= STATE.PENDING and s[2] ~= STATE.RUNNING) then
+    elseif s[4] ~= entry or s[3] ~= step or (s[2] ~= STATE.PENDING and s[2] ~= STATE.RUNNING
+                                              and s[2] ~= STATE.COMPENSATING) then
       redis.call('XACK', ready, group, entry)
       replies[i] = {RC.STALE_ENTRY, entry, s[2]}
-    elseif s[2] == STATE.RUNNING and tonumber(s[5] or 0) > now then
+    elseif s[2] ~= STATE.PENDING and tonumber(s[5] or 0) > now then
       replies[i] = {RC.LEASE_HELD, entry, s[7] or ''}
     else
       local new = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[6], 'v', SCHEMA_VERSION)

@@ -25,7 +25,8 @@
 -- Returns: {RC.OK, epoch, entry}
 --          {RC.DUPLICATE, epoch, entry}       same op id: nothing written
 --          {RC.NOT_FOUND}
---          {RC.WRONG_STATE, reason, detail}   current step moved, or no input for the step
+--          {RC.WRONG_STATE, reason, detail}   current step moved, no input for the step,
+--                                             or compensating (undos run: cancel first)
 --          {RC.BUSY, worker}                  running under a live lease and not forced
 -- Emits:   ready entry {rid, ep, v}; history 'retried'
 --@include now
@@ -45,6 +46,7 @@ local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'entry', 'lease', 
                      'dead_id', 'rid')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[2] ~= expected then return {RC.WRONG_STATE, 'step_moved', s[2]} end
+if s[1] == STATE.COMPENSATING then return {RC.WRONG_STATE, STATE.COMPENSATING, s[2]} end
 if redis.call('HEXISTS', saga, 'out:' .. prev) == 0 then
   return {RC.WRONG_STATE, 'missing_input', prev}
 end

@@ -16,7 +16,7 @@ from saga.state.machine import StateMachine
 from saga.state.replies import text
 from saga.state.streams import ensure_groups
 from tests.state.helpers import keys_under
-from tests.state.stateful_model import RECORDS, STEPS, Rec
+from tests.state.stateful_model import RECORDS, STEPS, UNDO_STEPS, Rec
 
 T = TypeVar("T")
 
@@ -29,7 +29,7 @@ class RedisMachine(RuleBasedStateMachine):
         self.keys = Keys(prefix=f"h{uuid.uuid4().hex[:10]}")
         self.sm = StateMachine(self.client, self.keys)
         self.model = {rid: Rec() for rid in RECORDS}
-        self.run(ensure_groups(self.client, self.keys, STEPS))
+        self.run(ensure_groups(self.client, self.keys, STEPS + UNDO_STEPS))
 
     def run(self, aw: Awaitable[T]) -> T:
         return self.loop.run_until_complete(aw)

@@ -9,7 +9,10 @@ After every rule:
   a waiting saga has its delayed-set member; a failed saga has its dead letter;
 - a stale token never writes (checked in the commit/fail/heartbeat rules: only a
   'fenced' history event may appear; check_refusal, and a duplicate writes nothing);
-- the state index sets agree with the hashes.
+- the state index sets agree with the hashes;
+- compensation undoes only what is committed, each commit at most once, latest step first:
+  walking the history, an undo commit names a step committed (and not undone) since, and
+  the undo commits of one epoch go backwards through the pipeline.
 """
 
 from __future__ import annotations
@@ -24,10 +27,15 @@ from saga.state.model import SagaState
 from saga.state.replies import text
 from tests.state.helpers import snapshot
 from tests.state.stateful_model import (
+    CD,
+    CF,
+    CG,
     RECORDS,
     SAME,
     STEPS,
     TRANSITIONS,
+    UNDO_STEPS,
+    UNDO_TRANSITIONS,
     C,
     F,
     P,
@@ -46,7 +54,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> No
     for rid in RECORDS:
         pipe.hgetall(k.saga(rid))
         pipe.xrange(k.history(rid))
-    for step in STEPS:
+    for step in STEPS + UNDO_STEPS:
         pipe.xrange(k.ready(0, step))
         pipe.xpending_range(k.ready(0, step), GROUP, "-", "+", 1000)
         pipe.xinfo_groups(k.ready(0, step))
@@ -62,7 +70,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> No
         sagas[rid] = {text(a): text(b) for a, b in raw.items()}
         hists[rid] = [{text(a): text(b) for a, b in f.items()} for _, f in next(replies)]
     streams = {}
-    for step in STEPS:
+    for step in STEPS + UNDO_STEPS:
         ready = [text(i) for i, _ in next(replies)]
         pel = {text(r["message_id"]) for r in next(replies)}
         last = text(next(replies)[0]["last-delivered-id"])
@@ -100,10 +108,17 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
     committed = Counter((e["s"], e["ep"]) for e in hist if e["e"] == "committed")
     assert all(n == 1 for n in committed.values()), committed
     state, step, epoch = None, "", 0
+    standing: set[str] = set()  # steps committed and not undone since
+    undone_at: list[int] = []  # pipeline positions undone in this epoch, in order
     for ev in hist:
-        allowed_from, to = TRANSITIONS[ev["e"]]
+        undo = ev.get("s", "").startswith("undo:") and ev["e"] in UNDO_TRANSITIONS
+        allowed_from, to = (UNDO_TRANSITIONS if undo else TRANSITIONS)[ev["e"]]
         assert state in allowed_from, f"{rid}: {ev['e']} after {state}: {hist}"
-        if ev["e"] == "started":
+        if ev["e"] == "compensating":
+            step, epoch, undone_at = ev["s"], int(ev["ep"]), []
+            to = CG if ev["n"] else CD
+            assert ev["n"] in ("", ev["s"])
+        elif ev["e"] == "started":
             step, epoch = ev["s"], int(ev["ep"])
         elif ev["e"] == "retried":
             assert int(ev["ep"]) == epoch + 1
@@ -111,7 +126,15 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
         elif ev["e"] != "fenced":  # a fenced event names the zombie's step
             assert ev["s"] == step, (ev, step)
             assert int(ev.get("ep", epoch)) == epoch, (ev, epoch)  # 'cancelled' has no ep
-        if ev["e"] == "committed":
+        if ev["e"] == "committed" and undo:
+            name = ev["s"].removeprefix("undo:")
+            assert name in standing, f"{rid}: {name} undone but not committed: {hist}"
+            standing.discard(name)
+            undone_at.append(STEPS.index(name))
+            assert undone_at == sorted(undone_at, reverse=True), f"{rid}: undo order {hist}"
+            step, to = (ev["n"], CG) if ev["n"] else (step, CD)
+        elif ev["e"] == "committed":
+            standing.add(ev["s"])
             step, to = (ev["n"], P) if ev["n"] else (step, C)
         state = state if to is SAME else to
     if state == SagaState.PENDING and m.state == SagaState.RUNNING:
@@ -121,7 +144,14 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
 
 def check_streams(sagas: dict[str, dict[str, str]], streams: dict[str, Any]) -> None:
     for step, (ready, pel, last, delayed, dead) in streams.items():
-        at_step = {rid: h for rid, h in sagas.items() if h and h["step"] == step}
+        at_step = {rid: dict(h) for rid, h in sagas.items() if h and h["step"] == step}
+        # An undo step's compensating saga is running while it holds a token, waiting
+        # while it has no entry, pending otherwise; compensation_failed is its failed.
+        for h in at_step.values():
+            if h["state"] == CG:
+                h["state"] = R if h["token"] else (P if h["entry"] else W)
+            elif h["state"] == CF:
+                h["state"] = F
         running = {h["entry"] for h in at_step.values() if h["state"] == R}
         assert pel <= running, (step, pel, running)
         for entry in running - pel:  # requeued by the controller: waiting to be read again

@@ -15,6 +15,9 @@ RECORDS = ("r0", "r1", "r2")
 STEPS = ("router", "parser")
 NEXT = {"router": "parser", "parser": ""}
 PREV = {"router": "_input", "parser": "router"}
+UNDOABLE = ("parser", "router")
+"""Both steps have a compensation; latest first, as Pipeline.undoable() gives them."""
+UNDO_STEPS = tuple(f"undo:{s}" for s in reversed(UNDOABLE))
 WORKERS = ("w-a", "w-b")
 MAX_LEASE_EXPIRIES = 2
 LEASE_MS = 600_000
@@ -22,6 +25,7 @@ LATER_MS = 600_000
 
 P, R, W = SagaState.PENDING, SagaState.RUNNING, SagaState.WAITING_RETRY
 C, F, X = SagaState.COMPLETED, SagaState.FAILED, SagaState.CANCELLED
+CG, CD, CF = SagaState.COMPENSATING, SagaState.COMPENSATED, SagaState.COMPENSATION_FAILED
 ANY = frozenset(SagaState)
 SAME = None
 TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
@@ -36,11 +40,22 @@ TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     "dead_lettered": (frozenset({P, R}), F),  # also a quarantined current entry
     "promoted": (frozenset({W}), P),
     "retried": (ANY, P),
-    "cancelled": (frozenset({P, R, W, F}), X),
+    "cancelled": (frozenset({P, R, W, F, CG, CF}), X),
+    "compensating": (frozenset({P, R, W, F, X, CF}), CG),  # or compensated: nothing to undo
     "fenced": (ANY, SAME),
     "reviewed": (ANY, SAME),
 }
 """The allowed history paths, as data: every event, where it may come from, where it goes."""
+
+UNDO_TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
+    # The events of an undo step (s = undo:<step>): the saga stays compensating.
+    "reclaimed": (frozenset({CG}), CG),
+    "committed": (frozenset({CG}), CG),  # or compensated when it names no next undo
+    "retry_scheduled": (frozenset({CG}), CG),
+    "parked": (frozenset({CG}), CG),
+    "dead_lettered": (frozenset({CG}), CF),
+    "promoted": (frozenset({CG}), CG),
+}
 
 
 @dataclass
@@ -65,6 +80,36 @@ class Rec:
     outputs: set[str] = field(default_factory=lambda: {"_input"})
     review: dict[str, str] = field(default_factory=dict)
     """Step -> review reason its last commit flagged (rv:<step> in the hash)."""
+    plan: list[str] = field(default_factory=list)
+    """Compensating: the steps left to undo, the current one first."""
+
+    @property
+    def undo_waiting(self) -> bool:
+        """Compensating, its undo waiting for a retry (no entry, no lease)."""
+        return self.state == CG and not self.entry and not self.token
+
+    def running(self, step: str) -> bool:
+        """An attempt at ``step`` holds (or held) the lease: the state a claim made."""
+        if step.startswith("undo:"):
+            return self.state == CG and self.step == step and bool(self.token)
+        return self.state == R and self.step == step
+
+    def claimable(self, step: str, entry: str) -> bool:
+        if self.entry != entry or self.step != step:
+            return False
+        return self.state == CG if step.startswith("undo:") else self.state in (P, R)
+
+    def begin_compensation(self, entry_of: object) -> None:
+        """compensate_saga / fail_step's dead path: a new epoch, the plan, the first undo."""
+        m = self
+        m.epoch += 1
+        m.plan = [s for s in UNDOABLE if s in m.outputs]
+        m.token, m.lease_live, m.due_past = "", False, False
+        if m.plan:
+            m.state, m.step = CG, f"undo:{m.plan[0]}"
+            m.entry = entry_of()  # type: ignore[operator]
+        else:
+            m.state, m.entry = CD, ""
 
     def attempts_at(self, step: str) -> int:
         epoch, n = self.attempts.get(step, (0, 0))
@@ -73,9 +118,9 @@ class Rec:
     def predict_requeue(self, step: str, entry: str) -> RC:
         """The outcome of the controller's requeue of ``entry``, pending at ``step``."""
         m = self
-        if m.entry != entry or m.step != step or m.state not in (P, R):
+        if not m.claimable(step, entry):
             return RC.STALE_ENTRY
-        if m.state == R and m.lease_live:
+        if m.running(step) and m.lease_live:
             return RC.LEASE_HELD
         return RC.OK
 
@@ -86,31 +131,35 @@ class Rec:
     def predict_claim(self, step: str, entry: str) -> RC:
         """The outcome of claiming ``entry`` at ``step``; the model follows it."""
         m = self
-        if m.entry != entry or m.step != step or m.state not in (P, R):
+        if not m.claimable(step, entry):
             return RC.STALE_ENTRY
-        if m.state == R and m.lease_live:
+        undo = step.startswith("undo:")
+        if m.running(step) and m.lease_live:
             return RC.LEASE_HELD
-        if m.state == R and m.expiries_at(step) + 1 >= MAX_LEASE_EXPIRIES:
-            m.state, m.token, m.entry, m.lease_live = F, "", "", False
+        if m.running(step) and m.expiries_at(step) + 1 >= MAX_LEASE_EXPIRIES:
+            m.state, m.token, m.entry, m.lease_live = CF if undo else F, "", "", False
             return RC.DEAD_LETTERED
-        if m.state == R:  # a takeover: the lost attempt ended by lease expiry
+        if m.running(step):  # a takeover: the lost attempt ended by lease expiry
             m.expiries[step] = (m.epoch, m.expiries_at(step) + 1)
         m.seq += 1
         m.attempts[step] = (m.epoch, m.attempts_at(step) + 1)
-        m.state, m.token, m.lease_live = R, f"{m.epoch}:{m.seq}", True
+        m.state, m.token, m.lease_live = CG if undo else R, f"{m.epoch}:{m.seq}", True
         return RC.OK
 
     def predict_quarantine(self, step: str, entry: str) -> bool:
         """Quarantining ``entry`` dead-letters the saga if it waits on that very entry."""
         m = self
-        if m.entry == entry and m.step == step and m.state in (P, R):
-            m.state, m.token, m.entry, m.lease_live = F, "", "", False
+        if m.claimable(step, entry):
+            m.state = CF if step.startswith("undo:") else F
+            m.token, m.entry, m.lease_live = "", "", False
             return True
         return False
 
     def retry_conflicts(self, from_step: str, force: bool) -> bool:
         """A manual retry is refused: no input for ``from_step``, or a live lease unforced."""
         m = self
+        if m.state == CG:  # undos run: a retry waits for them (or a cancel)
+            return True
         return PREV[from_step] not in m.outputs or (m.state == R and m.lease_live and not force)
 
     def apply_retry(self, from_step: str, entry: str) -> None:
@@ -124,13 +173,21 @@ class Rec:
     def predict_commit(self, step: str, token: str) -> RC:
         if self.done.get(step) == token:
             return RC.DUPLICATE
-        if self.state == R and self.step == step and self.token == token:
+        if self.running(step) and self.token == token:
             return RC.OK
         return RC.LEASE_LOST
 
     def apply_commit(self, step: str, token: str, next_entry: str, review: str = "") -> None:
         """A commit succeeded; ``next_entry`` is the saga's new entry when a step follows."""
         m = self
+        if step.startswith("undo:"):
+            m.done[step], m.token, m.lease_live = token, "", False
+            m.outputs.discard(m.plan.pop(0))
+            if m.plan:
+                m.step, m.entry = f"undo:{m.plan[0]}", next_entry
+            else:
+                m.state, m.entry = CD, ""
+            return
         if review:
             m.review[step] = review
         m.done[step], m.token, m.lease_live = token, "", False
@@ -143,18 +200,31 @@ class Rec:
     def predict_fail(self, step: str, token: str) -> RC:
         if self.failtok == token:
             return RC.DUPLICATE
-        if self.state == R and self.step == step and self.token == token:
+        if self.running(step) and self.token == token:
             return RC.OK
         return RC.LEASE_LOST
 
     def apply_fail(
-        self, step: str, token: str, action: FailAction, due_now: bool, ec: str = "E"
+        self,
+        step: str,
+        token: str,
+        action: FailAction,
+        due_now: bool,
+        entry_of: object = None,
+        ec: str = "E",
     ) -> None:
+        """A fail succeeded; ``entry_of`` reads the saga's new entry (when compensation
+        began: fail_step was given the undo steps, and one committed)."""
         m = self
         m.failtok, m.token, m.entry, m.lease_live, m.ec = token, "", "", False, ec
-        if action == FailAction.DEAD:
+        undo = step.startswith("undo:")
+        if action == FailAction.DEAD and undo:
+            m.state = CF
+        elif action == FailAction.DEAD:
             m.state = F
+            if entry_of is not None and any(s in m.outputs for s in UNDOABLE):
+                m.begin_compensation(entry_of)
         else:
-            m.state, m.due_past = W, due_now
+            m.state, m.due_past = CG if undo else W, due_now
             if action == FailAction.PARK:
                 m.attempts[step] = (m.epoch, max(m.attempts_at(step) - 1, 0))

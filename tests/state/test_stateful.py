@@ -7,7 +7,12 @@ accept review (commits flag their saga for review at random), the controller's
 requeue of idle entries (no consumer: a new entry for the same saga, state unchanged),
 and quarantine of read entries (a saga waiting on its quarantined entry is dead-lettered),
 a move to another partition count and back (``saga partitions migrate``'s receive
-and release), and the wake-up of sagas parked for their budget (``unpark_sagas``).
+and release), the wake-up of sagas parked for their budget (``unpark_sagas``), and
+compensation: a dead-lettering fail may name the steps to undo, an operator may
+compensate (``saga cancel --compensate``, ``saga retry`` of a failed compensation), and
+the undo steps (undo:parser, undo:router) are claimed, heartbeat, committed (naming the
+plan's next undo, or a wrong one), failed, promoted, recovered, requeued and quarantined
+like the steps.
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -57,6 +62,8 @@ from tests.state.helpers import read_ready, snapshot
 from tests.state.stateful_harness import RedisMachine
 from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged
 from tests.state.stateful_model import (
+    CD,
+    CG,
     LATER_MS,
     LEASE_MS,
     MAX_LEASE_EXPIRIES,
@@ -64,6 +71,8 @@ from tests.state.stateful_model import (
     PREV,
     RECORDS,
     STEPS,
+    UNDO_STEPS,
+    UNDOABLE,
     WORKERS,
     C,
     P,
@@ -71,6 +80,14 @@ from tests.state.stateful_model import (
     W,
     X,
 )
+
+WORK = STEPS + UNDO_STEPS
+"""Every stream a worker reads: the steps and the undo steps."""
+
+
+def _prev(step: str) -> str:
+    return PREV[step.removeprefix("undo:")]
+
 
 SOAK = os.environ.get("SAGA_SOAK") == "1"
 SETTINGS = settings(
@@ -103,17 +120,38 @@ class SagaMachine(RedisMachine):
         for rid in sorted(rids):
             self.start(rid)
 
-    @precondition(lambda self: self._in(P))
+    @precondition(lambda self: self._in(P, CG))
     @rule(target=claims, worker=st.sampled_from(WORKERS))
     def claim_ready(self, worker: str) -> Any:
         """XREADGROUP new entries of both steps and claim them as one batch per step."""
         issued = []
-        for step in STEPS:
+        for step in WORK:
             entries = self.run(read_ready(self.client, self.keys, step, worker, count=10))
             issued += self._claim(step, entries, worker, "read")
         return multiple(*issued)
 
-    @precondition(lambda self: self._in(R))
+    @precondition(lambda self: self._in(P, CG))
+    @rule(
+        worker=st.sampled_from(WORKERS),
+        fail=st.sampled_from([None, None, *FailAction]),
+        undos=st.booleans(),
+    )
+    def work(self, worker: str, fail: FailAction | None, undos: bool) -> None:
+        """A worker at work on the steps (or the undo steps): read, claim, and commit (or
+        fail, naming the steps to undo) each claim at once, so sagas get far enough for
+        their compensations to run to their end, as well as being interleaved."""
+        event(f"work {'undos' if undos else 'steps'}")
+        for step in UNDO_STEPS if undos else STEPS:
+            entries = self.run(read_ready(self.client, self.keys, step, worker, count=10))
+            for held in self._claim(step, entries, worker, "read"):
+                if fail is None:
+                    self.commit(held, resend=False, review="", wrong_next=False)
+                else:
+                    self.fail(
+                        held, fail, due_now=True, resend=False, budget=False, compensable=True
+                    )
+
+    @precondition(lambda self: self._in(R, CG))
     @rule(target=claims, worker=st.sampled_from(WORKERS), expire_all=st.booleans())
     def take_over(self, worker: str, expire_all: bool) -> Any:
         """XAUTOCLAIM every pending entry (min idle 0) and claim them: live leases are held.
@@ -122,10 +160,10 @@ class SagaMachine(RedisMachine):
         """
         if expire_all:
             for rid, m in self.model.items():
-                if m.state == R:
+                if m.running(m.step):
                     self.expire_lease(rid)
         issued = []
-        for step in STEPS:
+        for step in WORK:
             got = self.run(recover_idle(self.sm, step, 0, worker=worker, min_idle_ms=0, count=100))
             assert got.deleted == []
             entries = [(e, text(f[b"rid"])) for e, f in got.entries]
@@ -145,6 +183,7 @@ class SagaMachine(RedisMachine):
                 worker=worker,
                 lease_ms=LEASE_MS,
                 max_lease_expiries=MAX_LEASE_EXPIRIES,
+                prev_step=_prev(step),
             )
         )
         issued = []
@@ -156,18 +195,20 @@ class SagaMachine(RedisMachine):
                 assert out.claim.token == self.model[rid].token
                 assert out.claim.attempt == self.model[rid].attempts_at(step)
                 assert out.claim.expired == self.model[rid].expiries_at(step)
+                if step.startswith("undo:"):  # the plan: latest step first, none twice
+                    assert out.claim.extra["undo"].decode() == ",".join(self.model[rid].plan)
                 issued.append((worker, out.claim))
         return issued
 
-    @precondition(lambda self: self._in(P, R))
+    @precondition(lambda self: self._in(P, R, CG))
     @rule(expire_all=st.booleans(), resend=st.booleans())
     def requeue(self, expire_all: bool, resend: bool) -> None:
         """The controller puts every pending entry (min idle 0) back as a new entry."""
         if expire_all:
             for rid, m in self.model.items():
-                if m.state == R:
+                if m.running(m.step):
                     self.expire_lease(rid)
-        for step in STEPS:
+        for step in WORK:
             rows = self.run(
                 self.client.xpending_range(self.keys.ready(0, step), GROUP, "-", "+", 100)
             )
@@ -187,12 +228,12 @@ class SagaMachine(RedisMachine):
                 again = requeue_idle(self.sm, step, 0, entries, min_idle_ms=0, op=op)
                 self.run(unchanged(self.client, self.keys, again))
 
-    @precondition(lambda self: any(m.state == R and m.lease_live for m in self.model.values()))
+    @precondition(lambda self: any(m.running(m.step) and m.lease_live for m in self.model.values()))
     @rule(rid=st.sampled_from(RECORDS))
     def expire_lease(self, rid: str) -> None:
         """Time passes for one running saga: its lease deadline is moved to 0."""
         m = self.model[rid]
-        if m.state == R:
+        if m.running(m.step):
             self.run(self.client.hset(self.keys.saga(rid), "lease", 0))
             m.lease_live = False
 
@@ -200,7 +241,7 @@ class SagaMachine(RedisMachine):
     def heartbeat(self, held: tuple[str, Claim]) -> None:
         worker, c = held
         m = self.model[c.record_id]
-        live = m.state == R and m.token == c.token
+        live = m.running(c.step) and m.token == c.token
         before = None if live else self.run(snapshot(self.client, self.keys.prefix))
         try:
             self.run(self.sm.heartbeat(c, worker=worker, lease_ms=LEASE_MS))
@@ -210,26 +251,42 @@ class SagaMachine(RedisMachine):
             assert not live, exc
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
 
-    @rule(held=claims, resend=st.booleans(), review=st.sampled_from(["", "", "doubtful"]))
-    def commit(self, held: tuple[str, Claim], resend: bool, review: str) -> None:
+    @rule(
+        held=claims,
+        resend=st.booleans(),
+        review=st.sampled_from(["", "", "doubtful"]),
+        wrong_next=st.sampled_from([False, False, False, True]),
+    )
+    def commit(self, held: tuple[str, Claim], resend: bool, review: str, wrong_next: bool) -> None:
         worker, c = held
         m = self.model[c.record_id]
+        undo = c.step.startswith("undo:")
+        if undo:  # as the worker: the next undo is the claim's plan's second step
+            later = c.extra["undo"].decode().split(",")[1:]
+            next_step = f"undo:{later[0]}" if later else ""
+            if wrong_next:
+                next_step = "" if next_step else "undo:router"
         req = CommitRequest(
             output=b'{"by":"' + worker.encode() + b'"}',
             worker=worker,
-            next_step=NEXT[c.step],
-            review=review,
+            next_step=next_step if undo else NEXT[c.step],
+            review="" if undo else review,
             op=uuid.uuid4().hex,
         )
         expected = m.predict_commit(c.step, c.token)
+        if undo and wrong_next and expected == RC.OK:
+            again = self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
+            assert again.code == RC.WRONG_STATE
+            event("commit undo: WRONG_STATE (not the plan's next)")
+            return
         before = self.run(snapshot(self.client, self.keys.prefix))
         out = self.run(self.sm.commit(c, req))
         assert out.code == expected, (out, m)
-        event(f"commit: {expected.name}")
+        event(f"commit{' undo' if undo else ''}: {expected.name}")
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
-            next_entry = self._entry_of(c.record_id) if NEXT[c.step] else ""
-            m.apply_commit(c.step, c.token, next_entry, review)
+            next_entry = self._entry_of(c.record_id) if req.next_step else ""
+            m.apply_commit(c.step, c.token, next_entry, req.review)
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
 
@@ -239,11 +296,17 @@ class SagaMachine(RedisMachine):
         due_now=st.booleans(),
         resend=st.booleans(),
         budget=st.booleans(),
+        compensable=st.booleans(),
     )
     def fail(
-        self, held: tuple[str, Claim], action: FailAction, due_now: bool, resend: bool,
+        self,
+        held: tuple[str, Claim],
+        action: FailAction,
+        due_now: bool,
+        resend: bool,
         budget: bool,
-    ) -> None:  # fmt: skip
+        compensable: bool,
+    ) -> None:
         worker, c = held
         m = self.model[c.record_id]
         delay = 0 if due_now else LATER_MS
@@ -254,23 +317,31 @@ class SagaMachine(RedisMachine):
             error_message="m",
             delay_ms=delay,
             worker=worker,
+            undo=UNDOABLE if compensable else (),
             op=uuid.uuid4().hex,
         )
         expected = m.predict_fail(c.step, c.token)
         before = self.run(snapshot(self.client, self.keys.prefix))
         out = self.run(self.sm.fail(c, req))
         assert out.code == expected, (out, m)
-        event(f"fail {action.value}: {expected.name}")
+        event(
+            f"fail{' undo' if c.step.startswith('undo:') else ''} {action.value}: {expected.name}"
+        )
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
-            m.apply_fail(c.step, c.token, action, due_now, ec)
+            entry_of = (lambda: self._entry_of(c.record_id)) if compensable else None
+            m.apply_fail(c.step, c.token, action, due_now, entry_of, ec)
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.fail(c, req)))
 
-    @precondition(lambda self: self._in(W))
-    @rule(step=st.sampled_from(STEPS), force_due=st.booleans())
+    @precondition(lambda self: self._in(W) or any(m.undo_waiting for m in self.model.values()))
+    @rule(step=st.sampled_from(WORK), force_due=st.booleans())
     def promote(self, step: str, force_due: bool) -> None:
-        waiting = [rid for rid, m in self.model.items() if m.state == W and m.step == step]
+        waiting = [
+            rid
+            for rid, m in self.model.items()
+            if (m.state == W or m.undo_waiting) and m.step == step
+        ]
         if force_due:
             for rid in waiting:
                 self.run(self.client.zadd(self.keys.delayed(0, step), {rid: 0}))
@@ -282,7 +353,8 @@ class SagaMachine(RedisMachine):
         assert got == (len(due), len(waiting) - len(due))
         for rid in due:
             m = self.model[rid]
-            m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
+            m.state = CG if m.state == CG else P
+            m.due_past, m.entry = False, self._entry_of(rid)
 
     @precondition(lambda self: self._in(W))
     @rule(step=st.sampled_from(STEPS))
@@ -338,12 +410,39 @@ class SagaMachine(RedisMachine):
         if m.state is None:
             with pytest.raises(SagaNotFoundError):
                 self.run(call)
-        elif m.state == C:
+        elif m.state in (C, CD):
             with pytest.raises(StepConflictError):
                 self.run(call)
         else:
             assert self.run(call) == m.state
             m.state, m.token, m.entry, m.lease_live = X, "", "", False
+
+    @precondition(lambda self: any(o in m.outputs for m in self.model.values() for o in UNDOABLE))
+    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
+    def compensate(self, rid: str, resend: bool) -> None:
+        """saga cancel --compensate (or saga retry of compensation_failed): the committed
+        steps' undos, latest first; compensating or compensated already: nothing changes."""
+        m = self.model[rid]
+        op = uuid.uuid4().hex
+        call = operator.compensate(self.sm, rid, UNDOABLE, actor="test", op=op)
+        if m.state is None:
+            with pytest.raises(SagaNotFoundError):
+                self.run(call)
+            return
+        if m.state == C:
+            self.run(unchanged(self.client, self.keys, _refused(call)))
+            return
+        if m.state in (CG, CD):
+            res = self.run(unchanged(self.client, self.keys, call))
+            assert res.duplicate and res.state == m.state
+            return
+        res = self.run(call)
+        m.begin_compensation(lambda: self._entry_of(rid))
+        assert (res.state, res.step, res.duplicate) == (m.state, m.step, False)
+        event(f"compensate: {m.state.value}")
+        if resend:
+            again = operator.compensate(self.sm, rid, UNDOABLE, actor="test", op=op)
+            assert self.run(unchanged(self.client, self.keys, again)).duplicate
 
     @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
     def accept_review(self, rid: str, resend: bool) -> None:
@@ -367,8 +466,8 @@ class SagaMachine(RedisMachine):
             again = operator.accept_review(self.sm, rid, STEPS, op=op)
             self.run(unchanged(self.client, self.keys, again))
 
-    @precondition(lambda self: self._in(P))
-    @rule(step=st.sampled_from(STEPS), resend=st.booleans())
+    @precondition(lambda self: self._in(P, CG))
+    @rule(step=st.sampled_from(WORK), resend=st.booleans())
     def quarantine_ready(self, step: str, resend: bool) -> None:
         """Read new entries and quarantine them all as malformed (naming their record): a
         saga whose current entry it was is dead-lettered; a re-send writes nothing."""
@@ -409,6 +508,11 @@ class SagaMachine(RedisMachine):
     @invariant()
     def redis_agrees_with_model_and_invariants_hold(self) -> None:
         self.run(check_invariants(self.client, self.keys, self.model))
+
+
+async def _refused(call: Any) -> None:
+    with pytest.raises(StepConflictError):
+        await call
 
 
 def test_state_machine_holds_against_the_model(redis_url: str) -> None:

@@ -153,6 +153,9 @@ SAGA_DOCUMENT_NETWORKS: {{ join "," . | quote }}
 {{- with $c.billingUrl }}
 SAGA_BILLING_URL: {{ . | quote }}
 {{- end }}
+{{- with $c.resultsUrl }}
+SAGA_RESULTS_URL: {{ . | quote }}
+{{- end }}
 {{- with $c.llmModel }}
 SAGA_LLM_MODEL: {{ . | quote }}
 {{- end }}

@@ -1,0 +1,82 @@
+-- commit_undo: the exactly-once end of an undo attempt (commit_step for a compensating
+-- saga). Token-checked; in one script it drops the undone step's output (its effect no
+-- longer stands), acknowledges the entry, enqueues the next undo of the plan or ends the
+-- saga 'compensated', and appends the history. A second commit of the same attempt
+-- returns the recorded result, writing nothing. The error that led to the compensation
+-- (ec, em) is kept: a compensated saga still says why.
+--
+-- KEYS[1]  saga hash
+-- KEYS[2]  history stream
+-- KEYS[3]  ready stream of this undo step
+-- KEYS[4]  ready stream of the next undo step (KEYS[3] again when there is none)
+-- KEYS[5]  partition counters   {p}:stats
+-- KEYS[6..11] state indexes, in keys.INDEXED order
+-- ARGV[1]  undo step name (undo:<step>)
+-- ARGV[2]  fencing token
+-- ARGV[3]  ready entry id
+-- ARGV[4]  consumer group
+-- ARGV[5]  next undo step as the claim's plan said ("" ends the compensation); checked
+--          against the stored plan
+-- ARGV[6]  operation id
+-- ARGV[7]  history MAXLEN
+-- ARGV[8]  worker name
+-- Returns: {RC.OK, state, next_step, next_entry}
+--          {RC.DUPLICATE, state, next_step}   this attempt was already committed
+--          {RC.NOT_FOUND}
+--          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
+--          {RC.WRONG_STATE, 'plan', plan}     ARGV[5] is not the plan's next: nothing written
+-- Emits:   history 'committed' (n: the next undo step, "" when compensated); ready entry
+--          {rid, ep, v} for the next undo step
+--@include now
+--@include history
+--@include state_index
+--@include fence
+
+local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local op, maxlen, worker = ARGV[6], ARGV[7], ARGV[8]
+local undone = string.sub(step, 6)
+
+local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'rid',
+                     'claimed', 'done:' .. step, 'att:' .. step, 'undo')
+if not s[1] then return {RC.NOT_FOUND} end
+if s[8] == token then
+  redis.call('HSET', saga, 'done:' .. step, token)  -- replicated, as commit_step's repeat
+  return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
+end
+local now = now_ms()
+if s[1] ~= STATE.COMPENSATING or s[2] ~= step or s[3] ~= token then
+  fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], op, '')
+  return {RC.LEASE_LOST, s[1]}
+end
+local rest = string.match(s[10] or '', '^[^,]*,(.*)$') or ''
+local expected = string.match(rest, '^([^,]*)') or ''
+if expected ~= '' then expected = 'undo:' .. expected end
+if next_step ~= expected then return {RC.WRONG_STATE, 'plan', s[10] or ''} end
+
+local record, epoch = s[6], tonumber(s[5])
+local attempt = tonumber(string.match(s[9] or '', ':(%d+)$') or '0')
+local duration = now - tonumber(s[7] or now)
+redis.call('XACK', ready, group, entry)
+-- The controller may have requeued this attempt's entry while its lease was lapsed
+-- (a heartbeat then revived it): that newer entry is this attempt's too.
+if s[4] and s[4] ~= '' and s[4] ~= entry then redis.call('XACK', ready, group, s[4]) end
+local state, next_entry = STATE.COMPENSATED, ''
+if next_step ~= '' then
+  state = STATE.COMPENSATING
+  next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
+end
+redis.call('HDEL', saga, 'out:' .. undone)
+local f = {'done:' .. step, token, 'next:' .. step, next_step, 'undo', rest, 'token', '',
+           'lease', 0, 'worker', '', 'updated', now, 'op', op,
+           'state', state, 'entry', next_entry}
+if next_step ~= '' then
+  f[#f + 1] = 'step'
+  f[#f + 1] = next_step
+end
+redis.call('HSET', saga, unpack(f))
+redis.call('HINCRBY', KEYS[5], 'committed:' .. step, 1)
+index_state(6, record, STATE.COMPENSATING, state, now)
+history_append(hist, maxlen, {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch,
+                              'w', worker, 't', now, 'd', duration, 'n', next_step, 'op', op})
+return {RC.OK, state, next_step, next_entry}

@@ -1,0 +1,59 @@
+-- compensate_saga: undo what a saga committed, latest step first. Used by
+-- `saga cancel --compensate` (any state but completed), by a worker whose claim
+-- dead-lettered a saga after too many lost leases, and by `saga retry` of a
+-- compensation_failed saga (the undos not yet done run again, in a new epoch).
+-- Like cancel, a running attempt is fenced out (its token is cleared) and the current
+-- entry, waiting retry or dead letter is removed; then the plan is the steps of
+-- ARGV[7..] whose output is stored, and the first undo is enqueued.
+--
+-- KEYS[1]  saga hash
+-- KEYS[2]  history stream
+-- KEYS[3]  ready stream of the current step (its entry is acknowledged)
+-- KEYS[4]  delayed retries of the current step
+-- KEYS[5]  dead-letter stream of the current step
+-- KEYS[6..11] state indexes, in keys.INDEXED order
+-- KEYS[12..11+n] undo ready streams of ARGV[7..6+n], in that order
+-- ARGV[1]  the current step as the caller read it (guards KEYS[3..5])
+-- ARGV[2]  consumer group
+-- ARGV[3]  operation id
+-- ARGV[4]  history MAXLEN
+-- ARGV[5]  who asked, and why (free text)
+-- ARGV[6]  n: number of steps with a compensation, at most 32
+-- ARGV[7..6+n] those steps, latest in the pipeline first
+-- Returns: {RC.OK, state, step, entry}       compensating (or compensated: nothing to undo)
+--          {RC.DUPLICATE, state, step, entry}  same op id, or already compensating or
+--                                              compensated: nothing written
+--          {RC.NOT_FOUND}
+--          {RC.WRONG_STATE, reason, detail}  completed, or the current step moved
+-- Emits:   history 'compensating'; an undo ready entry {rid, ep, v}
+--@include now
+--@include history
+--@include state_index
+--@include op
+--@include undo_plan
+
+local saga, hist = KEYS[1], KEYS[2]
+local expected, group, op, maxlen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local replay = op_replay(saga, op, 'cmp_op')
+if replay then return replay end
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch')
+if not s[1] then return {RC.NOT_FOUND} end
+if s[1] == STATE.COMPENSATING or s[1] == STATE.COMPENSATED then
+  return {RC.DUPLICATE, s[1], s[2], s[3] or ''}
+end
+if s[1] == STATE.COMPLETED then return {RC.WRONG_STATE, STATE.COMPLETED, s[2]} end
+if s[2] ~= expected then return {RC.WRONG_STATE, 'step_moved', s[2]} end
+local n = tonumber(ARGV[6])
+if n > 32 then return redis.error_reply('compensate_saga: at most 32 steps') end
+
+local now, record = now_ms(), s[5]
+if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], group, s[3]) end
+redis.call('ZREM', KEYS[4], record)
+if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
+local plan, head = undo_plan(saga, 6, n)
+local state, step, entry = begin_undo({saga = saga, hist = hist, ready_at = 12, index_at = 6,
+                                       record = record, from = s[1], step = s[2],
+                                       epoch = tonumber(s[6]), now = now, maxlen = maxlen,
+                                       op = op, why = 'from ' .. s[1] .. ' at ' .. s[2] ..
+                                       ' by ' .. ARGV[5]}, plan, head)
+return op_record(saga, op, {RC.OK, state, step, entry}, 'cmp_op')

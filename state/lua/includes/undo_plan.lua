@@ -1,0 +1,39 @@
+-- Compensation: which steps to undo, and its start. ARGV[at+1..at+n] are the steps that
+-- have a compensation, latest in the pipeline first (at most 32); the plan is those whose
+-- output is stored (committed, not yet undone). `ready_at` is the KEYS position of the
+-- undo ready stream of ARGV[at+1] (one per candidate, in the same order).
+local function undo_plan(saga, at, n)
+  local plan, heads = {}, {}
+  for i = 1, 32 do
+    if i > n then break end
+    local name = ARGV[at + i]
+    if redis.call('HEXISTS', saga, 'out:' .. name) == 1 then
+      plan[#plan + 1] = name
+      heads[#heads + 1] = i
+    end
+  end
+  return plan, heads[1] or 0
+end
+
+-- Enter 'compensating' in a new epoch (attempts count afresh, older tokens are fenced) and
+-- enqueue the first undo; an empty plan ends 'compensated' at once. Appends the
+-- 'compensating' event. Returns the new state, step and ready entry.
+-- c = {saga, hist, ready_at, index_at, record, from, step, epoch, now, maxlen, op, why}
+local function begin_undo(c, plan, head)
+  local epoch = c.epoch + 1
+  local state, step, entry = STATE.COMPENSATED, c.step, ''
+  if head > 0 then
+    state, step = STATE.COMPENSATING, 'undo:' .. plan[1]
+    entry = redis.call('XADD', KEYS[c.ready_at + head - 1], '*', 'rid', c.record, 'ep', epoch,
+                       'v', SCHEMA_VERSION)
+  end
+  redis.call('HSET', c.saga, 'state', state, 'step', step, 'epoch', epoch,
+             'undo', table.concat(plan, ','), 'token', '', 'lease', 0, 'worker', '',
+             'entry', entry, 'due', 0, 'dead_id', '', 'updated', c.now)
+  index_state(c.index_at, c.record, c.from, state, c.now)
+  local first = ''
+  if head > 0 then first = step end
+  history_append(c.hist, c.maxlen, {'e', 'compensating', 's', step, 'ep', epoch, 't', c.now,
+                                    'n', first, 'x', c.why, 'op', c.op})
+  return state, step, entry
+end
