@@ -80,7 +80,11 @@ async def retry(request: Request, who: Identity | None, body: Body) -> Response:
 
 @endpoint(OPERATOR, api=True, mutates=True)
 async def cancel(request: Request, who: Identity | None, body: Body) -> Response:
+    """``saga cancel --json``; with ``{"compensate": true}``, ``saga cancel --compensate
+    --json`` (the committed steps are undone, latest first)."""
     rid = validate_id(request.path_params["record_id"], "record id")
+    if bool_field(body, "compensate"):
+        return json(await service(request).compensate(who_of(who), rid))
     return json(await service(request).cancel(who_of(who), rid))
 
 

@@ -31,9 +31,10 @@ def create_app(settings: Settings, config: ConsoleConfig, redis: Any | None = No
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         client = redis if redis is not None else open_client(settings)
-        keys = keys_of(settings)
+        pipeline = document_pipeline(settings)
+        keys = keys_of(settings, pipeline.name)  # SAGA_PIPELINE's type, as the workers'
         app.state.access = Access(client, keys, config)
-        app.state.service = Service(client, keys, settings, document_pipeline(settings))
+        app.state.service = Service(client, keys, settings, pipeline)
         try:
             yield
         finally:

@@ -113,8 +113,10 @@ PATHS: dict[str, dict[str, Any]] = {
     "/sagas/{record_id}/retry": {"post": _op("re-run from a step (saga retry)", "RetryResult",
                                              "operator", parameters=[RECORD],
                                              requestBody=_body(step=STR, force=BOOL))},
-    "/sagas/{record_id}/cancel": {"post": _op("cancel (saga cancel)", "CancelResult",
-                                              "operator", parameters=[RECORD])},
+    "/sagas/{record_id}/cancel": {"post": _op(
+        "cancel (saga cancel); compensate: undo the committed steps, latest first "
+        "(saga cancel --compensate)", "CancelResult", "operator", parameters=[RECORD],
+        requestBody=_body(compensate=BOOL))},
     "/sagas/{record_id}/review/accept": {"post": _op(
         "accept flagged results (saga review accept)", "ReviewAccepted", "operator",
         parameters=[RECORD], requestBody=_body(note=STR))},

@@ -25,9 +25,14 @@ VIEWER, OPERATOR = Role.VIEWER, Role.OPERATOR
 DONE = {
     "retry": "Retried: the saga runs again in a new epoch (the timeline shows from where).",
     "cancel": "Cancelled.",
+    "compensate": "Cancelled: its completed steps are being undone, latest first (the "
+    "undo:<step> rows below); it ends compensated, or compensation_failed.",
     "accept": "Review accepted: the flags are cleared and your name is in the history.",
     "purge": "Dead letters purged.",
 }
+
+ACTIONS = ("retry", "cancel", "compensate", "accept")
+ACTIONS_TEXT = "action must be retry, cancel, compensate or accept"
 
 
 def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
@@ -109,7 +114,7 @@ async def saga(request: Request, who: Identity | None) -> Response:
     outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
-                  steps=svc.pipeline.names, done=DONE.get(request.query_params.get("done", "")),
+                  steps=svc.pipeline.names, undoable=bool(svc.undoable()), done=DONE.get(request.query_params.get("done", "")),
                   document=s.document if w.role == Role.OPERATOR else "",
                   other_type=keys.saga_type if keys != svc.keys else "")  # fmt: skip
 
@@ -118,13 +123,16 @@ async def saga(request: Request, who: Identity | None) -> Response:
 async def confirm(request: Request, who: Identity | None) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
     action = request.query_params.get("action", "")
-    if action not in ("retry", "cancel", "accept"):
-        raise ConsoleError("action must be retry, cancel or accept")
-    step = request.query_params.get("step", "")
-    if action == "retry" and step not in service(request).pipeline.names:
+    if action not in ACTIONS:
+        raise ConsoleError(ACTIONS_TEXT)
+    svc, step = service(request), request.query_params.get("step", "")
+    if action == "retry" and step not in svc.pipeline.names:
         raise ConsoleError(f"step {step!r} is not a step of the pipeline")
-    s = await service(request).sagas.get(rid)
-    return render(request, "confirm.html", s=s, action=action, step=step)
+    if action == "compensate" and not svc.undoable():
+        raise ConsoleError(f"no step of {svc.keys.saga_type} has a compensation; cancel instead")
+    s = await svc.sagas.get(rid)
+    return render(request, "confirm.html", s=s, action=action, step=step,
+                  plan=svc.undo_plan(s.outputs) if action == "compensate" else [])  # fmt: skip
 
 
 @endpoint(OPERATOR, api=False, mutates=True)
@@ -135,10 +143,12 @@ async def act(request: Request, who: Identity | None, body: Body) -> Response:
         await svc.retry(w, rid, text_field(body, "step", 32) or None, False)
     elif action == "cancel":
         await svc.cancel(w, rid)
+    elif action == "compensate":
+        await svc.compensate(w, rid)
     elif action == "accept":
         await svc.accept_review(w, rid, text_field(body, "note", 300))
     else:
-        raise ConsoleError("action must be retry, cancel or accept")
+        raise ConsoleError(ACTIONS_TEXT)
     return see_other(f"/sagas/{rid}?done={action}")
 
 

@@ -145,6 +145,25 @@ class Service:
         return shapes.CancelResult(record_id=record_id, previous_state=SagaState(previous),
                                    state=SagaState.CANCELLED)  # fmt: skip
 
+    async def compensate(self, who: Identity, record_id: str) -> Any:
+        """``saga cancel <record> --compensate --json``: stop the saga and undo its
+        committed steps, latest first (the first undo is enqueued here)."""
+        with _audited(who, "compensate", record_id):
+            previous = (await self.sagas.get(record_id)).state
+            res = await self.sagas.compensate(record_id, actor=who.actor)
+        first = res.step if res.state == SagaState.COMPENSATING else ""
+        return shapes.CancelResult(record_id=record_id, previous_state=previous,
+                                   state=SagaState(res.state), first_undo=first)  # fmt: skip
+
+    def undoable(self) -> tuple[str, ...]:
+        """The steps of the console's type that have a compensation, latest first."""
+        return tuple(self.sagas.type_info.undoable)
+
+    def undo_plan(self, outputs: dict[str, str]) -> list[str]:
+        """What a compensation would undo now: the steps with a compensation whose output
+        is stored, latest first (the plan ``compensate_saga.lua`` fixes)."""
+        return [step for step in self.undoable() if step in outputs]
+
     async def accept_review(self, who: Identity, record_id: str, note: str) -> Any:
         """``saga review accept <record> --json``; the note is kept in history."""
         actor = (who.actor + (f": {note}" if note else ""))[:500]
