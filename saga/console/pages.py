@@ -114,7 +114,8 @@ async def saga(request: Request, who: Identity | None) -> Response:
     outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
-                  steps=svc.pipeline.names, undoable=bool(svc.undoable()), done=DONE.get(request.query_params.get("done", "")),
+                  steps=svc.pipeline.names, undoable=bool(svc.undoable()),
+                  done=DONE.get(request.query_params.get("done", "")),
                   document=s.document if w.role == Role.OPERATOR else "",
                   other_type=keys.saga_type if keys != svc.keys else "")  # fmt: skip
 

@@ -10,6 +10,7 @@ import html
 import re
 from typing import Any
 
+import msgspec
 import pytest
 from structlog.testing import capture_logs
 
@@ -41,7 +42,7 @@ async def tsm(redis: Any, keys: Keys) -> StateMachine:
 
 
 def booked(*what: str) -> bytes:
-    return ('{"trip":{"who":"ann"},"what":[%s]}' % ",".join(f'"{w}"' for w in what)).encode()
+    return msgspec.json.encode({"trip": {"who": "ann"}, "what": list(what)})
 
 
 async def at(sm: StateMachine, rid: str, step: str) -> None:
