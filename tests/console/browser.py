@@ -89,6 +89,7 @@ def saga_up(redis_url: str, keys: Keys, tmp: Path) -> Iterator[Stack]:
     launch meanwhile) and stopped with SIGINT (as Ctrl-C would) at the end."""
     port = free_port()
     env = up_env(redis_url, keys, tmp / "data", port)
+    env["SAGA_DOCUMENT_ROOTS"] = str(tmp / "docs")  # the fetch policy reads only from there
     log = tmp / "up.log"
     with open(log, "wb") as out:
         argv = [sys.executable, "-m", "saga.cli.main", "up", "--console"]
