@@ -20,7 +20,7 @@ import structlog
 from redis.exceptions import ResponseError
 
 from saga.controller.requeue import Requeuer
-from saga.controller.types import TypeWork, leases_of, prepared, type_work
+from saga.controller.types import TypeWork, leases_of, prepared, type_work, with_undos
 from saga.pipeline import StepSpec
 from saga.settings import Settings
 from saga.state import partitions, streams
@@ -52,9 +52,9 @@ class Controller:
         health: HealthState | None = None,
     ) -> None:
         """``keys`` and ``specs``: this deployment's own saga type (the others come from
-        the registry of types)."""
+        the registry of types); a step's compensation adds its undo step."""
         self.client, self.keys, self.settings, self.name = client, keys, settings, name
-        self.specs = list(specs)
+        self.specs = with_undos(specs)
         self.health = health or HealthState()
         self.own = type_work(client, keys, settings, self.specs, name, self.health)
         self.types: dict[str, TypeWork] = {keys.saga_type: self.own}
@@ -113,20 +113,20 @@ class Controller:
 
     async def discover(self) -> list[TypeWork]:
         """Every registered type's work (new types' groups made first), the own type first.
-        A type whose registered steps changed (a release added one) is rebuilt."""
+        A type whose registered steps changed (a release added one, or a compensation)
+        is rebuilt."""
         async with self._discovering:
             for info in await registered_types(self.client, self.keys):
                 known = self.types.get(info.name)
-                if info.name == self.own.saga_type or (known and known.steps == info.steps):
+                leases = leases_of(info, self.settings)
+                steps = tuple(s.name for s in leases)
+                if info.name == self.own.saga_type or (known and known.steps == steps):
                     continue
                 keys = self.keys.of_type(info.name)
-                work = type_work(
-                    self.client, keys, self.settings, leases_of(info, self.settings),
-                    self.name, self.health,
-                )  # fmt: skip
+                work = type_work(self.client, keys, self.settings, leases, self.name, self.health)
                 self.types[info.name] = await prepared(self.client, work)
                 await work.upkeep.sync_clock()
-                log.info("saga_type_found", saga_type=info.name, steps=list(info.steps))
+                log.info("saga_type_found", saga_type=info.name, steps=list(steps))
             return list(self.types.values())
 
     async def _prepare(self) -> None:

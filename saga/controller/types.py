@@ -6,6 +6,10 @@ The controller's own type (this deployment's pipeline) uses its step specs; anot
 type has only its registered step names, so its lease is the controller's
 ``SAGA_<STEP>_LEASE`` or the default. A lease guessed short only requeues early: the
 ``requeue_idle`` script refuses an entry whose saga a live lease still holds.
+
+A step with a compensation brings its undo step (``undo:<step>``: own streams, run by
+the step's workers) with the step's lease: with those workers scaled to zero, only the
+controller promotes its due retries and requeues its stranded entries.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from saga.settings import Settings
 from saga.state import streams
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
+from saga.state.model import undo_of
 from saga.state.types import TypeInfo
 from saga.worker.fairness import user_caps
 from saga.worker.health import HealthState
@@ -69,10 +74,21 @@ def type_work(
 
 
 def leases_of(info: TypeInfo, settings: Settings) -> list[StepLease]:
-    """A registered type's steps with the lease this controller assumes for each."""
-    return [
-        StepLease(step, settings.for_step(step).lease_s or DEFAULT_LEASE_S) for step in info.steps
+    """A registered type's steps, then its undo steps (``info.undoable``, in pipeline
+    order), with the lease this controller assumes for each (an undo: its step's)."""
+    leases = {step: settings.for_step(step).lease_s or DEFAULT_LEASE_S for step in info.steps}
+    undos = [step for step in info.steps if step in info.undoable]
+    return [StepLease(step, lease) for step, lease in leases.items()] + [
+        StepLease(undo_of(step), leases[step]) for step in undos
     ]
+
+
+def with_undos(specs: Sequence[StepSpec]) -> list[StepSpec]:
+    """This deployment's steps, then the undo step of each that has a compensation (as
+    its workers serve them: ``Executor.specs``)."""
+    from saga.undo import undo_spec
+
+    return [*specs, *(undo_spec(s) for s in specs if s.compensate is not None)]
 
 
 async def prepared(client: Any, work: TypeWork) -> TypeWork:
