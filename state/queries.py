@@ -20,7 +20,7 @@ from redis.exceptions import ResponseError
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step, validate_work
 from saga.state.keys import GROUP, Keys
-from saga.state.model import SagaState
+from saga.state.model import SagaState, undone_step
 from saga.state.presence import Presence, live_workers
 from saga.state.replies import num, text
 
@@ -93,7 +93,8 @@ async def queue_stats(
         counters.update({text(k): num(v) for k, v in _ok(next(replies), {}).items()})
         for step in steps:
             sums[step].add([next(replies) for _ in range(6)])
-    return [sums[s].result(s, counters, serving[s]) for s in steps]
+    # An undo step (undo:<step>) is served by its step's workers.
+    return [sums[s].result(s, counters, serving[undone_step(s)]) for s in steps]
 
 
 def _ok(reply: Any, default: Any) -> Any:

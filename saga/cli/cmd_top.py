@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "dead letters, throughput (commits per second over the last interval) and live "
             "workers (each renews a presence every 5 s; one unseen for 15 s, killed or hung, "
             "is not counted); then each circuit breaker, and the live workers with their "
-            "saga type, steps and health address. Every registered saga type is shown (a "
+            "saga type, steps and health address. A step with a compensation has a second "
+            "row, undo:<step>: the queues of its undo (run by the step's workers). Every "
+            "registered saga type is shown (a "
             "type column once there are several) unless --type names one. Refreshes until "
             "Ctrl-C. Throughput is a rate, so --once samples twice, --interval apart "
             "(--interval 0: one sample, throughput null)."
@@ -119,7 +121,7 @@ async def sample(client: Any, keys: Any) -> Sample:
         alive = await live_workers(client, keyses[0])
         found["workers"] = [w for w in alive if w.saga_type in shown]
         for k in keyses:
-            steps = await registered_steps(client, k)
+            steps = shown_steps(await registered_steps(client, k, undo=True))
             stats = await queue_stats(client, k, steps, workers=found["workers"])
             found["steps"] += stats
             found["types"] += [k.saga_type] * len(stats)
@@ -133,6 +135,14 @@ async def sample(client: Any, keys: Any) -> Sample:
     return Sample(
         found["steps"], found["breakers"], time.monotonic(), found["workers"], found["types"]
     )
+
+
+def shown_steps(registered: list[str]) -> list[str]:
+    """The rows of a type: its steps, each followed by its undo step (``undo:<step>``,
+    registered by workers of a step with a compensation: none without compensations)."""
+    from saga.state.model import is_undo, undone_step
+
+    return sorted(registered, key=lambda s: (undone_step(s), is_undo(s)))
 
 
 def rates(prev: Sample | None, cur: Sample) -> dict[str, float | None]:
@@ -155,7 +165,9 @@ def document(cur: Sample, prev: Sample | None) -> Any:
 
     r = rates(prev, cur)
     steps = [
-        TopStep(type=t, **msgspec.structs.asdict(s), throughput=_round(r[label]))
+        TopStep(
+            type=t, **msgspec.structs.asdict(s), throughput=_round(r[label]), undoes=_undoes(s.step)
+        )
         for label, (t, s) in zip(cur.labels(), cur.rows(), strict=True)
     ]
     window = round(cur.at - prev.at, 3) if prev else None
@@ -166,6 +178,12 @@ def document(cur: Sample, prev: Sample | None) -> Any:
         breakers=cur.breakers,
         workers=cur.workers,
     )
+
+
+def _undoes(step: str) -> str:
+    from saga.state.model import is_undo, undone_step
+
+    return undone_step(step) if is_undo(step) else ""
 
 
 def _round(v: float | None) -> float | None:

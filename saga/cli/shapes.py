@@ -171,6 +171,8 @@ class TopStep(StepStats, frozen=True, kw_only=True):
     """The saga type the step belongs to (docs/sagas.md)."""
     throughput: float | None
     """Commits per second over the sampling window; None with one sample."""
+    undoes: str = ""
+    """On an ``undo:<step>`` row (a compensation's queues), the step it undoes; else empty."""
 
 
 class TopDocument(msgspec.Struct, kw_only=True):

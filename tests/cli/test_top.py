@@ -14,6 +14,7 @@ from saga.cli.cmd_top import Sample, rates
 from saga.state.keys import GROUP, Keys
 from saga.state.model import FailAction
 from saga.state.queries import StepStats
+from saga.state.streams import ensure_groups
 from tests.cli.inspect_support import (
     cli,
     cli_json,
@@ -164,3 +165,23 @@ async def test_cold_start_imports_nothing_heavy(redis: Any, keys: Keys, redis_ur
                if line.startswith("import time:")}  # fmt: skip
     assert {"saga.state.queries", "saga.adapters.breaker"} <= modules
     assert [m for m in modules if m.startswith(HEAVY)] == []
+
+
+async def test_undo_steps_have_rows_after_their_steps(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """A step with a compensation (its workers made the groups of undo:<step>) has a
+    second row with its undo's queues; the JSON row names the step it undoes."""
+    await busy_keyspace(redis, keys)
+    await ensure_groups(redis, keys, ["undo:parser"])
+    await redis.xadd(keys.ready(0, "undo:parser"), {"r": "mr-undo"})
+    await redis.zadd(keys.delayed(0, "undo:parser"), {"mr-later": 1})
+    doc = cli_json(keys, redis_url, "top", "--once", "--interval", "0")
+    rows = [(s["step"], s["undoes"], s["lag"], s["delayed"]) for s in doc["steps"]]
+    assert [r[:2] for r in rows] == [
+        ("grouper", ""), ("parser", ""), ("undo:parser", "parser"), ("router", "")
+    ]  # fmt: skip
+    assert rows[2][2:] == (1, 1)
+    res = cli(keys, redis_url, "top", "--once", "--interval", "0")
+    row = next(line.split() for line in res.stdout.splitlines() if line.startswith("undo:"))
+    assert row[:4] == ["undo:parser", "1", "0", "1"], res.stdout
