@@ -307,3 +307,39 @@ def test_the_fetch_policy_is_strict_unless_values_widen_it() -> None:
     assert widened["SAGA_DOCUMENT_ROOTS"] == "/data/a,/data/b"
     assert widened["SAGA_DOCUMENT_URL_PREFIXES"] == "https://bucket.s3.example/reports/"
     assert widened["SAGA_DOCUMENT_NETWORKS"] == "10.0.0.0/8,fd00::/8"
+
+
+def _streams(scaled: dict[str, Any], name: str) -> dict[str, set[str]]:
+    """Trigger name -> stream of one ScaledObject."""
+    spec = scaled[f"{FULL}-{name}"]["spec"]
+    validate_keda(scaled[f"{FULL}-{name}"])
+    for trigger in spec["triggers"]:
+        assert set(trigger["metadata"]) <= KEDA_PARAMS[trigger["type"]], trigger["metadata"]
+    return {t["name"]: t["metadata"]["stream"] for t in spec["triggers"]}
+
+
+def test_a_step_with_a_compensation_also_scales_on_its_undo_stream() -> None:
+    """publish (with config.resultsUrl) and a type's step marked compensable: a lag and a
+    pending trigger per partition on undo:<step> too, beside the step's own; others not."""
+    orders = {"app": "shop.orders:app", "steps": {"reserve": {"compensable": True}, "charge": {}}}
+    values = merged(
+        example("large"),
+        {"config": {"resultsUrl": "https://results.example/in"}, "steps": {"publish": {}},
+         "types": {"orders": orders}},
+    )  # fmt: skip
+    scaled = of_kind(render(values), "ScaledObject")
+    publish = _streams(scaled, "publish")
+    assert len(publish) == 4 * 4
+    for p in range(4):
+        assert publish[f"lag-p{p}"] == publish[f"pending-p{p}"] == f"saga:{{p{p}}}:ready:publish"
+        undo = f"saga:{{p{p}}}:ready:undo:publish"
+        assert publish[f"undo-lag-p{p}"] == publish[f"undo-pending-p{p}"] == undo
+    reserve = _streams(scaled, "orders-reserve")
+    assert reserve["undo-lag-p0"] == "saga:{orders.p0}:ready:undo:reserve"
+    assert not any(n.startswith("undo-") for n in _streams(scaled, "orders-charge"))
+    assert not any(n.startswith("undo-") for n in _streams(scaled, "router"))
+    # Without a results endpoint the pipeline has no publish step, so no undo to wait for.
+    no_url = merged(example("large"), {"steps": {"publish": {}}})
+    assert not any(
+        n.startswith("undo-") for n in _streams(of_kind(render(no_url), "ScaledObject"), "publish")
+    )

@@ -85,21 +85,26 @@ app.kubernetes.io/component: {{ .step | replace "_" "-" }}
 Every worker Deployment as a YAML list: the document pipeline's enabled steps
 (`steps`), then each saga type's (`types`, docs/sagas.md). Each item has the
 type, the step, the app (module:attr; "" for the document pipeline), `name`
-(the objects' name part: the step, or <type>-<step>) and `values` (stepDefaults
-overridden by the step's own).
+(the objects' name part: the step, or <type>-<step>), `values` (stepDefaults
+overridden by the step's own) and `undo`: whether the step has a compensation,
+whose queue (undo:<step>) its workers also serve: the document pipeline's
+publish (with config.resultsUrl), or a step marked `compensable: true`.
 */}}
 {{- define "saga.workers" -}}
 {{- $out := list -}}
 {{- range $step := include "saga.enabledSteps" . | fromYamlArray -}}
 {{- $v := include "saga.stepValues" (dict "root" $ "spec" (get $.Values.steps $step)) | fromYaml -}}
-{{- $out = append $out (dict "type" "documents" "step" $step "app" "" "name" $step "values" $v) -}}
+{{- $publish := and (eq $step "publish") (not (empty $.Values.config.resultsUrl)) -}}
+{{- $undo := or $publish (eq (toString $v.compensable) "true") -}}
+{{- $out = append $out (dict "type" "documents" "step" $step "app" "" "name" $step "values" $v "undo" $undo) -}}
 {{- end -}}
 {{- range $type, $t := .Values.types -}}
 {{- range $step, $spec := $t.steps -}}
 {{- $v := include "saga.stepValues" (dict "root" $ "spec" $spec) | fromYaml -}}
 {{- if $v.enabled -}}
 {{- $name := printf "%s-%s" $type $step -}}
-{{- $out = append $out (dict "type" $type "step" $step "app" $t.app "name" $name "values" $v) -}}
+{{- $undo := eq (toString $v.compensable) "true" -}}
+{{- $out = append $out (dict "type" $type "step" $step "app" $t.app "name" $name "values" $v "undo" $undo) -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
