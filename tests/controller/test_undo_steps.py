@@ -82,6 +82,12 @@ async def test_undo_retry_at_zero_workers_is_promoted_then_compensated(
     assert commits[-2:] == ["undo:hotel", "undo:flight"]
     assert [e.step for e in events if e.event == EventType.PROMOTED] == [undo]
     assert sorted(undo_apps.done("trips-cancel-hotel")) == ["t-1:hotel:e1"]
+
+    async def served() -> bool:  # the hotel's worker serves its undo too
+        text = await scrape(controller.port)
+        return metric(text, "saga_consumers_active", saga_type="trips", step=undo) == 1
+
+    await wait_until(served, within=20, what="the undo's workers in the controller's gauges")
     controller.signal(signal.SIGTERM)
     assert await controller.wait_exit(within=30) == 0
 
