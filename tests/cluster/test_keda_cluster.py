@@ -9,6 +9,7 @@ what would run."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,9 +48,37 @@ def _secret_value(ref: dict[str, Any]) -> str:
     return SECRET[key["key"]] if key["name"] == "saga-redis" else "other-secret"
 
 
-def pod_settings(objs: list[dict[str, Any]], deployment: dict[str, Any]) -> Any:
+def mount_secrets(deployment: dict[str, Any], root: Path) -> dict[str, Path]:
+    """The pod's Secret volumes written under ``root`` as the kubelet would mount them
+    (each item at mountPath/path, holding the Redis Secret's value): mountPath -> the
+    directory standing in for it."""
+    pod, ctr = deployment["spec"]["template"]["spec"], container(deployment)
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts: dict[str, Path] = {}
+    for mount in ctr.get("volumeMounts", []):
+        secret = volumes[mount["name"]].get("secret")
+        if secret is None or secret["secretName"] != "saga-redis":
+            continue
+        where = root / mount["mountPath"].lstrip("/")
+        where.mkdir(parents=True, exist_ok=True)
+        for item in secret["items"]:
+            (where / item["path"]).write_text(SECRET[item["key"]])
+        mounts[mount["mountPath"]] = where
+    return mounts
+
+
+def in_pod(path: str, mounts: dict[str, Path]) -> str:
+    """``path`` as the pod sees it, moved to where the test mounted its volume."""
+    for mount_path, where in mounts.items():
+        if path.startswith(mount_path + "/"):
+            return str(where / path[len(mount_path) + 1 :])
+    return path
+
+
+def pod_settings(objs: list[dict[str, Any]], deployment: dict[str, Any], root: Path) -> Any:
     """What the worker's settings would be: its ConfigMap, then its env with
-    secretKeyRefs read from the Secret and $(VAR) references expanded."""
+    secretKeyRefs read from the Secret and $(VAR) references expanded; the files it
+    names under a mounted Secret volume exist (under ``root``), as in the pod."""
     ctr = container(deployment)
     env: dict[str, str] = {}
     for src in ctr.get("envFrom", []):
@@ -57,19 +86,9 @@ def pod_settings(objs: list[dict[str, Any]], deployment: dict[str, Any]) -> Any:
     for name, e in env_of(ctr).items():
         raw = _secret_value(e["valueFrom"]) if "valueFrom" in e else e["value"]
         env[name] = re.sub(r"\$\(([A-Z_]+)\)", lambda m: env[m.group(1)], raw)
+    mounts = mount_secrets(deployment, root)
+    env = {k: in_pod(v, mounts) if k.endswith("_FILE") else v for k, v in env.items()}
     return load_settings(env), env
-
-
-def ca_seen_by_pods(deployment: dict[str, Any], ca_file: str) -> str:
-    """The CA the pods read at SAGA_REDIS_CA_FILE: which Secret key is mounted there."""
-    pod, ctr = deployment["spec"]["template"]["spec"], container(deployment)
-    for mount in ctr.get("volumeMounts", []):
-        if ca_file.startswith(mount["mountPath"] + "/"):
-            volume = {v["name"]: v for v in pod["volumes"]}[mount["name"]]["secret"]
-            path = ca_file[len(mount["mountPath"]) + 1 :]
-            (item,) = [i for i in volume["items"] if i["path"] == path]
-            return SECRET[item["key"]]
-    raise AssertionError(f"{ca_file} is not mounted")
 
 
 def keda_params(objs: list[dict[str, Any]], trigger: dict[str, Any]) -> dict[str, str]:
@@ -97,7 +116,9 @@ def client_sees(settings: Any) -> tuple[Any, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("variant", sorted(CLUSTER_VARIANTS))
-async def test_cluster_triggers_reach_what_the_client_reaches(variant: str) -> None:
+async def test_cluster_triggers_reach_what_the_client_reaches(
+    variant: str, tmp_path: Path
+) -> None:
     """Per step: the client's seed among KEDA's hosts/ports, TLS on both sides or
     neither, the same user, password and CA, one lag and one pending trigger per
     partition stream of the step, and the client's consumer group."""
@@ -107,7 +128,8 @@ async def test_cluster_triggers_reach_what_the_client_reaches(variant: str) -> N
     deployments = of_kind(objs, "Deployment")
     for so in scaled.values():
         deployment = deployments[so["spec"]["scaleTargetRef"]["name"]]
-        settings, env = pod_settings(objs, deployment)
+        root = tmp_path / deployment["metadata"]["name"]
+        settings, env = pod_settings(objs, deployment, root)
         assert settings.cluster
         client, sees = client_sees(settings)
         await client.aclose()
@@ -122,7 +144,8 @@ async def test_cluster_triggers_reach_what_the_client_reaches(variant: str) -> N
             assert (p.get("enableTLS") == "true") == sees["tls"]
             assert (p.get("username"), p.get("password")) == sees["auth"]
             if sees["ca_file"]:
-                assert p["ca"] == ca_seen_by_pods(deployment, sees["ca_file"])
+                # the file the client reads is the Secret key mounted there
+                assert p["ca"] == Path(sees["ca_file"]).read_text()
             assert p["consumerGroup"] == GROUP
             seen[trigger["name"].split("-")[0]].add(p["stream"])
         assert seen == {"lag": streams, "pending": streams}
