@@ -74,36 +74,42 @@ async def test_a_server_emptied_under_the_workers(
 async def test_script_flush_storm_crashes_no_worker(
     spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys, redis_url: str
 ) -> None:
-    """SCRIPT FLUSH every 50 ms under three workers: all sagas complete, no worker dies."""
+    """SCRIPT FLUSH every 50 ms under three workers, and at least ten times while sagas
+    are in flight: all sagas complete with one commit per step, no worker dies."""
     workers = [spawn() for _ in range(3)]
     for w in workers:
         await w.wait_ready()
-    rids = [f"slow-0.1-{i}-{uuid.uuid4().hex[:6]}" for i in range(60)]
     flusher = connect(redis_url)
-    flushes = 0
+    rids: list[str] = []
+    in_flight = 0  # flushes after which some saga was still unfinished
 
     async def storm() -> None:
-        nonlocal flushes
         while True:
             await flusher.script_flush()
-            flushes += 1
             await anyio.sleep(0.05)
+
+    async def all_done() -> bool:
+        assert all(w.alive() for w in workers), "\n".join(w.tail() for w in workers)
+        return await states(redis, keys, rids) == ["completed"] * len(rids)
 
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(storm)
-            for rid in rids:
-                await sagas.start(rid, "u1")
-
-            async def all_done() -> bool:
-                assert all(w.alive() for w in workers), "\n".join(w.tail() for w in workers)
-                return await states(redis, keys, rids) == ["completed"] * len(rids)
-
+            # Waves of sagas (each spends 0.1 s in the router), a flush after each wave:
+            # a flush counts when some saga is still unfinished after it, so the workers
+            # must run scripts again after it. Waves go on until ten such flushes.
+            with anyio.fail_after(90):
+                while in_flight < 10:
+                    wave = [f"slow-0.1-{len(rids) + i}-{uuid.uuid4().hex[:6]}" for i in range(6)]
+                    for rid in wave:
+                        await sagas.start(rid, "u1")
+                    rids += wave
+                    await flusher.script_flush()
+                    in_flight += not await all_done()
             await wait_until(all_done, within=90, what="every saga to complete in the storm")
             tg.cancel_scope.cancel()
     finally:
         await flusher.aclose()
-    assert flushes >= 10, "the storm must overlap the run"
     for rid in rids:
         saga, events = await saga_and_history(redis, keys, rid)
         assert_one_commit_per_step(saga, events, pipelines.STEPS)
