@@ -4,6 +4,7 @@ whole fault run as ``saga-executor``; the CLI reads as ``saga-readonly`` and ste
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -12,6 +13,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoPermissionError, ResponseError
 
 from saga.state.model import SagaState
+from tests.controller.support import Procs
 from tests.faults.harness import FaultRun
 from tests.faults.security import apply_acl, saga_cli, url_for
 
@@ -27,9 +29,11 @@ REFUSED_TO_EXECUTORS = [
     ("KEYS", "*"),
     ("CONFIG", "SET", "slowlog-log-slower-than", "0"),
     ("SLOWLOG", "GET"),
+    ("INFO",),  # the controller's user has it; workers need not
     ("XGROUP", "DESTROY", "f:{p0}:ready:router", "executors"),
     ("DEL", "not-a-saga-key"),
 ]
+REFUSED_TO_CONTROLLERS = [c for c in REFUSED_TO_EXECUTORS if c != ("INFO",)]
 
 
 async def refused(client: aioredis.Redis, *command: str) -> bool:
@@ -43,21 +47,36 @@ async def refused(client: aioredis.Redis, *command: str) -> bool:
 
 
 async def test_workers_and_cli_under_least_privilege_users(run: FaultRun) -> None:
-    """A kill -9 run under saga-executor completes; forbidden commands are refused to each
-    user; the CLI reads as saga-readonly (and may not cancel) and steers as saga-operator."""
+    """A kill -9 run under saga-executor, beside a controller as saga-controller,
+    completes; forbidden commands are refused to each user; the controller's check runs
+    as saga-controller; the CLI reads as saga-readonly (and may not cancel) and steers
+    as saga-operator."""
     await apply_acl(run.redis, run.keys.prefix, PASSWORD)
+    controller_url = url_for(run.server.url, "saga-controller", PASSWORD)
     run.url = url_for(run.server.url, "saga-executor", PASSWORD)
+    procs = Procs(run.tmp)
+    controller = procs.controller(run.env(REDIS_URL=controller_url))
     ws = await run.spawn_ready(2)
+    await controller.wait_ready(within=60)
     rids = [f"slow-0.3-{i:03d}" for i in range(60)] + ["perm-0"]
     await run.start(rids)
     time.sleep(0.8)  # noqa: ASYNC251 - let steps start, then kill one worker mid-step
     run.kill(ws[0], signal.SIGKILL)
     run.spawn()
     run.fault_end = time.monotonic()
-    await run.finish(rids, want={"perm-0": SagaState.FAILED})
+    try:
+        await run.finish(rids, want={"perm-0": SagaState.FAILED})
+        assert controller.alive(), controller.tail()
+    finally:
+        procs.kill_all()
+    assert "lacks a permission" not in controller.log.read_text(), controller.tail()
+    check = saga_cli({**run.env(), "REDIS_URL": controller_url}, "controller", "--check", "--json")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert {c["name"] for c in json.loads(check.stdout)["checks"]} >= {"server", "groups"}
 
     for user, commands in [
         ("saga-executor", REFUSED_TO_EXECUTORS),
+        ("saga-controller", REFUSED_TO_CONTROLLERS),
         (
             "saga-readonly",
             [("HSET", "f:{p0}:saga:x", "a", "b"), ("XADD", "f:{p0}:q", "*", "a", "b")],
