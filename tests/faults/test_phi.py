@@ -29,9 +29,18 @@ ANSWER = json.dumps({"names": {}, "note": f"patient {MARKER}"})
 
 
 def phi_env(run: FaultRun, key: str) -> dict[str, str]:
+    """The real document pipeline; its fetch policy lets it read the test's documents
+    (under run.tmp) and try the signed URL on loopback, so that fetch fails on the
+    connection (with the token in hand), not on the policy."""
     env = run.env(SAGA_LLM_GROUP_NAMES="1", SAGA_LLM_MOCK_RESPONSE=ANSWER, SAGA_DATA_KEY=key)
-    env.pop("SAGA_PIPELINE")  # the real document pipeline
-    return {**env, "SAGA_ROUTER_MAX_ATTEMPTS": "1"}
+    env.pop("SAGA_PIPELINE")
+    return {
+        **env,
+        "SAGA_ROUTER_MAX_ATTEMPTS": "1",
+        "SAGA_DOCUMENT_ROOTS": str(run.tmp),
+        "SAGA_DOCUMENT_URL_PREFIXES": "http://",
+        "SAGA_DOCUMENT_NETWORKS": "127.0.0.0/8",
+    }
 
 
 def documents(tmp: Path, n: int) -> list[str]:
@@ -101,8 +110,11 @@ async def test_no_phi_anywhere_with_a_data_key(run: FaultRun) -> None:
     signed = f"http://127.0.0.1:{free_port()}/doc.pdf?token={MARKER}"
     await sagas.start("phi-url", "u1", document=signed)
     await run.wait_terminal([*rids, "phi-url"], within=90)
-    assert {(await sagas.get(r)).state for r in rids} == {SagaState.COMPLETED}
-    assert (await sagas.get("phi-url")).state == SagaState.FAILED
+    done = [await sagas.get(r) for r in rids]
+    assert {s.state for s in done} == {SagaState.COMPLETED}, [s.error_message for s in done]
+    url_saga = await sagas.get("phi-url")
+    assert url_saga.state == SagaState.FAILED
+    assert url_saga.error_class != "PolicyError", url_saga.error_message  # it was fetched
     assert MARKER in json.dumps((await sagas.get("phi-url")).document)  # readers get it back
 
     stored = await everything_in_redis(run.redis)
