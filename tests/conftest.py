@@ -16,6 +16,12 @@ from saga.adapters.embedded_redis import EmbeddedServer
 from saga.state.connection import connect
 from saga.state.keys import Keys
 
+# pytest-xdist's workers export COLUMNS=80 and LINES=24; the CLI processes tests start
+# would then fit their tables to 80 columns where a plain run prints them whole. Tests
+# that want a width set COLUMNS themselves.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Long soak/chaos variants (marked ``slow``) are deselected unless asked for with

@@ -161,7 +161,9 @@ async def test_ctrl_c_on_follow_exits_130(redis: Any, keys: Keys, redis_url: str
     assert proc.stdout is not None
     try:
         with anyio.fail_after(30):  # the first render is printed: the loop is running
-            while "timeline" not in await anyio.to_thread.run_sync(proc.stdout.readline):
+            while "timeline" not in await anyio.to_thread.run_sync(
+                proc.stdout.readline, abandon_on_cancel=True
+            ):
                 pass
         proc.send_signal(signal.SIGINT)
         await anyio.to_thread.run_sync(lambda: proc.communicate(timeout=20))

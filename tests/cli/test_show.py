@@ -122,7 +122,9 @@ async def test_follow_prints_new_events_until_terminal(
     assert proc.stdout is not None
     try:
         with anyio.fail_after(20):  # the first render is printed before we move on
-            while "timeline" not in await anyio.to_thread.run_sync(proc.stdout.readline):
+            while "timeline" not in await anyio.to_thread.run_sync(
+                proc.stdout.readline, abandon_on_cancel=True
+            ):
                 pass
         for step in ("router", "parser", "grouper"):
             await commit(sm, step, cost=0.5 if step == "parser" else 0.0)
