@@ -2,9 +2,11 @@
 
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
-# Lint, format check, type check, then the whole test suite
+# Lint, format check, type check, then the whole test suite in parallel processes
+# (SAGA_TEST_WORKERS of them, 4 by default: most tests wait on servers and workers;
+# 0 runs it in one process)
 test *args: lint typecheck
-    LITELLM_LOCAL_MODEL_COST_MAP=True pytest -q {{args}}
+    LITELLM_LOCAL_MODEL_COST_MAP=True pytest -q -n "${SAGA_TEST_WORKERS:-4}" --dist loadgroup {{args}}
 
 # The end-to-end demo: embedded server, workers for every step, sample PDFs
 demo:
