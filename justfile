@@ -4,9 +4,10 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 
 # Lint, format check, type check, then the whole test suite in parallel processes
 # (SAGA_TEST_WORKERS of them, 4 by default: most tests wait on servers and workers;
-# 0 runs it in one process)
+# 0 runs it in one process). A test file runs in one process, so its module-scoped
+# fixtures (a browser stack, a bench run) are set up once.
 test *args: lint typecheck
-    LITELLM_LOCAL_MODEL_COST_MAP=True pytest -q -n "${SAGA_TEST_WORKERS:-4}" --dist loadgroup {{args}}
+    LITELLM_LOCAL_MODEL_COST_MAP=True pytest -q -n "${SAGA_TEST_WORKERS:-4}" --dist loadfile {{args}}
 
 # The end-to-end demo: embedded server, workers for every step, sample PDFs
 demo:

@@ -25,29 +25,13 @@ for _name in ("COLUMNS", "LINES"):
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Long soak/chaos variants (marked ``slow``) are deselected unless asked for with
-    ``-m slow`` or ``SAGA_SOAK=1``; the default run keeps their short versions. Under
-    pytest-xdist (``--dist loadgroup``), tests sharing a module- or package-scoped
-    fixture (a cluster, a browser stack) go to one worker, which sets it up once."""
-    for item in items:
-        group = _shared_fixture(item)
-        if group and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(group))
+    ``-m slow`` or ``SAGA_SOAK=1``; the default run keeps their short versions."""
     if os.environ.get("SAGA_SOAK") == "1" or "slow" in (config.getoption("markexpr") or ""):
         return
     slow = [item for item in items if "slow" in item.keywords]
     if slow:
         config.hook.pytest_deselected(items=slow)
         items[:] = [item for item in items if "slow" not in item.keywords]
-
-
-def _shared_fixture(item: pytest.Item) -> str | None:
-    """Where and what the first module- or package-scoped fixture ``item`` uses is."""
-    info = getattr(item, "_fixtureinfo", None)
-    for name in info.names_closure if info else ():
-        defs = info.name2fixturedefs.get(name) or ()
-        if defs and defs[-1].scope in ("module", "package") and name != "anyio_backend":
-            return f"{defs[-1].baseid or item.nodeid.split('::')[0]}::{name}"
-    return None
 
 
 @pytest.fixture(scope="session")
