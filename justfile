@@ -36,7 +36,7 @@ wheel:
     python -m build --wheel --outdir dist .
 
 # Tests touching redis-py's and the OTLP exporter's internals, at the lowest and the
-# highest allowed versions (a venv each under .matrix/; needs PyPI; ~15 min)
+# highest allowed versions (a venv each under .matrix/, made with uv; needs PyPI; ~1 min)
 deps-matrix *ends:
     .ci/deps-matrix {{ends}}
 
