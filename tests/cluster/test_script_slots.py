@@ -17,6 +17,7 @@ from saga.state.model import FailAction
 from saga.state.repartition import Moved, move_record
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import SCRIPT_NAMES, load_all
+from saga.state.streams import ensure_groups
 from tests.cluster.support import start_sagas
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +59,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     """Every transition (SCRIPT_NAMES), run on the cluster: each call's KEYS are in one slot
     (a partition migration's two calls are in the old and the new partition's)."""
     rec = Recording(client)
-    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw"]
+    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo"]
     sm = await start_sagas(client, keys, rids)
     sm = StateMachine(rec, keys)
     for rid in ("s-late",):
@@ -100,6 +101,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
                                min_idle_ms=0)  # fmt: skip
     await sm.release_deferred("router", p_raw, cap=1, lease_ms=60_000, most=10, idle=True)
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
+    await compensations(sm, keys, by_rid["s-undo"])
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -109,6 +111,28 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
         slots = {key_slot(k) for k in ks}
         assert len(slots) == 1, (name, ks)
     assert len({key_slot(keys.ready(p, "router").encode()) for p in range(4)}) == 4
+
+
+async def compensations(sm: StateMachine, keys: Keys, router_claim: Any) -> None:
+    """Two sagas with a committed router compensated (compensate_saga); one undo
+    committed (claim_undo, commit_undo), the other failed for a retry (fail_undo)."""
+    done = CommitRequest(output=b"{}", next_step="parser", worker="w")
+    assert (await sm.commit(router_claim, done)).code.name == "OK"
+    await ensure_groups(sm.client, keys, ["undo:router"])
+    undos = []
+    for rid in ("s-undo", "s-commit"):
+        await operator.compensate(sm, rid, ("router",))
+        p = keys.partition_of(rid)
+        ready = keys.ready(p, "undo:router")
+        reply = await sm.client.xreadgroup(GROUP, "w", {ready: ">"}, count=10)
+        pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
+        [out] = await sm.claim("undo:router", p, pairs, worker="w", lease_ms=60_000,
+                               max_lease_expiries=3, prev_step="_input")  # fmt: skip
+        assert out.claim is not None, out
+        undos.append(out.claim)
+    assert (await sm.commit(undos[0], CommitRequest(output=b"{}", worker="w"))).code.name == "OK"
+    retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="x", delay_ms=1)
+    assert (await sm.fail(undos[1], retry)).code.name == "OK"
 
 
 def test_a_records_keys_share_its_partitions_slot() -> None:
