@@ -42,8 +42,11 @@ if #KEYS >= 12 then
   local step = ARGV[5]
   local s = redis.call('HMGET', KEYS[3], 'state', 'step', 'entry', 'uid', 'rid', 'epoch',
                        'att:' .. step)
-  if s[3] == ARGV[2] and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING
-                                          or s[1] == STATE.COMPENSATING) then
+  -- A pending saga with no entry was deferred by the user cap: a released entry is its
+  -- own (claim_steps takes it), so quarantining it strands the saga as well.
+  local waits = s[3] == ARGV[2] or (s[3] == '' and s[1] == STATE.PENDING)
+  if waits and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING
+                                 or s[1] == STATE.COMPENSATING) then
     local to = STATE.FAILED
     if s[1] == STATE.COMPENSATING then to = STATE.COMPENSATION_FAILED end
     local epoch = tonumber(s[6])

@@ -54,8 +54,11 @@ for i = 1, n do
       replies[i] = {RC.NOT_FOUND, entry}
     elseif schema_newer(s[1]) then
       replies[i] = {RC.SCHEMA_NEWER, entry}
-    elseif s[4] ~= entry or s[3] ~= step or (s[2] ~= STATE.PENDING and s[2] ~= STATE.RUNNING
-                                              and s[2] ~= STATE.COMPENSATING) then
+    -- (a pending saga with no entry was deferred by the user cap: the entry its release
+    -- made is its own, as claim_steps takes it; dropping it would strand the saga)
+    elseif (s[4] ~= entry and not (s[4] == '' and s[2] == STATE.PENDING)) or s[3] ~= step
+           or (s[2] ~= STATE.PENDING and s[2] ~= STATE.RUNNING
+               and s[2] ~= STATE.COMPENSATING) then
       redis.call('XACK', ready, group, entry)
       replies[i] = {RC.STALE_ENTRY, entry, s[2]}
     elseif s[2] ~= STATE.PENDING and tonumber(s[5] or 0) > now then

@@ -16,7 +16,8 @@ from saga.state.machine import StateMachine
 from saga.state.replies import text
 from saga.state.streams import ensure_groups
 from tests.state.helpers import keys_under
-from tests.state.stateful_model import RECORDS, STEPS, UNDO_STEPS, Rec
+from tests.state.stateful_fairness import CAP, Fair
+from tests.state.stateful_model import LEASE_MS, RECORDS, STEPS, UNDO_STEPS, Rec
 
 T = TypeVar("T")
 
@@ -29,6 +30,9 @@ class RedisMachine(RuleBasedStateMachine):
         self.keys = Keys(prefix=f"h{uuid.uuid4().hex[:10]}")
         self.sm = StateMachine(self.client, self.keys)
         self.model = {rid: Rec() for rid in RECORDS}
+        self.fair = Fair()
+        # Commits and fails hand a capped slot on (claims choose their cap per rule).
+        self.sm.user_caps.update({step: (CAP, LEASE_MS) for step in STEPS})
         self.run(ensure_groups(self.client, self.keys, STEPS + UNDO_STEPS))
 
     def run(self, aw: Awaitable[T]) -> T:

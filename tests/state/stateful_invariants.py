@@ -26,6 +26,7 @@ from saga.state.keys import GROUP, Keys
 from saga.state.model import SagaState
 from saga.state.replies import text
 from tests.state.helpers import snapshot
+from tests.state.stateful_fairness import Fair, parse_member
 from tests.state.stateful_model import (
     CD,
     CF,
@@ -47,19 +48,22 @@ from tests.state.stateful_model import (
 T = TypeVar("T")
 
 
-async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> None:
+async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair: Fair) -> None:
     """Read every saga, history, stream and index set at once and check them all."""
     k = keys
     pipe = client.pipeline(transaction=False)
     for rid in RECORDS:
         pipe.hgetall(k.saga(rid))
         pipe.xrange(k.history(rid))
+    pipe.time()
     for step in STEPS + UNDO_STEPS:
         pipe.xrange(k.ready(0, step))
         pipe.xpending_range(k.ready(0, step), GROUP, "-", "+", 1000)
         pipe.xinfo_groups(k.ready(0, step))
         pipe.zrange(k.delayed(0, step), 0, -1)
         pipe.xrange(k.dead(0, step))
+        pipe.zrange(k.deferred(0, step), 0, -1)
+        pipe.zrange(k.inflight(0, step), 0, -1, withscores=True)
     for state in SagaState:
         pipe.zrange(k.state_index(0, state), 0, -1)
     pipe.zrange(k.review_index(0), 0, -1)
@@ -69,20 +73,28 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec]) -> No
         raw = next(replies)
         sagas[rid] = {text(a): text(b) for a, b in raw.items()}
         hists[rid] = [{text(a): text(b) for a, b in f.items()} for _, f in next(replies)]
-    streams = {}
+    streams, cap_sets = {}, {}
+    secs, micros = next(replies)
+    now = int(secs) * 1000 + int(micros) // 1000
     for step in STEPS + UNDO_STEPS:
-        ready = [text(i) for i, _ in next(replies)]
+        ready_rids = [(text(i), text(f[b"rid"])) for i, f in next(replies)]
+        ready = [i for i, _ in ready_rids]
         pel = {text(r["message_id"]) for r in next(replies)}
         last = text(next(replies)[0]["last-delivered-id"])
         delayed = {text(m) for m in next(replies)}
         dead = {text(i): {text(a): text(b) for a, b in f.items()} for i, f in next(replies)}
         streams[step] = (ready, pel, last, delayed, dead)
+        deferred = {text(m) for m in next(replies)}
+        inflight = {text(m): score > now for m, score in next(replies)}
+        cap_sets[step] = (ready_rids, pel, last, deferred, inflight)
     index = {state: {text(m) for m in next(replies)} for state in SagaState}
     flagged = {text(m) for m in next(replies)}
 
     for rid in RECORDS:
         check_record(rid, model[rid], sagas[rid], hists[rid])
     check_streams(sagas, streams)
+    for step, sets in cap_sets.items():
+        check_fairness(step, sagas, sets, fair)
     for rid in RECORDS:
         current = sagas[rid].get("state")
         # By key: pending and running share one index ("active").
@@ -157,7 +169,7 @@ def check_streams(sagas: dict[str, dict[str, str]], streams: dict[str, Any]) -> 
         for entry in running - pel:  # requeued by the controller: waiting to be read again
             assert entry in ready and _id(entry) > _id(last), (step, "requeued entry lost", entry)
         for rid, h in at_step.items():
-            if h["state"] == P:
+            if h["state"] == P and h["entry"]:  # no entry: deferred (check_fairness)
                 assert h["entry"] in ready, (rid, "entry lost", h["entry"])
                 assert _id(h["entry"]) > _id(last), (rid, "delivered but not claimed")
         assert delayed == {rid for rid, h in at_step.items() if h["state"] == W}
@@ -165,6 +177,27 @@ def check_streams(sagas: dict[str, dict[str, str]], streams: dict[str, Any]) -> 
         assert set(dead) == set(failed), (step, dead, failed)
         for dead_id, rid in failed.items():
             assert dead[dead_id]["rid"] == rid
+
+
+def check_fairness(step: str, sagas: dict[str, dict[str, str]], sets: Any, fair: Fair) -> None:
+    """The per-user cap's sets agree with the model; a deferred saga is never lost nor
+    running, and waits on exactly one thing; no saga is delivered twice at once."""
+    ready_rids, pel, last, deferred, inflight = sets
+    assert deferred == fair.deferred[step], (step, deferred, fair.deferred[step])
+    assert inflight == fair.inflight[step], (step, inflight, fair.inflight[step])
+    undelivered = Counter(rid for e, rid in ready_rids if _id(e) > _id(last))
+    delivered = Counter(rid for e, rid in ready_rids if e in pel)
+    assert all(n == 1 for n in delivered.values()), (step, "delivered twice", delivered)
+    set_aside = Counter(parse_member(m)[1:] for m in deferred)
+    for rid, h in sagas.items():
+        if not h or h["step"] != step:
+            continue
+        current = set_aside[(rid, int(h["epoch"]))]
+        if h["state"] == P and not h["entry"]:
+            ways = current + undelivered[rid]
+            assert ways == 1, (rid, step, "deferred saga waits on", ways, deferred, ready_rids)
+        elif h["state"] in (P, R):  # (a cancelled one's release is dropped as stale)
+            assert current == 0, (rid, step, h["state"], "also deferred", deferred)
 
 
 async def check_refusal(

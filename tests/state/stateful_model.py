@@ -73,6 +73,8 @@ class Rec:
     ec: str = ""
     """The error class of its last failure (a budget park's wakes by unpark_sagas)."""
     failtok: str = ""
+    dfr: str = ""
+    """The entry its last deferral (per-user cap) set aside: the saga waits with no entry."""
     attempts: dict[str, tuple[int, int]] = field(default_factory=dict)
     expiries: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Attempts per step that ended by lease expiry (a separate budget), by epoch."""
@@ -95,7 +97,14 @@ class Rec:
         return self.state == R and self.step == step
 
     def claimable(self, step: str, entry: str) -> bool:
-        if self.entry != entry or self.step != step:
+        """Waits on ``entry`` at ``step``; a deferred saga (pending, no entry) takes any
+        entry of its record at the step as its released one (claim_steps, requeue_idle
+        and quarantine_entry cannot tell them apart)."""
+        if self.step != step:
+            return False
+        if self.entry == "" and self.state == P and not step.startswith("undo:"):
+            return True
+        if self.entry != entry:
             return False
         return self.state == CG if step.startswith("undo:") else self.state in (P, R)
 
@@ -128,9 +137,18 @@ class Rec:
         epoch, n = self.expiries.get(step, (0, 0))
         return n if epoch == self.epoch else 0
 
+    def waits_for(self, step: str, entry: str) -> bool:
+        """Pending at ``step`` on ``entry``, or deferred (see claimable)."""
+        return self.state == P and self.claimable(step, entry)
+
+    def defer(self, entry: str) -> None:
+        self.entry, self.dfr = "", entry
+
     def predict_claim(self, step: str, entry: str) -> RC:
         """The outcome of claiming ``entry`` at ``step``; the model follows it."""
         m = self
+        if m.state == P and m.entry == "" and m.dfr == entry and m.step == step:
+            return RC.DEFERRED  # a re-sent batch
         if not m.claimable(step, entry):
             return RC.STALE_ENTRY
         undo = step.startswith("undo:")
@@ -142,6 +160,7 @@ class Rec:
         if m.running(step):  # a takeover: the lost attempt ended by lease expiry
             m.expiries[step] = (m.epoch, m.expiries_at(step) + 1)
         m.seq += 1
+        m.entry = entry  # the same, or a deferred saga's released entry
         m.attempts[step] = (m.epoch, m.attempts_at(step) + 1)
         m.state, m.token, m.lease_live = CG if undo else R, f"{m.epoch}:{m.seq}", True
         return RC.OK

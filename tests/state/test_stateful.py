@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections import Counter
 from typing import Any
 
 import msgspec
@@ -59,6 +60,7 @@ from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.requeue import requeue_idle
 from tests.state.helpers import read_ready, snapshot
+from tests.state.stateful_fairness import CAP, USERS, Batch, parse_member
 from tests.state.stateful_harness import RedisMachine
 from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged
 from tests.state.stateful_model import (
@@ -105,7 +107,7 @@ class SagaMachine(RedisMachine):
     @rule(rid=st.sampled_from(RECORDS))
     def start(self, rid: str) -> None:
         m = self.model[rid]
-        res = self.run(self.sm.start(rid, "u-" + rid, "router", input_json=b'{"n":1}'))
+        res = self.run(self.sm.start(rid, USERS[rid], "router", input_json=b'{"n":1}'))
         assert res.created == (m.state is None)
         if m.state is None:
             m.state, m.step, m.epoch = P, "router", 1
@@ -115,7 +117,9 @@ class SagaMachine(RedisMachine):
     def _in(self, *states: SagaState) -> bool:
         return any(m.state in states for m in self.model.values())
 
-    @initialize(rids=st.sets(st.sampled_from(RECORDS), min_size=1))
+    # Half the runs start every record (a user's two sagas queue behind each other: the
+    # per-user cap has something to defer), half a random few.
+    @initialize(rids=st.just(set(RECORDS)) | st.sets(st.sampled_from(RECORDS), min_size=1))
     def start_some(self, rids: set[str]) -> None:
         for rid in sorted(rids):
             self.start(rid)
@@ -151,9 +155,26 @@ class SagaMachine(RedisMachine):
                         held, fail, due_now=True, resend=False, budget=False, compensable=True
                     )
 
+    @precondition(lambda self: self._in(P))
+    @rule(target=claims, worker=st.sampled_from(WORKERS), count=st.sampled_from([1, 2]))
+    def claim_capped(self, worker: str, count: int) -> Any:
+        """A worker with the per-user cap reads ``count`` new entries per step and claims
+        them: entries left unread are the backlog under which a user's extra is deferred."""
+        issued = []
+        for step in STEPS:
+            entries = self.run(read_ready(self.client, self.keys, step, worker, count=count))
+            issued += self._claim(step, entries, worker, "capped read", capped=True)
+        return multiple(*issued)
+
+    # Twice the weight: a deferral needs two capped claims with entries left behind.
+    claim_capped_too = claim_capped
+
     @precondition(lambda self: self._in(R, CG))
-    @rule(target=claims, worker=st.sampled_from(WORKERS), expire_all=st.booleans())
-    def take_over(self, worker: str, expire_all: bool) -> Any:
+    @rule(
+        target=claims, worker=st.sampled_from(WORKERS), expire_all=st.booleans(),
+        capped=st.booleans(),
+    )  # fmt: skip
+    def take_over(self, worker: str, expire_all: bool, capped: bool) -> Any:
         """XAUTOCLAIM every pending entry (min idle 0) and claim them: live leases are held.
 
         With ``expire_all`` time first passes for every running saga (see expire_lease).
@@ -167,14 +188,17 @@ class SagaMachine(RedisMachine):
             got = self.run(recover_idle(self.sm, step, 0, worker=worker, min_idle_ms=0, count=100))
             assert got.deleted == []
             entries = [(e, text(f[b"rid"])) for e, f in got.entries]
-            issued += self._claim(step, entries, worker, "recover")
+            issued += self._claim(step, entries, worker, "recover", capped=capped)
         return multiple(*issued)
 
     def _claim(
-        self, step: str, entries: list[tuple[str, str]], worker: str, via: str
-    ) -> list[tuple[str, Claim]]:
+        self, step: str, entries: list[tuple[str, str]], worker: str, via: str,
+        capped: bool = False,
+    ) -> list[tuple[str, Claim]]:  # fmt: skip
         if not entries:
             return []
+        batch = Batch(backlog=self.run(self._backlog(step))) if capped else None
+        before = self.run(self._cap_sets(step))
         outs = self.run(
             self.sm.claim(
                 step,
@@ -184,21 +208,66 @@ class SagaMachine(RedisMachine):
                 lease_ms=LEASE_MS,
                 max_lease_expiries=MAX_LEASE_EXPIRIES,
                 prev_step=_prev(step),
+                user_cap=CAP if capped else 0,
             )
         )
-        issued = []
+        issued, deferred, takeovers = [], [], Counter[str]()
         for (entry, rid), out in zip(entries, outs, strict=True):
-            expected = self.model[rid].predict_claim(step, entry)
-            assert out.code == expected, (rid, entry, out, self.model[rid])
+            m = self.model[rid]
+            takeover = m.state == R
+            if batch is not None and m.waits_for(step, entry) and m.dfr != entry and (
+                self.fair.over_cap(step, rid, batch)
+            ):  # fmt: skip
+                m.defer(entry)
+                expected = RC.DEFERRED
+                deferred.append((USERS[rid], rid, m.epoch))
+            else:
+                expected = m.predict_claim(step, entry)
+            assert out.code == expected, (rid, entry, out, m)
             event(f"claim via {via}: {expected.name}")
             if out.claim is not None:
-                assert out.claim.token == self.model[rid].token
-                assert out.claim.attempt == self.model[rid].attempts_at(step)
-                assert out.claim.expired == self.model[rid].expiries_at(step)
+                assert out.claim.token == m.token
+                assert out.claim.attempt == m.attempts_at(step)
+                assert out.claim.expired == m.expiries_at(step)
                 if step.startswith("undo:"):  # the plan: latest step first, none twice
-                    assert out.claim.extra["undo"].decode() == ",".join(self.model[rid].plan)
+                    assert out.claim.extra["undo"].decode() == ",".join(m.plan)
                 issued.append((worker, out.claim))
+                if batch is not None:
+                    self.fair.claimed(step, rid, takeover, batch)
+                    takeovers[USERS[rid]] += takeover
+        if batch is not None:
+            self._check_cap(step, before, deferred, batch.backlog, takeovers)
         return issued
+
+    async def _backlog(self, step: str) -> bool:
+        """Entries wait undelivered in the stream (found apart from the group's lag)."""
+        ready = self.keys.ready(0, step)
+        last = text((await self.client.xinfo_groups(ready))[0]["last-delivered-id"])
+        return bool(await self.client.xrange(ready, f"({last}", "+", count=1))
+
+    async def _cap_sets(self, step: str) -> tuple[set[str], Counter[str]]:
+        """The deferred members, and the live slots per user."""
+        deferred = await self.client.zrange(self.keys.deferred(0, step), 0, -1)
+        slots = await self.client.zrange(self.keys.inflight(0, step), 0, -1, withscores=True)
+        secs, micros = await self.client.time()
+        now = int(secs) * 1000 + int(micros) // 1000
+        live = Counter(text(m).split("|")[0] for m, score in slots if score > now)
+        return {text(m) for m in deferred}, live
+
+    def _check_cap(
+        self, step: str, before: tuple[set[str], Counter[str]],
+        deferred: list[tuple[str, str, int]], backlog: bool, takeovers: Counter[str],
+    ) -> None:  # fmt: skip
+        """The deferrals the model predicted are the members Redis added (the model takes
+        them); while entries waited, no user got a new slot past the cap (a takeover
+        carries on an attempt: not a new one)."""
+        (old, live_before), (now, live_after) = before, self.run(self._cap_sets(step))
+        added = now - old
+        assert sorted(parse_member(m) for m in added) == sorted(deferred), (added, deferred)
+        self.fair.deferred[step] |= added
+        if backlog:
+            for user, n in live_after.items():
+                assert n - takeovers[user] <= max(CAP, live_before[user]), (user, step, n)
 
     @precondition(lambda self: self._in(P, R, CG))
     @rule(expire_all=st.booleans(), resend=st.booleans())
@@ -231,11 +300,15 @@ class SagaMachine(RedisMachine):
     @precondition(lambda self: any(m.running(m.step) and m.lease_live for m in self.model.values()))
     @rule(rid=st.sampled_from(RECORDS))
     def expire_lease(self, rid: str) -> None:
-        """Time passes for one running saga: its lease deadline is moved to 0."""
+        """Time passes for one running saga: its lease deadline is moved to 0, and so is
+        its user's slot's (the slot's deadline is the lease's)."""
         m = self.model[rid]
         if m.running(m.step):
             self.run(self.client.hset(self.keys.saga(rid), "lease", 0))
             m.lease_live = False
+            slot = {f"{USERS[rid]}|{rid}": 0}
+            self.run(self.client.zadd(self.keys.inflight(0, m.step), slot, xx=True))
+            self.fair.lapse(m.step, rid)
 
     @rule(held=claims)
     def heartbeat(self, held: tuple[str, Claim]) -> None:
@@ -247,6 +320,7 @@ class SagaMachine(RedisMachine):
             self.run(self.sm.heartbeat(c, worker=worker, lease_ms=LEASE_MS))
             assert live, "a stale token's heartbeat was accepted"
             m.lease_live = True
+            self.fair.extend(c.step, c.record_id)
         except StateError as exc:
             assert not live, exc
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
@@ -287,6 +361,8 @@ class SagaMachine(RedisMachine):
         if expected == RC.OK:
             next_entry = self._entry_of(c.record_id) if req.next_step else ""
             m.apply_commit(c.step, c.token, next_entry, req.review)
+            released = self.fair.end_capped(c.step, c.record_id)
+            event(f"commit: released {len(released)}")
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
 
@@ -331,6 +407,8 @@ class SagaMachine(RedisMachine):
         if expected == RC.OK:
             entry_of = (lambda: self._entry_of(c.record_id)) if compensable else None
             m.apply_fail(c.step, c.token, action, due_now, entry_of, ec)
+            released = self.fair.end_capped(c.step, c.record_id)
+            event(f"fail: released {len(released)}")
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.fail(c, req)))
 
@@ -369,6 +447,21 @@ class SagaMachine(RedisMachine):
         for rid in woken:
             m = self.model[rid]
             m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
+
+    @precondition(lambda self: any(self.fair.deferred.values()))
+    @rule(
+        step=st.sampled_from(STEPS), idle=st.booleans(), most=st.sampled_from([1, 10]),
+        cap_off=st.booleans(),
+    )  # fmt: skip
+    def release_deferred(self, step: str, idle: bool, most: int, cap_off: bool) -> None:
+        """A worker's release of deferred entries: into its users' free slots, or (idle:
+        its read came back short) up to ``most`` regardless; the cap turned off: all go."""
+        cap = 0 if cap_off else CAP
+        expected = self.fair.release(step, cap, most, idle)
+        got = self.run(self.sm.release_deferred(
+            step, 0, cap=cap, lease_ms=LEASE_MS, most=most, idle=idle))  # fmt: skip
+        assert got == len(expected), (got, expected)
+        event(f"release_deferred: {len(expected)}")
 
     @rule(
         rid=st.sampled_from(RECORDS),
@@ -507,7 +600,7 @@ class SagaMachine(RedisMachine):
     # -- invariants -----------------------------------------------------------
     @invariant()
     def redis_agrees_with_model_and_invariants_hold(self) -> None:
-        self.run(check_invariants(self.client, self.keys, self.model))
+        self.run(check_invariants(self.client, self.keys, self.model, self.fair))
 
 
 async def _refused(call: Any) -> None:

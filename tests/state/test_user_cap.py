@@ -13,8 +13,10 @@ from saga.state.codes import RC
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction, SagaState
+from saga.state.recovery import quarantine
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
+from saga.state.requeue import requeue_idle
 from tests.state.helpers import LEASE_MS, MAX_LEASE_EXPIRIES, read_ready, wait_lease_expired
 
 pytestmark = pytest.mark.anyio
@@ -177,3 +179,53 @@ async def test_a_heartbeat_keeps_a_long_attempts_slot(
     sm.user_caps.clear()
     await sm.heartbeat(out.claim, worker="w1", lease_ms=20 * LEASE_MS)
     assert await redis.zscore(keys.inflight(0, "router"), "a|a1") == until
+
+
+async def test_another_users_earlier_slot_does_not_hide_the_users_own(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """The slots' scores are deadlines: b's slot with an earlier deadline (sorting after
+    'a|') must not make a's held slot invisible (a lexical range over unequal scores did,
+    and a's second entry was claimed past the cap; found by the stateful model)."""
+    await started(sm, ("b1", "b"), ("a1", "a"), ("a2", "a"))
+    entries = await read_ready(sm.client, sm.keys, "router", "w1", count=2)
+    await behind(sm)
+    out = await sm.claim("router", 0, entries, worker="w1", lease_ms=LEASE_MS,
+                         max_lease_expiries=MAX_LEASE_EXPIRIES, user_cap=CAP)  # fmt: skip
+    assert [(o.record_id, o.code) for o in out] == [("b1", RC.OK), ("a1", RC.OK)]
+    await redis.zadd(keys.inflight(0, "router"), {"b|b1": 1}, xx=True)  # b's lease lapsed
+    [a2] = [o for o in await claim_all(sm) if o.record_id == "a2"]
+    assert a2.code == RC.DEFERRED
+
+
+async def _released(sm: StateMachine) -> tuple[str, str]:
+    """a2 deferred behind a1, then released by a1's failure: its new entry, read (pending,
+    not yet claimed, as when a worker dies between its read and its claim)."""
+    sm.user_caps["router"] = (CAP, LEASE_MS)
+    await started(sm, ("a1", "a"), ("a2", "a"))
+    first = (await claim_all(sm))[0].claim
+    assert first is not None
+    fail = FailRequest(action=FailAction.RETRY, error_class="E", error_message="m", delay_ms=60_000)
+    await sm.fail(first, fail)
+    entries = await read_ready(sm.client, sm.keys, "router", "w1", count=50)
+    [(entry, rid)] = [(e, r) for e, r in entries if r == "a2"]
+    return entry, rid
+
+
+async def test_a_released_entry_requeued_stays_its_sagas(sm: StateMachine, redis: Any) -> None:
+    """The controller's requeue of a released entry (read, never claimed) gives the deferred
+    saga a new entry instead of dropping it as stale (which stranded the saga)."""
+    entry, rid = await _released(sm)
+    [out] = await requeue_idle(sm, "router", 0, [(entry, rid)], min_idle_ms=0, op="op-rq")
+    assert out.code == RC.OK
+    assert text(await redis.hget(sm.keys.saga(rid), "entry")) == out.detail
+
+
+async def test_a_released_entry_quarantined_dead_letters_its_saga(
+    sm: StateMachine, redis: Any
+) -> None:
+    """Quarantining a deferred saga's released entry dead-letters the saga (visible,
+    retryable) instead of leaving it pending with no entry anywhere."""
+    entry, rid = await _released(sm)
+    await quarantine(sm, "router", 0, entry, "malformed (test)", {}, rid)
+    assert text(await redis.hget(sm.keys.saga(rid), "state")) == SagaState.FAILED.value

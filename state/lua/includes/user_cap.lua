@@ -4,21 +4,28 @@
 -- cap, score 0, member '<user>|<ms>|<record>|<epoch>' (lexical order: per user, oldest
 -- first). Ids never contain '|' (state/ids.py).
 
--- Live slots of a user, at most `limit` looked at; expired ones (a worker died without
+-- Live slots of a user, counting stops at `limit`; expired ones (a worker died without
 -- finishing: its takeover adds the member again) are dropped as they are seen.
+-- ZSCAN MATCH, not ZRANGEBYLEX: the scores are deadlines, and a lexical range is only
+-- defined over equal scores (another user's member with an earlier deadline that sorts
+-- after '<user>|' would end the range at once and count this user's slots as 0). Ids
+-- hold no glob characters (state/ids.py). At most 32 scan calls of 128: a partition's
+-- slots are its running attempts, so the set stays small (listpack: one call).
 local function user_slots(inflight, user, now, limit)
-  local members = redis.call('ZRANGEBYLEX', inflight, '[' .. user .. '|', '[' .. user .. '|\255',
-                             'LIMIT', 0, limit)
-  if #members == 0 then return 0 end
-  local scores = redis.call('ZMSCORE', inflight, unpack(members))
-  local live = 0
-  for i = 1, 1000 do  -- #members: at most `limit`, which callers keep small
-    if i > #members then break end
-    if tonumber(scores[i]) > now then
-      live = live + 1
-    else
-      redis.call('ZREM', inflight, members[i])
+  local live, cursor = 0, '0'
+  for _ = 1, 32 do
+    local page = redis.call('ZSCAN', inflight, cursor, 'MATCH', user .. '|*', 'COUNT', 128)
+    local items = page[2]
+    for i = 1, 4096, 2 do  -- a page holds ~COUNT members (a listpack set: all, ≤ 128)
+      if items[i] == nil then break end
+      if tonumber(items[i + 1]) > now then
+        live = live + 1
+      else
+        redis.call('ZREM', inflight, items[i])
+      end
     end
+    cursor = page[1]
+    if cursor == '0' or live >= limit then break end
   end
   return live
 end
