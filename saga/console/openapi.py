@@ -65,7 +65,8 @@ def _query(name: str, about: str, schema: dict[str, Any] = STR) -> dict[str, Any
 
 RECORD = {"name": "record_id", "in": "path", "required": True, "schema": STR}
 LIST_PARAMS = [
-    _query("state", "only sagas in this state"), _query("step", "only sagas at this step"),
+    _query("state", "only sagas in this state; parked: waiting without spending attempts"),
+    _query("step", "only sagas at this step"),
     _query("user", "only this user's sagas"), _query("review", "only sagas flagged for review"),
     _query("since", "created since: 30m, 2h, 7d or an ISO date"),
     _query("limit", "at most this many (1-500, default 50)", INT),

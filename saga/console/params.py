@@ -14,7 +14,9 @@ from saga.state.listing import Cursor, ListQuery
 from saga.state.model import SagaState
 
 MAX_PAGE = 500
-STATES = [s.value for s in SagaState]
+STATES = [*(s.value for s in SagaState), "parked"]
+"""The state filter's values, as ``saga list --state``: ``parked`` is waiting without
+spending attempts (a budget or an open circuit), a subset of waiting_retry."""
 
 
 def since_ms(value: str | None) -> int:
@@ -44,8 +46,10 @@ def list_query(p: Mapping[str, str]) -> ListQuery:
     if state is not None and state not in STATES:
         raise ConsoleError(f"state {state!r} must be one of {', '.join(STATES)}")
     cursor = p.get("cursor") or None
+    parked = state == "parked"
     return ListQuery(
-        state=SagaState(state) if state else None,
+        state=SagaState(state) if state and not parked else None,
+        parked=parked,
         step=validate_step(p["step"]) if p.get("step") else None,
         user=validate_id(p["user"], "user id") if p.get("user") else None,
         since_ms=since_ms(p.get("since")),

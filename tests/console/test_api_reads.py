@@ -13,8 +13,8 @@ import pytest
 from saga.console.tokens import Role
 from saga.state.listing import ListQuery, list_sagas
 from saga.state.machine import StateMachine
-from saga.state.model import SagaState
-from tests.cli.inspect_support import start
+from saga.state.model import FailAction, SagaState
+from tests.cli.inspect_support import fail, start
 from tests.console.sagas import PATIENT, completed, dead, flagged, waiting
 from tests.console.support import RunningConsole, check_schema, cli_json, walk
 
@@ -67,6 +67,27 @@ async def test_list_filters_give_the_sagas_the_cli_lists(
     rows = (await api(console, viewer, "/sagas", state="failed"))["sagas"]
     assert rows[0]["error_class"] == "ParseError"
     assert rows[0]["error_message"] == "no table in mr-dead"
+
+
+async def test_the_state_filter_takes_parked_as_the_cli_does(
+    sm: StateMachine, console: RunningConsole, tokens: dict[Role, str], env: dict[str, str]
+) -> None:
+    """state=parked lists the sagas waiting for their budget (not those waiting to retry),
+    as `saga list --state parked` does; the list page offers it in its state select."""
+    await waiting(sm, "mr-wait", "u-2")
+    await start(sm, "mr-park", "u-2")
+    await fail(sm, "router", FailAction.PARK, error=("BudgetExceededError", "daily budget"))
+    viewer = tokens[Role.VIEWER]
+    got = (await api(console, viewer, "/sagas", state="parked"))["sagas"]
+    assert [(r["record_id"], r["parked_reason"]) for r in got] == [("mr-park", "budget")]
+    assert got == (await cli_json(env, "list", "--state", "parked"))["sagas"]
+    waiting_too = await api(console, viewer, "/sagas", state="waiting_retry")
+    assert sorted(r["record_id"] for r in waiting_too["sagas"]) == ["mr-park", "mr-wait"]
+    async with console.client(viewer) as http:
+        page = await http.get("/sagas", params={"state": "parked"})
+    assert page.status_code == 200, page.text
+    assert re.search(r'<option value="parked"\s+selected>', page.text), page.text[:2000]
+    assert "mr-park" in page.text and "mr-wait" not in page.text
 
 
 async def test_cursor_pages_cover_the_list_once_in_order(
