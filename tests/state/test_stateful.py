@@ -14,9 +14,17 @@ the undo steps (undo:parser, undo:router) are claimed, heartbeat, committed (nam
 plan's next undo, or a wrong one), failed, promoted, recovered, requeued and quarantined
 like the steps.
 
+The per-user cap (stateful_fairness): r0 and r1 belong to one user, r2 to another.
+Capped claims read one or two entries (the rest is the backlog the cap needs) and
+defer a user's entry past its slot; commits and fails hand the slot to the user's oldest
+deferral; ``release_deferred`` releases into free slots, idle or with the cap off;
+``take_over`` may claim capped. Released entries are read from the stream like any
+other: the model knows a deferral by record and epoch, never by entry id.
+
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
-deadline to 0 (HSET lease 0), after which another worker may take the entry over.
+deadline to 0 (HSET lease 0), after which another worker may take the entry over;
+its user's slot lapses with it (ZADD XX score 0).
 Delayed retries are due at once (delay 0) or in ten minutes; ``promote`` may force
 them due with ZADD score 0, the same stand-in.
 
