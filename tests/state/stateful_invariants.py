@@ -12,7 +12,12 @@ After every rule:
 - the state index sets agree with the hashes;
 - compensation undoes only what is committed, each commit at most once, latest step first:
   walking the history, an undo commit names a step committed (and not undone) since, and
-  the undo commits of one epoch go backwards through the pipeline.
+  the undo commits of one epoch go backwards through the pipeline;
+- the per-user cap (check_fairness): the deferred and slot sets are the model's; a
+  deferred saga (pending, no entry) waits on exactly one thing, its deferral or its
+  released entry, and a pending or running saga has no deferral of its epoch; no saga
+  has two entries delivered at once. (Claims check that no user got a new slot past
+  the cap while entries waited: test_stateful._check_cap.)
 """
 
 from __future__ import annotations
