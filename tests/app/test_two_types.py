@@ -64,9 +64,13 @@ async def test_two_types_sharing_step_names_do_not_interfere(
     shown = cli_json(keys, redis_url, "show", "r-3", "--type", "refunds", "--json")
     assert shown["saga"]["user_id"] == "payee"
     top = cli_json(keys, redis_url, "top", "--once", "--interval", "0", "--json")
-    seen = sorted((s["type"], s["step"], s["committed"]) for s in top["steps"])
+    seen = sorted((s["type"], s["step"], s["committed"]) for s in top["steps"] if not s["undoes"])
     assert seen == sorted([("orders", s, len(rids)) for s in ORDERS]
                           + [("refunds", s, len(rids)) for s in REFUNDS])  # fmt: skip
+    # orders' charge has a compensation: its undo queue has a row of its own, unused here
+    undo = {(s["type"], s["step"]): s for s in top["steps"] if s["undoes"]}
+    assert set(undo) == {("orders", "undo:charge")}
+    assert undo[("orders", "undo:charge")]["committed"] == 0
 
     # saga start --type with an --input that fits, then one that does not.
     started = cli(keys, redis_url, "start", "cli-1", "u9", "--type", "orders",
@@ -120,7 +124,9 @@ async def test_top_counts_each_types_workers_apart(
                       orders_worker.pid: ("orders", ORDERS)}  # fmt: skip
 
     only = cli_json(keys, redis_url, *argv, "--type", "orders", "--json")
-    assert {(s["type"], s["step"]) for s in only["steps"]} == {("orders", s) for s in ORDERS}
+    assert {(s["type"], s["step"]) for s in only["steps"]} == {("orders", s) for s in ORDERS} | {
+        ("orders", "undo:charge")
+    }
     assert [w["pid"] for w in only["workers"]] == [orders_worker.pid]
 
     table = cli(keys, redis_url, *argv)
