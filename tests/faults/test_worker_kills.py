@@ -12,12 +12,18 @@ import pytest
 
 from saga.state.replies import text
 from tests.executor.support import SOAK
+from tests.faults import runlog
 from tests.faults.harness import FaultRun
 
 pytestmark = pytest.mark.anyio
 
 LLM = {"SAGA_LLM_MOCK_RESPONSE": '{"ok": true}'}
 """llm- sagas ask the user's LLM once (litellm's mock, priced): each answer billed once."""
+
+NO_EXPIRY_CAP = {f"SAGA_{s.upper()}_MAX_LEASE_EXPIRIES": "1000" for s in runlog.STEPS}
+"""The soak kills the busiest worker every ~0.6 s, so a 0.3-0.8 s step dies on ~40% of
+its attempts and, over 30,000 steps, some die 8 times in a row: the lease-expiry budget
+(meant for an executor that crashes on a record) would dead-letter them by design."""
 
 
 async def busy_worker(run: FaultRun, rng: random.Random) -> object | None:
@@ -32,11 +38,11 @@ async def busy_worker(run: FaultRun, rng: random.Random) -> object | None:
     return rng.choice(busy or live) if live else None
 
 
-async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int) -> None:
+async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int, **env: str) -> None:
     rng = random.Random(seed)
     rids = [f"slow-0.{rng.randint(3, 8)}-{i:05d}" if i % 4 else f"k-{i:05d}" for i in range(n)]
     run.extra["rids"] = rids
-    await run.spawn_ready(3, **LLM)
+    await run.spawn_ready(3, **LLM, **env)
     await run.start(rids)
     for _ in range(kills):
         await anyio.sleep(rng.uniform(0.3, 0.6))
@@ -44,7 +50,7 @@ async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int) -> Non
         if victim is None:
             break
         run.kill(victim)  # type: ignore[arg-type]
-        run.spawn(**LLM)  # the Deployment's replacement pod
+        run.spawn(**LLM, **env)  # the Deployment's replacement pod
     run.fault_end = time.monotonic()
     run.extra.pop("rids")
     tally = await run.finish(rids, within=180)
@@ -101,4 +107,4 @@ async def test_sigterm_during_work(run: FaultRun) -> None:
 async def test_kill9_soak(run: FaultRun) -> None:
     """The long version: 2,000 sagas (10,000 with SAGA_SOAK=1), a kill every ~0.6 s."""
     n = 10_000 if SOAK else 2_000
-    await kill_continuously(run, n=n, kills=n // 40, seed=23)
+    await kill_continuously(run, n=n, kills=n // 40, seed=23, **NO_EXPIRY_CAP)
