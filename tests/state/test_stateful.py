@@ -205,6 +205,7 @@ class SagaMachine(RedisMachine):
     ) -> list[tuple[str, Claim]]:  # fmt: skip
         if not entries:
             return []
+        capped = capped and not step.startswith("undo:")  # claim_undo has no user cap
         batch = Batch(backlog=self.run(self._backlog(step))) if capped else None
         before = self.run(self._cap_sets(step))
         outs = self.run(
