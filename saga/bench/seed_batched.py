@@ -23,19 +23,15 @@ Run by ``saga bench``::
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
-from saga.bench.harness import reference_main, serve_until_stopped
+from saga.bench.harness import reference_main
 from saga.bench.measure import stamp
-from saga.bench.seed_protocol import STEPS, Meta, SeedKeys
-from saga.state.connection import connect
+from saga.bench.seed_protocol import STEPS, Meta, SeedKeys, serve_steps
 
 BATCH = 10
 
@@ -84,26 +80,7 @@ async def step_loop(
 async def serve(
     url: str, prefix: str, concurrency: int, block_ms: int, ready: Callable[[], None]
 ) -> None:
-    loops = loops_per_step(concurrency)
-    # Every loop holds a connection while it blocks in XREADGROUP.
-    client = connect(url, max_connections=loops * len(STEPS) + 16)
-    await client.ping()  # connected before the go, as the saga worker is
-    ready()
-    keys = SeedKeys(prefix)
-    consumer = f"{socket.gethostname()}-{os.getpid()}"
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    tasks = [
-        asyncio.create_task(step_loop(client, keys, step, consumer, block_ms, stop))
-        for step in STEPS
-        for _ in range(loops)
-    ]
-    try:
-        await serve_until_stopped(tasks, stop)
-    finally:
-        await client.aclose()
+    await serve_steps(url, prefix, loops_per_step(concurrency), block_ms, ready, step_loop)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,8 +139,23 @@ async def step_task(
 async def serve(
     url: str, prefix: str, concurrency: int, block_ms: int, ready: Callable[[], None]
 ) -> None:
+    await serve_steps(url, prefix, concurrency, block_ms, ready, step_task)
+
+
+StepLoop = Callable[[Any, "SeedKeys", str, str, int, asyncio.Event], Coroutine[Any, Any, None]]
+
+
+async def serve_steps(
+    url: str,
+    prefix: str,
+    per_step: int,
+    block_ms: int,
+    ready: Callable[[], None],
+    run_step: StepLoop,
+) -> None:
+    """``per_step`` copies of ``run_step`` per step until SIGTERM/SIGINT (both references)."""
     # Every task holds a connection while it blocks in XREADGROUP.
-    client = connect(url, max_connections=concurrency * len(STEPS) + 16)
+    client = connect(url, max_connections=per_step * len(STEPS) + 16)
     await client.ping()  # connected before the go, as the saga worker is
     ready()
     keys = SeedKeys(prefix)
@@ -150,9 +165,9 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks = [
-        asyncio.create_task(step_task(client, keys, step, consumer, block_ms, stop))
+        asyncio.create_task(run_step(client, keys, step, consumer, block_ms, stop))
         for step in STEPS
-        for _ in range(concurrency)
+        for _ in range(per_step)
     ]
     try:
         await serve_until_stopped(tasks, stop)
