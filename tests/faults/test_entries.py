@@ -14,7 +14,14 @@ import pytest
 
 from saga.state.model import SagaState
 from saga.state.replies import text
-from tests.executor.support import REPO, Worker, free_port, pending_entries, states
+from tests.executor.support import (
+    REPO,
+    Worker,
+    free_port,
+    pending_entries,
+    states,
+    wait_until,
+)
 from tests.faults.harness import FaultRun, read_metrics
 
 pytestmark = pytest.mark.anyio
@@ -79,7 +86,13 @@ async def test_entries_of_a_newer_release_wait_for_newer_workers(run: FaultRun) 
         await replace_entry(run, rid, {b"rid": rid.encode(), b"ep": b"1", b"v": b"2"})
     run.faults = len(rids)
     old = await run.spawn_ready(2)
-    await anyio.sleep(4)  # past the lease and recovery: old workers saw them more than once
+    ready = run.keys.ready(0, "router")
+
+    async def seen_twice() -> bool:  # past the lease and recovery: each read again
+        rows = await pending_entries(run.redis, ready)
+        return len(rows) == len(rids) and all(r["n"] >= 2 for r in rows)
+
+    await wait_until(seen_twice, within=30, what="old workers reading the v=2 entries again")
     assert await run.redis.xlen(run.keys.quarantine(0)) == 0
     assert set(await states(run.redis, run.keys, rids)) == {"pending"}
     assert len(await pending_entries(run.redis, run.keys.ready(0, "router"))) == len(rids)
