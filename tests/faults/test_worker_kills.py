@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from saga.state.replies import text
-from tests.executor.support import SOAK
+from tests.executor.support import SOAK, wait_until
 from tests.faults import runlog
 from tests.faults.harness import FaultRun
 
@@ -75,8 +75,13 @@ async def test_kill9_with_paid_llm_answers(run: FaultRun) -> None:
     run.extra["rids"] = rids
     await run.spawn_ready(3, **LLM)
     await run.start(rids)
+
+    async def one_running() -> bool:  # the first LLM call imports litellm: seconds here
+        states = [await run.redis.hget(run.keys.saga(r), "state") for r in rids]
+        return any(text(st) == "running" for st in states)
+
     for _ in range(2):
-        await anyio.sleep(1.5)  # the first LLM call imports litellm: seconds on a busy machine
+        await wait_until(one_running, within=60, what="a saga running mid-step")
         victim = await busy_worker(run, rng)
         assert victim is not None
         run.kill(victim)  # type: ignore[arg-type]
