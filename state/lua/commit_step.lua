@@ -77,10 +77,7 @@ local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
 local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(19, tonumber(ARGV[17]) or 0, token)
 
-redis.call('XACK', ready, group, entry)
--- The controller may have requeued this attempt's entry while its lease was lapsed
--- (a heartbeat then revived it): that newer entry is this attempt's too.
-if s[4] and s[4] ~= '' and s[4] ~= entry then redis.call('XACK', ready, group, s[4]) end
+ack_attempt(ready, group, entry, s[4])
 if ARGV[20] == '1' then
   end_capped({inflight = KEYS[17], deferred = KEYS[18], ready = ready}, user, record, now,
              tonumber(ARGV[21]))

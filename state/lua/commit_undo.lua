@@ -57,10 +57,7 @@ if next_step ~= expected then return {RC.WRONG_STATE, 'plan', s[10] or ''} end
 local record, epoch = s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[9] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[7] or now)
-redis.call('XACK', ready, group, entry)
--- The controller may have requeued this attempt's entry while its lease was lapsed
--- (a heartbeat then revived it): that newer entry is this attempt's too.
-if s[4] and s[4] ~= '' and s[4] ~= entry then redis.call('XACK', ready, group, s[4]) end
+ack_attempt(ready, group, entry, s[4])
 local state, next_entry = STATE.COMPENSATED, ''
 if next_step ~= '' then
   state = STATE.COMPENSATING

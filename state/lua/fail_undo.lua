@@ -57,10 +57,7 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-redis.call('XACK', ready, group, entry)
--- The controller may have requeued this attempt's entry while its lease was lapsed
--- (a heartbeat then revived it): that newer entry is this attempt's too.
-if s[4] and s[4] ~= '' and s[4] ~= entry then redis.call('XACK', ready, group, s[4]) end
+ack_attempt(ready, group, entry, s[4])
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)
 redis.call('HSET', saga, 'failtok', token, 'op', op)
 local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', duration,

@@ -16,3 +16,13 @@ local function fenced(saga, hist, ready, group, entry, maxlen, step, token, work
   history_append(hist, maxlen, {'e', 'fenced', 's', step, 'w', worker, 't', now,
                                 'x', detail, 'op', op})
 end
+
+-- Acknowledge a live attempt's input entry at its commit or fail. The controller may
+-- have requeued that entry while the lease was lapsed (a heartbeat then revived it):
+-- the saga's current entry is then this attempt's too, and is acknowledged with it.
+local function ack_attempt(ready, group, entry, current)
+  redis.call('XACK', ready, group, entry)
+  if current and current ~= '' and current ~= entry then
+    redis.call('XACK', ready, group, current)
+  end
+end
