@@ -1,7 +1,9 @@
 """One frozen settings struct, read from the environment in one function.
 
 Nothing reads the environment elsewhere, and nothing reads it at import time:
-``load_settings()`` is called by the CLI and passed down explicitly.
+``load_settings()`` is called by the CLI and passed down explicitly. The per-step
+overrides are parsed in ``saga.settings_steps`` (``StepSettings`` is re-exported here),
+the Redis connection checks (TLS, timeouts) are in ``saga.settings_redis``.
 """
 
 from __future__ import annotations
@@ -17,32 +19,14 @@ import msgspec
 
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
+from saga.settings_redis import check_reply_timeout, redis_tls
+from saga.settings_steps import StepSettings, step_settings
 from saga.state.limits import StateLimits
 from saga.steps.config import ExtractorKind, StepConfig
 
 
 class SettingsError(ValueError):
     """An environment variable has a value saga cannot use."""
-
-
-class StepSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """Per-step overrides: ``SAGA_<STEP>_CONCURRENCY|MAX_ATTEMPTS|TIMEOUT|LEASE``."""
-
-    concurrency: int | None = None
-    """Attempts of this step one worker runs at once."""
-    max_attempts: int | None = None
-    """Attempts before the saga is dead-lettered at this step."""
-    max_lease_expiries: int | None = None
-    """Attempts that may end by lease expiry (worker killed or stalled) before the saga
-    is dead-lettered at this step; counted apart from ``max_attempts`` (default 8)."""
-    timeout_s: float | None = None
-    """An attempt running longer is cancelled and counts as a retryable failure."""
-    lease_s: float | None = None
-    """How long a claim holds without a heartbeat before another worker may take it."""
-    backoff_s: float | None = None
-    """Base of the retry delay: ``min(2^attempt * base, 300)`` seconds (default 2)."""
-    user_max_inflight: int | None = None
-    """Attempts of this step one user may have running at once (``SAGA_USER_MAX_INFLIGHT``)."""
 
 
 class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -177,22 +161,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return data
 
 
-_STEP_VAR = re.compile(
-    r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF|USER_MAX_INFLIGHT)"
-)
-_NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT", "SAGA_REDIS_TIMEOUT"})
-"""Settings of their own whose names look like a step's override (step ``llm``)."""
-_STEP_FIELD = {
-    "CONCURRENCY": "concurrency",
-    "MAX_ATTEMPTS": "max_attempts",
-    "MAX_LEASE_EXPIRIES": "max_lease_expiries",
-    "TIMEOUT": "timeout_s",
-    "LEASE": "lease_s",
-    "BACKOFF": "backoff_s",
-    "USER_MAX_INFLIGHT": "user_max_inflight",
-}
-
-
 def _at_least_one(name: str, value: float) -> int:
     if value < 1:
         raise SettingsError(f"{name}={value:g} must be at least 1")
@@ -245,12 +213,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     def flag(name: str) -> bool:
         return get(name).lower() in ("1", "true", "yes", "on")
 
-    steps: dict[str, dict[str, float]] = {}
-    for name, value in env.items():
-        m = _STEP_VAR.fullmatch(name)
-        if m and value.strip() and name not in _NOT_STEP_VARS:
-            kind = float if m.group(2) in ("TIMEOUT", "LEASE", "BACKOFF") else int
-            steps.setdefault(m.group(1).lower(), {})[_STEP_FIELD[m.group(2)]] = num(name, 0, kind)
+    try:
+        steps = step_settings(env, num)
+    except msgspec.ValidationError as exc:
+        raise SettingsError(str(exc)) from None
     log_format = get("SAGA_LOG_FORMAT") or ("console" if sys.stderr.isatty() else "json")
     if log_format not in ("json", "console"):
         raise SettingsError(f"SAGA_LOG_FORMAT={log_format!r} must be json or console")
@@ -265,10 +231,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     parser = get("SAGA_PARSER", "rules")
     if parser not in ("rules", "llm"):
         raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
-    tls = _redis_tls(get("REDIS_URL"), env, flag("SAGA_REDIS_TLS_INSECURE"))
-    if num("SAGA_REDIS_TIMEOUT", 10.0) * 1000 <= num("SAGA_BLOCK_MS", 1000, int):
-        raise SettingsError("SAGA_REDIS_TIMEOUT must be longer than SAGA_BLOCK_MS (blocking reads)")
     try:
+        tls = redis_tls(get("REDIS_URL"), env, flag("SAGA_REDIS_TLS_INSECURE"))
+        check_reply_timeout(num("SAGA_REDIS_TIMEOUT", 10.0), num("SAGA_BLOCK_MS", 1000, int))
         policy = build_policy(
             template=get("SAGA_DOCUMENT_SOURCE"),
             url_prefixes=get("SAGA_DOCUMENT_URL_PREFIXES"),
@@ -325,7 +290,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
-            steps={k: msgspec.convert(v, StepSettings) for k, v in steps.items()},
+            steps=steps,
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
                 pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
@@ -367,39 +332,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         )
     except msgspec.ValidationError as exc:
         raise SettingsError(str(exc)) from None
-
-
-_INSECURE_QUERY = re.compile(
-    r"(?i)[?&](ssl_cert_reqs=(none|optional)|ssl_check_hostname=(false|0|no|off))\b"
-)
-
-
-def _redis_tls(
-    url: str, env: Mapping[str, str], insecure: bool
-) -> tuple[str | None, str | None, str | None]:
-    """The TLS files for ``REDIS_URL``, checked: each exists, they go with ``rediss://``
-    only, and certificate checks are not switched off from the URL unless
-    ``SAGA_REDIS_TLS_INSECURE`` says so."""
-    names = ("SAGA_REDIS_CA_FILE", "SAGA_REDIS_CERT_FILE", "SAGA_REDIS_KEY_FILE")
-    if not url:  # the embedded server: a unix socket, no TLS to configure
-        return None, None, None
-    files = tuple(env.get(n, "").strip() or None for n in names)
-    for name, path in zip(names, files, strict=True):
-        if path is None:
-            continue
-        if not url.lower().startswith("rediss://"):
-            raise SettingsError(
-                f"{name} is set but REDIS_URL is not a rediss:// URL; "
-                "use rediss:// for TLS or unset it"
-            )
-        if not Path(path).is_file():
-            raise SettingsError(f"{name}={path!r} is not a readable file")
-    if _INSECURE_QUERY.search(url) and not insecure:
-        raise SettingsError(
-            "REDIS_URL turns off certificate checks (ssl_cert_reqs or ssl_check_hostname); "
-            "remove it, or set SAGA_REDIS_TLS_INSECURE=1 if you really mean it"
-        )
-    return files  # type: ignore[return-value]
 
 
 def _data_key(raw: str) -> str:
