@@ -15,28 +15,26 @@ from redis.exceptions import ResponseError
 
 from saga.pipeline import Pipeline, StepSpec
 from saga.settings import Settings
-from saga.state import operator, partitions, recovery, streams
+from saga.state import partitions, recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
-from saga.state.errors import StateError
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
-from saga.state.model import is_undo, undone_step
 from saga.state.presence import PRESENCE_EVERY_S
 from saga.state.scripts import ensure_loaded
 from saga.state.types import register_type
-from saga.undo import undo_spec
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
-from saga.worker.entries import Malformed, Newer, parse_entry
-from saga.worker.fairness import user_caps
+from saga.worker.fairness import release_idle, user_caps
 from saga.worker.health import HealthState
+from saga.worker.intake import claimable
 from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
 from saga.worker.slots import Slots
+from saga.worker.undo_handoff import UndoHandoff, previous_steps, with_undos
 from saga.worker.upkeep import Upkeep
 from saga.worker.watchdog import Watchdog
 
@@ -62,16 +60,14 @@ class Executor:
         keys = keys.of_type(pipeline.name)  # the pipeline's saga type owns the keys
         self.client, self.keys, self.settings = client, keys, settings
         self.on_ready = on_ready
-        specs = [pipeline.get(s) for s in steps]
-        # A step's worker runs its compensation too (the same code, deployment, secrets).
-        self.specs = specs + [undo_spec(s) for s in specs if s.compensate is not None]
+        self.specs = with_undos([pipeline.get(s) for s in steps])
         self.type_info = pipeline.info()
-        self._prev = {s.name: pipeline.prev_of(undone_step(s.name)) for s in self.specs}
-        self._undoable = pipeline.undoable()
+        self._prev = previous_steps(pipeline, self.specs)
         self._extras = {s.name: (f"out:{s.name}",) if s.previous_output else () for s in self.specs}
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.sm.user_caps = user_caps(settings, self.specs)
+        self.undo = UndoHandoff(self.sm, pipeline.undoable(), worker)
         self.health = health or HealthState()
         self.observer = observer or Observer()
         self.committer = Committer(self.sm, self.health)
@@ -271,19 +267,8 @@ class Executor:
             self.health.redis_up()
             await self._claim_read(spec, reply, streams_of, n)
             if spec.name in self.sm.user_caps and _entries(reply) < n:
-                await self._release_idle(spec, n - _entries(reply))
+                await release_idle(self.sm, spec.name, n - _entries(reply))
         return recover_at
-
-    async def _release_idle(self, spec: StepSpec, room: int) -> None:
-        """A short read: nothing else waits in the streams, so deferred entries of users
-        at their cap may use the idle slots (the cap only orders work, it wastes none)."""
-        cap, lease_ms = self.sm.user_caps[spec.name]
-        for p in self.keys.all_partitions():
-            room -= await self.sm.release_deferred(
-                spec.name, p, cap=cap, lease_ms=lease_ms, most=room, idle=True
-            )
-            if room <= 0:
-                break
 
     async def _claim_read(
         self, spec: StepSpec, reply: Any, streams_of: dict[str, int], reserved: int
@@ -308,31 +293,9 @@ class Executor:
 
     async def _claim_and_run(self, spec: StepSpec, partition: int, entries: list[Any]) -> int:
         """Claim entries (already read) and start their attempts; returns slots used."""
-        pairs = []
-        for raw_id, fields in entries:
-            entry_id = raw_id.decode() if isinstance(raw_id, bytes) else raw_id
-            parsed = parse_entry(entry_id, fields)
-            if isinstance(parsed, Newer):
-                # Left pending: recovery hands it on after the lease, until a worker of
-                # the newer release takes it (a rolling upgrade).
-                log.warning("entry_left_for_newer_release", step=spec.name, entry=entry_id)
-                self.observer.left_for_newer(spec.name)
-            elif isinstance(parsed, Malformed):
-                await recovery.quarantine(
-                    self.sm,
-                    spec.name,
-                    partition,
-                    entry_id,
-                    parsed.reason,
-                    fields or {},
-                    parsed.record_id,
-                )
-                log.warning(
-                    "entry_quarantined", step=spec.name, entry=entry_id, reason=parsed.reason
-                )
-                self.observer.quarantined(spec.name)
-            elif (spec.name, partition, entry_id) not in self._inflight:
-                pairs.append((entry_id, parsed.record_id))
+        pairs = await claimable(
+            self.sm, self.observer, spec.name, partition, entries, self._inflight
+        )
         used = 0
         for i in range(0, len(pairs), 100):
             outcomes = await self.sm.claim(
@@ -353,23 +316,10 @@ class Executor:
                     self._start(spec, partition, out.claim)
                 elif out.code not in (RC.OK, RC.DUPLICATE):
                     log_refused(spec.name, out.code, out.entry_id, out.record_id, out.detail)
-                    if out.code == RC.DEAD_LETTERED and self._undoable and not is_undo(spec.name):
-                        await self._compensate(out.record_id)
+                    if out.code == RC.DEAD_LETTERED:
+                        await self.undo.dead_lettered(spec.name, out.record_id)
         self.observer.claimed(spec.name, used)
         return used
-
-    async def _compensate(self, record_id: str) -> None:
-        """A claim dead-lettered the saga (its leases kept expiring): undo what it
-        committed. A second call, so a worker killed right here leaves it failed, for
-        ``saga cancel --compensate`` (fail_step's dead path has no such gap)."""
-        try:
-            res = await operator.compensate(
-                self.sm, record_id, self._undoable, actor=f"worker {self.worker}"
-            )
-        except StateError as exc:  # moved on meanwhile (an operator acted): theirs to say
-            log.warning("compensation_not_started", record_id=record_id, error=str(exc))
-            return
-        log.info("compensation_started", record_id=record_id, state=res.state, step=res.step)
 
     def _start(self, spec: StepSpec, partition: int, claim: Any) -> None:
         # Entry ids are per stream: two steps' streams can hold the same id.

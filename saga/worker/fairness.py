@@ -1,13 +1,17 @@
 """The per-user in-flight cap of each step (``SAGA_USER_MAX_INFLIGHT``, per step
 ``SAGA_<STEP>_USER_MAX_INFLIGHT``): what the claim, commit, fail and release scripts are
-told. 0 is no cap; the scripts then leave the cap's keys alone."""
+told, and what a worker does with slots the cap leaves idle. 0 is no cap; the scripts
+then leave the cap's keys alone."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from saga.settings import Settings
+
+if TYPE_CHECKING:
+    from saga.state.machine import StateMachine
 
 
 class _Step(Protocol):
@@ -29,3 +33,14 @@ def user_caps(settings: Settings, specs: Sequence[_Step]) -> dict[str, tuple[int
         if cap > 0:
             caps[spec.name] = (cap, int(spec.lease_s * 1000))
     return caps
+
+
+async def release_idle(sm: StateMachine, step: str, room: int) -> None:
+    """A short read of ``step``: nothing else waits in the streams, so deferred entries of
+    users at their cap may use the ``room`` idle slots (the cap only orders work, it
+    wastes none)."""
+    cap, lease_ms = sm.user_caps[step]
+    for p in sm.keys.all_partitions():
+        room -= await sm.release_deferred(step, p, cap=cap, lease_ms=lease_ms, most=room, idle=True)
+        if room <= 0:
+            break
