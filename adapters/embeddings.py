@@ -20,10 +20,10 @@ cost exactly once, to user, record and step, exactly as it does cached answers
 finds the receipts of earlier attempts and hands them to its own finish: a call paid
 by an attempt that never finished is still billed, once.
 
-**Errors** are the LLM client's: the user's key per call (never ``os.environ``), 401
-refetches the key once, outages count against the shared breaker (the ``llm`` one:
-the same provider) and are retryable, ``CircuitOpenError`` while it is open. The
-grouper catches them all and groups offline.
+**Errors** are the LLM client's (one ``saga.adapters.provider_calls``): the user's key
+per call (never ``os.environ``), 401 refetches the key once, outages count against the
+shared breaker (the ``llm`` one: the same provider) and are retryable,
+``CircuitOpenError`` while it is open. The grouper catches them all and groups offline.
 """
 
 from __future__ import annotations
@@ -46,11 +46,10 @@ from saga.adapters.embedding_replies import (
     response_vectors,
 )
 from saga.adapters.llm import CostMeter
-from saga.adapters.llm_models import load_litellm
-from saga.adapters.llm_replies import Unauthorized, classify, cost_of
+from saga.adapters.llm_replies import cost_of
+from saga.adapters.provider_calls import ProviderCalls, request
 from saga.state.keys import Keys
 from saga.steps.context import Embeddings
-from saga.steps.errors import PermanentError, RetryableError
 from saga.telemetry import tracing
 
 __all__ = ["EmbeddingConfig", "LiteLLMEmbedder"]
@@ -112,15 +111,14 @@ class LiteLLMEmbedder:
         budget: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
-        self._budget = budget
-        """Raises BudgetExceededError when the user may not call a model now."""
         self.meter = meter
         self._redis = redis
         self._keys = keys
         self._record_id, self._step = record_id, step
         self._epoch, self._attempt = epoch, attempt
-        self._api_key = api_key
-        self._breaker = breaker
+        self._calls = ProviderCalls(
+            "embedding", "embedding_call_failed", api_key=api_key, breaker=breaker, budget=budget
+        )
         self._model_digest = _digest(config.model, 16)
 
     def __repr__(self) -> str:
@@ -209,80 +207,21 @@ class LiteLLMEmbedder:
             _log.warning("embedding_cache_write_failed", error=type(exc).__name__)
 
     async def _paid(self, missing: Sequence[str]) -> tuple[dict[str, list[float]], float, int]:
-        if self._budget is not None:  # before anything is paid (docs/budgets.md)
-            await self._budget()
-        # The key first: a billing failure must not strand this call's breaker probe.
-        key = await self._api_key.get()
-        if self._breaker is not None:
-            await self._breaker.before_call()
+        key = await self._calls.key_to_pay()  # the budget first (docs/budgets.md)
         fresh: dict[str, list[float]] = {}
         cost, tokens = 0.0, 0
         for start in range(0, len(missing), self.config.batch):
             batch = list(missing[start : start + self.config.batch])
-            vectors, paid, used = await self._call_with_key(key, batch)
+            vectors, paid, used = await self._call(key, batch)
             fresh.update(zip(batch, vectors, strict=True))
             self.meter.add(paid, used)
             cost, tokens = cost + paid, tokens + used
         _log.info("embedding_call", model=self.model, texts=len(missing), cost=cost, tokens=tokens)
         return fresh, cost, tokens
 
-    async def _call_with_key(
-        self, key: Secret, batch: list[str]
-    ) -> tuple[list[list[float]], float, int]:
-        try:
-            return await self._call(key, batch)
-        except Unauthorized:
-            pass
-        _log.warning("llm_key_rejected", status=401)
-        await self._api_key.invalidate()
-        try:
-            return await self._call(await self._api_key.get(), batch)
-        except Unauthorized:
-            pass
-        raise PermanentError("the embedding provider rejected the user's key twice (401)")
-
     async def _call(self, key: Secret, batch: list[str]) -> tuple[list[list[float]], float, int]:
-        litellm = await load_litellm()
-        kwargs: dict[str, Any] = {
-            **self.config.extra,
-            "model": self.model,
-            "input": batch,
-            "api_key": key.reveal(),
-            "timeout": self.config.timeout_s,
-            "max_retries": 0,
-        }
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
-        try:
-            response = await litellm.aembedding(**kwargs)
-        except litellm.AuthenticationError:
-            unauthorized = True
-        except Exception as exc:
-            unauthorized = False
-            failure = classify(litellm, exc)
-        else:
-            await self._answered()
-            vectors = response_vectors(response, len(batch))
-            return vectors, cost_of(litellm, response), prompt_tokens(response)
-        # Outside the except blocks: nothing raised here chains the provider's exception.
-        if unauthorized:
-            await self._answered()
-            raise Unauthorized
-        _log.warning(
-            "embedding_call_failed",
-            error=failure.name,
-            status=failure.status,
-            retryable=failure.outage,
-        )
-        if failure.outage:
-            if self._breaker is not None:
-                await self._breaker.record_failure()
-            raise RetryableError(f"embedding call failed: {failure}")
-        if failure.answered:
-            await self._answered()
-            raise PermanentError(f"embedding call refused: {failure}")
-        raise RetryableError(f"embedding call failed: {failure}")
+        def read(litellm: Any, reply: Any) -> tuple[list[list[float]], float, int]:
+            vectors = response_vectors(reply, len(batch))
+            return vectors, cost_of(litellm, reply), prompt_tokens(reply)
 
-    async def _answered(self) -> None:
-        if self._breaker is not None:
-            await self._breaker.record_success()
+        return await self._calls.call("aembedding", key, request(self.config, input=batch), read)

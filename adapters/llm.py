@@ -14,11 +14,12 @@ Answers are cached in Redis per record, step, epoch and prompt digest: a step
 re-run after a crash gets the answer it already paid for at cost 0
 (``cached=True``), while an operator's retry (a new epoch) asks the model again.
 
-Errors: 401 drops the cached key and retries once with a fresh one, a second
-401 is permanent; 429, 5xx, connection errors and timeouts count against the
-breaker and are retryable; other 4xx are permanent. Messages are built from
-the exception class and status only, because provider errors echo prompts.
-litellm is imported on first use, in a thread (``saga.adapters.llm_models``).
+Errors (``saga.adapters.provider_calls``, shared with the embedder): 401 drops the
+cached key and retries once with a fresh one, a second 401 is permanent; 429, 5xx,
+connection errors and timeouts count against the breaker and are retryable; other 4xx
+are permanent. Messages are built from the exception class and status only, because
+provider errors echo prompts. litellm is imported on first use, in a thread
+(``saga.adapters.llm_models``).
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ import structlog
 from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
 from saga.adapters.llm_models import load_litellm, model_tokenizer
-from saga.adapters.llm_replies import Unauthorized, classify, completion
+from saga.adapters.llm_replies import completion
+from saga.adapters.provider_calls import ProviderCalls, request
 from saga.state.keys import Keys
 from saga.steps.context import Completion, Tokenizer
-from saga.steps.errors import PermanentError, RetryableError
 from saga.telemetry import tracing
 
 __all__ = ["CostMeter", "LLMConfig", "LiteLLMClient"]
@@ -133,11 +134,10 @@ class LiteLLMClient:
         self._keys = keys
         self._record_id = record_id
         self._step = step
-        self._api_key = api_key
-        self._breaker = breaker
         self._epoch = epoch
-        self._budget = budget
-        """Raises BudgetExceededError when the user may not call a model now."""
+        self._calls = ProviderCalls(
+            "LLM", "llm_call_failed", api_key=api_key, breaker=breaker, budget=budget
+        )
 
     def __repr__(self) -> str:
         return f"LiteLLMClient(model={self.config.model!r}, record_id={self._record_id!r})"
@@ -192,13 +192,9 @@ class LiteLLMClient:
                 completion_tokens=cached.completion_tokens,
                 cached=True,
             )
-        if self._budget is not None:  # before anything is paid: a spent budget parks
-            await self._budget()
-        # The key first: a billing failure must not strand this call's breaker probe.
-        key = await self._api_key.get()
-        if self._breaker is not None:
-            await self._breaker.before_call()
-        completion = await self._call_with_key(key, messages, json_mode)
+        # The budget before anything is paid (a spent one parks the saga), then the key.
+        key = await self._calls.key_to_pay()
+        completion = await self._call(key, messages, json_mode)
         self.meter.add(completion.cost, completion.prompt_tokens, completion.completion_tokens)
         sealer = self._keys.sealer  # the answer may quote the pages: sealed like them
         record = _Cached(
@@ -234,65 +230,16 @@ class LiteLLMClient:
         )
         return f"e{self._epoch}-{hashlib.sha256(body).hexdigest()}"
 
-    async def _call_with_key(
-        self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
-    ) -> Completion:
-        try:
-            return await self._call(key, messages, json_mode)
-        except Unauthorized:
-            pass
-        _log.warning("llm_key_rejected", status=401)
-        await self._api_key.invalidate()
-        try:
-            return await self._call(await self._api_key.get(), messages, json_mode)
-        except Unauthorized:
-            pass
-        raise PermanentError("the LLM provider rejected the user's key twice (401)")
-
     async def _call(
         self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
     ) -> Completion:
-        litellm = await load_litellm()
-        kwargs: dict[str, Any] = {
-            **self.config.extra,
-            "model": self.config.model,
-            "messages": list(messages),
-            "api_key": key.reveal(),
-            "timeout": self.config.timeout_s,
-            "max_retries": 0,  # the executor and the breaker decide about retries
-        }
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
+        payload: dict[str, Any] = {"messages": list(messages)}
         if json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
-        try:
-            response = await litellm.acompletion(**kwargs)
-        except litellm.AuthenticationError:
-            unauthorized = True
-        except Exception as exc:
-            unauthorized = False
-            failure = classify(litellm, exc)
-        else:
-            await self._answered()
-            return completion(litellm, response, self.config.model)
-        # Outside the except blocks: nothing raised from here chains the provider's
-        # exception, whose message may echo the prompt or the key.
-        if unauthorized:
-            await self._answered()
-            raise Unauthorized
-        _log.warning(
-            "llm_call_failed", error=failure.name, status=failure.status, retryable=failure.outage
+            payload["response_format"] = {"type": "json_object"}
+        model = self.config.model
+        return await self._calls.call(
+            "acompletion",
+            key,
+            request(self.config, **payload),
+            lambda litellm, reply: completion(litellm, reply, model),
         )
-        if failure.outage:
-            if self._breaker is not None:
-                await self._breaker.record_failure()
-            raise RetryableError(f"LLM call failed: {failure}")
-        if failure.answered:
-            await self._answered()
-            raise PermanentError(f"LLM call refused: {failure}")
-        raise RetryableError(f"LLM call failed: {failure}")
-
-    async def _answered(self) -> None:
-        # Any answer that is not an outage proves the provider is up (it closes a probe).
-        if self._breaker is not None:
-            await self._breaker.record_success()
