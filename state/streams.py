@@ -21,13 +21,19 @@ async def ensure_groups(client: Any, keys: Keys, steps: Iterable[str]) -> int:
     for step in steps:
         await client.sadd(keys.steps_registry(), step)  # read by `saga top` and `saga dlq`
         for p in keys.all_partitions():
-            try:
-                await client.xgroup_create(keys.ready(p, step), GROUP, id="0", mkstream=True)
-                created += 1
-            except ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
+            created += await create_group(client, keys.ready(p, step), GROUP)
     return created
+
+
+async def create_group(client: Any, stream: str, group: str) -> bool:
+    """Create ``group`` on ``stream`` at ID 0 (MKSTREAM); False if it was there already."""
+    try:
+        await client.xgroup_create(stream, group, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+        return False
+    return True
 
 
 def group_missing(exc: BaseException) -> bool:

@@ -28,11 +28,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 
 from saga.bench.harness import reference_main, serve_until_stopped
 from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
 from saga.state.connection import connect
+from saga.state.streams import create_group
 
 STEPS = ("router", "parser", "grouper")
 BATCH = 50
@@ -66,11 +67,7 @@ class MinimalKeys:
 async def prepare(client: Any, keys: MinimalKeys) -> None:
     await client.script_load(SCRIPT)
     for step in STEPS:
-        try:
-            await client.xgroup_create(keys.stream(step), GROUP, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        await create_group(client, keys.stream(step), GROUP)
 
 
 async def submit(client: Any, keys: MinimalKeys, records: Sequence[tuple[str, str]]) -> None:

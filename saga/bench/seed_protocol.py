@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from redis.exceptions import ResponseError
 
 from saga.bench.harness import reference_main, serve_until_stopped
 from saga.bench.measure import Timing, stamp, stamps, timing_from_stamps
 from saga.state.connection import connect
+from saga.state.streams import create_group
 
 STEPS = ("router", "parser", "grouper")
 
@@ -71,11 +71,7 @@ class SeedKeys:
 # -- the driver's side ----------------------------------------------------------------
 async def prepare(client: Any, keys: SeedKeys) -> None:
     for step in STEPS:
-        try:
-            await client.xgroup_create(keys.stream(step), keys.group(step), id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        await create_group(client, keys.stream(step), keys.group(step))
 
 
 async def submit(client: Any, keys: SeedKeys, records: Sequence[tuple[str, str]]) -> None:
