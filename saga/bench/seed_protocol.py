@@ -82,10 +82,6 @@ async def submit(client: Any, keys: SeedKeys, records: Sequence[tuple[str, str]]
     await pipe.execute()
 
 
-def last_stream(keys: SeedKeys) -> tuple[str, str]:
-    return keys.stream(STEPS[-1]), keys.group(STEPS[-1])
-
-
 def streams(keys: SeedKeys) -> list[tuple[str, str]]:
     return [(keys.stream(s), keys.group(s)) for s in STEPS]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any, Protocol
 
 import anyio
@@ -176,16 +177,19 @@ def saga_timing(events: Sequence[Any]) -> Timing | None:
     return Timing(created, tuple(claims), tuple(commits))
 
 
-class SeedSystem:
-    """The seed's protocol: as written (``seed_protocol``), or batched x10 and
-    pipelined (``seed_batched``, name "batched"); the same keys and markers."""
+class _Reference:
+    """A reference system run by its own module (``proto``): every part of the face but
+    the keys one record keeps calls that module's driver side."""
 
-    name = "seed"
-    module = "saga.bench.seed_protocol"
+    name: str
+    module: str
+    """What ``python -m`` runs as one worker process."""
+    proto: ModuleType
+    """Its driver side: ``prepare``, ``submit``, ``streams``, ``timings``."""
+    keys: Any
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.keys = seed_protocol.SeedKeys(prefix)
 
     def worker_argv(self, url: str, concurrency: int, stats: str) -> list[str]:
         return [
@@ -197,24 +201,38 @@ class SeedSystem:
         return {}
 
     async def prepare(self, client: Any) -> None:
-        await seed_protocol.prepare(client, self.keys)
+        await self.proto.prepare(client, self.keys)
 
     async def submit(self, client: Any, records: Sequence[tuple[str, str]]) -> None:
         for i in range(0, len(records), 1000):
-            await seed_protocol.submit(client, self.keys, records[i : i + 1000])
+            await self.proto.submit(client, self.keys, records[i : i + 1000])
 
     async def completed(self, client: Any) -> tuple[int, dict[str, int]]:
-        return await acked(client, *seed_protocol.last_stream(self.keys))
+        return await acked(client, *self.proto.streams(self.keys)[-1])  # the last step's
 
     async def timings(self, client: Any, rids: Sequence[str]) -> list[Timing]:
-        return await seed_protocol.timings(client, self.keys, rids)
+        timings: list[Timing] = await self.proto.timings(client, self.keys, rids)
+        return timings
 
     async def trim(self, client: Any) -> None:
-        for stream, group in seed_protocol.streams(self.keys):
+        for stream, group in self.proto.streams(self.keys):
             await _trim_acked(client, stream, group)
 
     def clock_is_server(self) -> bool:
         return False
+
+
+class SeedSystem(_Reference):
+    """The seed's protocol: as written (``seed_protocol``), or batched x10 and
+    pipelined (``seed_batched``, name "batched"); the same keys and markers."""
+
+    name = "seed"
+    module = "saga.bench.seed_protocol"
+    proto = seed_protocol
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__(prefix)
+        self.keys = seed_protocol.SeedKeys(prefix)
 
     def record_keys(self, rid: str) -> dict[str, str]:
         return {f"processed:{s}": self.keys.processed(s, rid) for s in STEPS}
@@ -225,41 +243,14 @@ class BatchedSeedSystem(SeedSystem):
     module = "saga.bench.seed_batched"
 
 
-class MinimalSystem:
+class MinimalSystem(_Reference):
     name = "minimal"
+    module = "saga.bench.minimal"
+    proto = minimal
 
     def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
+        super().__init__(prefix)
         self.keys = minimal.MinimalKeys(prefix)
-
-    def worker_argv(self, url: str, concurrency: int, stats: str) -> list[str]:
-        return [
-            sys.executable, "-m", "saga.bench.minimal", "--url", url,
-            "--prefix", self.prefix, "--concurrency", str(concurrency), "--stats", stats,
-        ]  # fmt: skip
-
-    def worker_env(self) -> dict[str, str]:
-        return {}
-
-    async def prepare(self, client: Any) -> None:
-        await minimal.prepare(client, self.keys)
-
-    async def submit(self, client: Any, records: Sequence[tuple[str, str]]) -> None:
-        for i in range(0, len(records), 1000):
-            await minimal.submit(client, self.keys, records[i : i + 1000])
-
-    async def completed(self, client: Any) -> tuple[int, dict[str, int]]:
-        return await acked(client, self.keys.stream(STEPS[-1]), minimal.GROUP)
-
-    async def timings(self, client: Any, rids: Sequence[str]) -> list[Timing]:
-        return await minimal.timings(client, self.keys, rids)
-
-    async def trim(self, client: Any) -> None:
-        for stream, group in minimal.streams(self.keys):
-            await _trim_acked(client, stream, group)
-
-    def clock_is_server(self) -> bool:
-        return False
 
     def record_keys(self, rid: str) -> dict[str, str]:
         return {"record hash": self.keys.record(rid)}
