@@ -1,6 +1,6 @@
 """Per-user LLM budgets: stored in one hash, checked against the spend counters that
 commit and fail keep per partition and month (``Keys.spend``), and the wake-up of a
-user's budget-parked sagas when their budget is raised or cleared.
+user's budget-parked sagas (of every saga type) when their budget is raised or cleared.
 
 The check is ``over_budget`` (a pure function); the read behind it is ``spend_of``,
 one pipeline for every partition and saga type.
@@ -148,11 +148,24 @@ async def spend_of(
 async def unpark_user(
     sm: StateMachine, user_id: str, why: str, *, batch: int = 100, op: str | None = None
 ) -> int:
-    """Wake every saga of ``user_id`` parked for its budget (now, not at the next period):
-    candidates come from the user's index, the script re-checks each one. Returns how
+    """Wake every saga of ``user_id`` parked for its budget (now, not at the next period),
+    of every registered saga type: a budget is the user's, whichever type spent it.
+    Candidates come from the user's index, the script re-checks each one. Returns how
     many woke; a saga whose budget is still spent parks again on its next model call."""
-    keys, client = sm.keys, sm.client
     validate_id(user_id, "user id")
+    woken = 0
+    for keys in await keyspaces(sm.client, sm.keys):
+        same = keys.saga_type == sm.keys.saga_type
+        typed = sm if same else StateMachine(sm.client, keys, sm.limits)
+        woken += await _unpark_type(typed, user_id, why, batch, op)
+    return woken
+
+
+async def _unpark_type(
+    sm: StateMachine, user_id: str, why: str, batch: int, op: str | None
+) -> int:
+    """``unpark_user`` for the saga type of ``sm.keys``."""
+    keys, client = sm.keys, sm.client
     woken = 0
     for p in keys.all_partitions():
         records = [text(r) for r in await client.zrange(keys.user_index(p, user_id), 0, -1)]

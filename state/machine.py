@@ -123,6 +123,7 @@ class StateMachine:
         extra_fields: tuple[str, ...] = (),
         prev_step: str = "",
         user_cap: int = 0,
+        undoable: Sequence[str] = (),
         op: str | None = None,
     ) -> list[ClaimOutcome]:
         """Claim (entry id, record id) pairs of one partition's ready stream, ≤100 per call.
@@ -130,7 +131,9 @@ class StateMachine:
         ``prev_step`` (the step before, "_input" for the first): its output is read
         with the saga's state in one command; a saga whose last step differs costs one more.
         ``user_cap``: attempts of the step one user may hold at once in the partition; an
-        entry over it comes back DEFERRED (set aside until a slot of its user frees)."""
+        entry over it comes back DEFERRED (set aside until a slot of its user frees).
+        ``undoable``: the pipeline's steps with a compensation, latest first: a saga
+        dead-lettered by its lease expiries enters compensation in the same script."""
         if not entries:
             return []
         if is_undo(step):
@@ -148,7 +151,10 @@ class StateMachine:
         ]
         args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
         args += [self.limits.history_maxlen, "1" if load_pages else "0", max_lease_expiries]
-        args += [prev_step, user_cap, len(extra_fields), *extra_fields]
+        args += [prev_step, user_cap, len(extra_fields), *extra_fields, len(undoable[:32])]
+        if undoable:
+            keys += [k.ready(partition, undo_of(s)) for s in undoable[:32]]
+            args += undoable[:32]
         for entry_id, record_id in entries:
             rk = k.record(record_id)
             keys += [rk.saga, rk.history, rk.pages]

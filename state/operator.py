@@ -42,11 +42,13 @@ async def _at_current_step(
     keys_after: Sequence[str] = (),
 ) -> list[Any]:
     """Run an operator script whose KEYS name the saga's current step's ready, delayed
-    and dead streams: read the step, run, and again if the step moved in between."""
+    and dead streams and its per-user cap's slots and deferrals: read the step, run, and
+    again if the step moved in between."""
     k, p = sm.keys, sm.keys.partition_of(record_id)
     for _ in range(3):
         cur = await current_step(sm, record_id)
         keys = [*keys_before, k.ready(p, cur), k.delayed(p, cur), k.dead(p, cur)]
+        keys += [k.inflight(p, cur), k.deferred(p, cur)]
         keys += k.state_indexes(p)
         keys += keys_after
         argv = args(cur)

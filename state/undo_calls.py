@@ -70,6 +70,9 @@ def commit_undo_call(sm: StateMachine, claim: Claim, req: CommitRequest, op: str
     keys += [k.stats(p), *k.state_indexes(p)]
     args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
     args += [op, sm.limits.history_maxlen, req.worker]
+    bill_keys, bill_args = _billing(sm, p, req)
+    keys += bill_keys
+    args += bill_args
     return "commit_undo", keys, args
 
 
@@ -82,4 +85,20 @@ def fail_undo_call(sm: StateMachine, claim: Claim, req: FailRequest, op: str) ->
     args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
     args += [req.delay_ms, req.error_class, req.error_message, op]
     args += [sm.limits.history_maxlen, req.worker]
+    bill_keys, bill_args = _billing(sm, p, req)
+    keys += bill_keys
+    args += bill_args
     return "fail_undo", keys, args
+
+
+def _billing(
+    sm: StateMachine, p: int, req: CommitRequest | FailRequest
+) -> tuple[list[str], list[Any]]:
+    """The keys and arguments an undo attempt bills its LLM cost with, as a step
+    attempt's commit or fail does: the day's totals, the month's spend, cached answers."""
+    from saga.state.machine import utc_day  # machine imports this module
+
+    date, month, dd = utc_day()
+    cached = list(req.cost_keys[:64])
+    keys = [sm.keys.costs(p, date), sm.keys.spend(p, month), *cached]
+    return keys, [repr(req.cost), req.tokens, len(cached), dd]

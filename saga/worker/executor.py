@@ -67,7 +67,7 @@ class Executor:
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.sm.user_caps = user_caps(settings, self.specs)
-        self.undo = UndoHandoff(self.sm, pipeline.undoable(), worker)
+        self.undo = UndoHandoff(pipeline.undoable())
         self.health = health or HealthState()
         self.observer = observer or Observer()
         self.committer = Committer(self.sm, self.health)
@@ -309,6 +309,7 @@ class Executor:
                 extra_fields=self._extras[spec.name],
                 prev_step=self._prev[spec.name],
                 user_cap=self.sm.user_caps.get(spec.name, (0, 0))[0],
+                undoable=self.undo.for_claim(spec.name),
             )
             for out in outcomes:
                 if out.code in (RC.OK, RC.DUPLICATE) and out.claim:
@@ -316,8 +317,6 @@ class Executor:
                     self._start(spec, partition, out.claim)
                 elif out.code not in (RC.OK, RC.DUPLICATE):
                     log_refused(spec.name, out.code, out.entry_id, out.record_id, out.detail)
-                    if out.code == RC.DEAD_LETTERED:
-                        await self.undo.dead_lettered(spec.name, out.record_id)
         self.observer.claimed(spec.name, used)
         return used
 

@@ -1,21 +1,14 @@
 """The executor's side of compensations (the ``undo:<step>`` pseudo-step itself is
 saga/undo.py): a step's worker serves the step's undo too, and a claim that
-dead-letters a saga hands the saga on to compensation."""
+dead-letters a saga hands the saga on to compensation (in the claim script itself)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import structlog
-
 from saga.pipeline import Pipeline, StepSpec
-from saga.state import operator
-from saga.state.errors import StateError
-from saga.state.machine import StateMachine
 from saga.state.model import is_undo, undone_step
 from saga.undo import undo_spec
-
-log = structlog.get_logger("saga.worker")
 
 
 def with_undos(specs: Sequence[StepSpec]) -> list[StepSpec]:
@@ -31,24 +24,16 @@ def previous_steps(pipeline: Pipeline, specs: Sequence[StepSpec]) -> dict[str, s
 
 
 class UndoHandoff:
-    """Starts compensation for a saga a claim dead-lettered; ``undoable`` is the
+    """Hands a saga a claim dead-letters on to compensation; ``undoable`` is the
     pipeline's steps with a compensation, latest first (``Pipeline.undoable()``)."""
 
-    def __init__(self, sm: StateMachine, undoable: Sequence[str], worker: str) -> None:
-        self.sm, self.undoable, self.worker = sm, tuple(undoable), worker
+    def __init__(self, undoable: Sequence[str]) -> None:
+        self.undoable = tuple(undoable)[:32]
 
-    async def dead_lettered(self, step: str, record_id: str) -> None:
-        """A claim of ``step`` dead-lettered the saga (its leases kept expiring): undo what
-        it committed. A second call, so a worker killed right here leaves it failed, for
-        ``saga cancel --compensate`` (fail_step's dead path has no such gap). An undo's
-        own dead letter ends compensation, and nothing is undone without compensations."""
-        if not self.undoable or is_undo(step):
-            return
-        try:
-            res = await operator.compensate(
-                self.sm, record_id, self.undoable, actor=f"worker {self.worker}"
-            )
-        except StateError as exc:  # moved on meanwhile (an operator acted): theirs to say
-            log.warning("compensation_not_started", record_id=record_id, error=str(exc))
-            return
-        log.info("compensation_started", record_id=record_id, state=res.state, step=res.step)
+    def for_claim(self, step: str) -> tuple[str, ...]:
+        """The steps a claim of ``step`` names to undo: a saga it dead-letters for its
+        lease expiries enters compensation in the same script (``claim_steps.lua``), as
+        fail_step's dead path does, so no worker killed in between can leave it failed.
+        None for an undo (its own dead letter ends compensation) or a pipeline without
+        compensations."""
+        return () if is_undo(step) else self.undoable

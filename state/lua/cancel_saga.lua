@@ -1,14 +1,18 @@
 -- cancel_saga: stop a saga wherever it is. A running attempt is fenced out
 -- (its token is cleared) and its entry acknowledged; a waiting retry or a
--- dead letter is removed. Cancelling a cancelled saga changes nothing.
+-- dead letter is removed. The user's slot it held at the step (per-user cap: a running
+-- attempt, or a released entry's reservation) goes to the user's oldest deferred entry
+-- at once, not when its lease runs out. Cancelling a cancelled saga changes nothing.
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
 -- KEYS[3]  ready stream of the current step
 -- KEYS[4]  delayed retries of the current step
 -- KEYS[5]  dead-letter stream of the current step
--- KEYS[6..11] state indexes, in SagaState order
--- ARGV[1]  the current step as the caller read it (guards KEYS[3..5])
+-- KEYS[6]  users' slots of the current step        {p}:inflight:<step>  (includes/user_cap)
+-- KEYS[7]  entries deferred by the user cap there  {p}:deferred:<step>
+-- KEYS[8..13] state indexes, in SagaState order
+-- ARGV[1]  the current step as the caller read it (guards KEYS[3..7])
 -- ARGV[2]  consumer group
 -- ARGV[3]  operation id
 -- ARGV[4]  history MAXLEN
@@ -18,13 +22,15 @@
 --          {RC.NOT_FOUND}
 --          {RC.WRONG_STATE, reason, detail}  completed or compensated, or the current
 --                                            step moved
--- Emits:   history 'cancelled'
+-- Emits:   history 'cancelled'; a ready entry {rid, ep, v} for a deferred entry its slot
+--          went to
 --@include now
 --@include history
 --@include state_index
+--@include user_cap
 
 local saga, hist = KEYS[1], KEYS[2]
-local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch')
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch', 'uid')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
 if s[1] == STATE.COMPLETED or s[1] == STATE.COMPENSATED then
@@ -36,9 +42,10 @@ local now, record = now_ms(), s[5]
 if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], ARGV[2], s[3]) end
 redis.call('ZREM', KEYS[4], record)
 if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
+free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], record, now)
 redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',
            'entry', '', 'due', 0, 'dead_id', '', 'updated', now, 'op', ARGV[3])
-index_state(6, record, s[1], STATE.CANCELLED, now)
+index_state(8, record, s[1], STATE.CANCELLED, now)
 history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5],
                                'op', ARGV[3]})
 return {RC.OK, s[1]}

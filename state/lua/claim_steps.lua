@@ -11,7 +11,9 @@
 -- KEYS[5..10] state indexes, in SagaState order
 -- KEYS[11] users' slots of the step       {p}:inflight:<step>  (see includes/user_cap)
 -- KEYS[12] entries deferred by the cap    {p}:deferred:<step>
--- KEYS[13+3(i-1)], KEYS[14+3(i-1)], KEYS[15+3(i-1)]  saga hash, history, pages of entry i
+-- KEYS[13..12+u] undo ready streams of the steps ARGV[13+n..12+n+u], in that order
+-- KEYS[13+u+3(i-1)], KEYS[14+u+3(i-1)], KEYS[15+u+3(i-1)]  saga hash, history, pages of
+--          entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  step name
 -- ARGV[3]  worker (consumer) name
@@ -30,23 +32,36 @@
 --          partition while other entries wait undelivered in the stream (the group's lag;
 --          0: no cap, KEYS[11..12] untouched). An entry over it is deferred:
 --          acknowledged, its saga stays pending with no entry, and it waits in KEYS[12]
---          until a slot of its user frees (commit/fail) or the workers are idle
---          (release_deferred); its new entry is then accepted for the pending saga.
+--          until a slot of its user frees (commit/fail, or the saga cancelled, retried,
+--          compensated) or the workers are idle (release_deferred); its new entry is then
+--          accepted for the pending saga if it carries the saga's epoch ('ep': read from
+--          the stream for such an entry only, so the usual claim costs no command more).
 -- ARGV[11] n: number of extra saga fields to return (e.g. "ckpt:parser"), at most 32
 -- ARGV[12..11+n] the extra field names
+-- ARGV[12+n] u: number of steps with a compensation (0: none), at most 32
+-- ARGV[13+n..12+n+u] those steps, latest in the pipeline first: a saga dead-lettered here
+--          for its lease expiries enters 'compensating' instead when one has its output
+--          stored, as fail_step's dead path does
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
 --    input, document, trace, created_ms, pages|nil, expired, extra_1..extra_n}
 --    (expired: attempts at this step in this epoch that ended by lease expiry)
 --   {RC.NOT_FOUND, entry, record}      no saga: entry quarantined and acknowledged
---   {RC.STALE_ENTRY, entry, record, state}  superseded entry: acknowledged, dropped
+--   {RC.STALE_ENTRY, entry, record, state}  superseded entry (or a released deferral of an
+--                                      older epoch): acknowledged, dropped; with the cap
+--                                      on, a slot its saga holds at this step without
+--                                      running here is freed (includes/user_cap free_slot)
 --   {RC.LEASE_HELD, entry, record, worker}  another live lease: left pending
 --   {RC.SCHEMA_NEWER, entry, record}   written by a newer release: left pending
---   {RC.DEAD_LETTERED, entry, record}  the lease expiries reached their cap: dead-lettered
+--   {RC.DEAD_LETTERED, entry, record, state}  the lease expiries reached their cap:
+--                                      dead-lettered ('failed'), or 'compensating' (or
+--                                      'compensated': nothing to undo after all, see ARGV)
 --   {RC.DEFERRED, entry, record}       its user holds ARGV[10] slots: set aside in KEYS[12]
 -- Emits: history 'reclaimed' (with the lost attempt: pa, pw, pt) or 'dead_lettered';
---        quarantine entry for a missing saga; dead letter after too many expired leases.
+--        quarantine entry for a missing saga; dead letter after too many expired leases,
+--        or (compensation) 'dead_lettered' (x = 'compensating'), 'compensating' and an undo
+--        ready entry {rid, ep, v}; a ready entry for a deferred entry a freed slot went to.
 --        A plain claim appends no event: the running attempt is in the saga hash
 --        (worker, claimed, att:<step>), and its end event carries its duration (as
 --        Temporal records an activity's start only once it ends); this saves an XADD,
@@ -58,6 +73,7 @@
 --@include schema
 --@include dead_letter
 --@include user_cap
+--@include undo_plan
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
@@ -69,9 +85,13 @@ local cap = tonumber(ARGV[10])
 local inflight, deferred = KEYS[11], KEYS[12]
 local n_extra = tonumber(ARGV[11])
 if n_extra > 32 then return redis.error_reply('claim_steps: at most 32 extra fields') end
-local first_pair = 12 + n_extra
+local undo_at = 12 + n_extra  -- ARGV[undo_at] = u, the steps after it (undo_plan's layout)
+local n_undo = tonumber(ARGV[undo_at])
+if n_undo > 32 then return redis.error_reply('claim_steps: at most 32 steps to undo') end
+local first_pair = undo_at + n_undo + 1
 local n = math.floor((#ARGV - first_pair + 1) / 2)
 if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
+local first_saga_key = 13 + n_undo
 
 local now = now_ms()
 local replies = {}
@@ -120,6 +140,24 @@ local function entries_waiting()
   end
   return backlog
 end
+-- The epoch a ready entry was written for ('ep'), as a number; nil when it cannot be read.
+local function entry_epoch(id)
+  local found = redis.call('XRANGE', ready, id, id)[1]
+  if not found then return nil end
+  local f = found[2]
+  for j = 1, 15, 2 do  -- an entry has a few fields: rid, ep, v
+    if f[j] == nil then break end
+    if f[j] == 'ep' then return tonumber(f[j + 1]) end
+  end
+  return nil
+end
+-- A released deferral of an older epoch (the saga was retried, or deferred again, since):
+-- not this saga's to claim. An entry whose epoch cannot be read is taken, not stranded.
+local function stale_release(epoch, entry)
+  local ep = entry_epoch(entry)
+  return ep ~= nil and ep ~= tonumber(epoch)
+end
+
 local function over_cap(user, member)
   if cap <= 0 or redis.call('ZSCORE', inflight, member) then return false end
   if slots[user] == nil then slots[user] = user_slots(inflight, user, now, cap + 16) end
@@ -128,7 +166,7 @@ end
 
 for i = 1, n do
   local entry, record = ARGV[first_pair + 2 * (i - 1)], ARGV[first_pair + 2 * (i - 1) + 1]
-  local base = 13 + 3 * (i - 1)
+  local base = first_saga_key + 3 * (i - 1)
   local saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
   local s = redis.call('HMGET', saga, unpack(fields))
   if not s[2] then
@@ -149,9 +187,15 @@ for i = 1, n do
   elseif s[9] == '' and s[20] == entry and s[3] == STATE.PENDING then
     replies[i] = {RC.DEFERRED, entry, record}  -- a re-sent batch: deferred already
   elseif (s[9] ~= entry and not (s[9] == '' and s[3] == STATE.PENDING)) or s[4] ~= step
-         or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING) then
-    -- (a pending saga with no entry was deferred: the entry its release made is its own)
+         or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING)
+         or (s[9] == '' and stale_release(s[5], entry)) then
+    -- (a pending saga with no entry was deferred: the entry its release made is its own,
+    -- if it is of the saga's epoch; only then is the entry read)
     redis.call('XACK', ready, group, entry)
+    if cap > 0 and not (s[3] == STATE.RUNNING and s[4] == step) then
+      -- e.g. a cancelled saga's released entry's reservation
+      free_slot({inflight = inflight, deferred = deferred, ready = ready}, s[2], record, now)
+    end
     replies[i] = {RC.STALE_ENTRY, entry, record, s[3]}
   elseif s[3] == STATE.RUNNING and tonumber(s[8]) > now then
     replies[i] = {RC.LEASE_HELD, entry, record, s[10]}
@@ -159,14 +203,33 @@ for i = 1, n do
     local epoch, attempt = tonumber(s[5]), attempts_of(s[15], tonumber(s[5]))
     local em = 'the lease expired ' .. max_expiries .. ' times, last on attempt ' .. attempt ..
                ' (worker ' .. (s[10] or '?') .. '); the executor may be crashing on this record'
-    dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5},
-                {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
-                 from = s[3], ec = 'LeaseExpired', em = em, now = now})
+    local ev = {'e', 'dead_lettered', 's', step, 'a', attempt, 'ep', epoch, 'w', worker,
+                't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op}
     redis.call('XACK', ready, group, entry)
-    history_append(hist, maxlen, {'e', 'dead_lettered', 's', step, 'a', attempt, 'ep', epoch,
-                                  'w', worker, 't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op})
+    if cap > 0 then
+      free_slot({inflight = inflight, deferred = deferred, ready = ready}, s[2], record, now)
+    end
+    local plan, head = undo_plan(saga, undo_at, n_undo)
+    local state = STATE.FAILED
+    if head > 0 then  -- as fail_step's dead path: no dead letter, the undos run
+      ev[#ev + 1] = 'x'
+      ev[#ev + 1] = STATE.COMPENSATING
+      redis.call('HSET', saga, 'ec', 'LeaseExpired', 'em', em)
+      redis.call('HINCRBY', KEYS[4], 'dead:' .. step, 1)
+      history_append(hist, maxlen, ev)
+      state = begin_undo({saga = saga, hist = hist, ready_at = 13, index_at = 5,
+                          record = record, from = s[3], step = step, epoch = epoch, now = now,
+                          maxlen = maxlen, op = op,
+                          why = 'step ' .. step .. ' lost its lease ' .. max_expiries .. ' times'},
+                         plan, head)
+    else
+      dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5},
+                  {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
+                   from = s[3], ec = 'LeaseExpired', em = em, now = now})
+      history_append(hist, maxlen, ev)
+    end
     redis.call('HSET', saga, 'op', op)
-    replies[i] = {RC.DEAD_LETTERED, entry, record}
+    replies[i] = {RC.DEAD_LETTERED, entry, record, state}
   elseif s[3] == STATE.PENDING and over_cap(s[2], s[2] .. '|' .. record) then
     redis.call('XACK', ready, group, entry)
     redis.call('HSET', saga, 'entry', '', 'dfr', entry)

@@ -1,8 +1,10 @@
 -- commit_undo: the exactly-once end of an undo attempt (commit_step for a compensating
 -- saga). Token-checked; in one script it drops the undone step's output (its effect no
 -- longer stands), acknowledges the entry, enqueues the next undo of the plan or ends the
--- saga 'compensated', and appends the history. A second commit of the same attempt
--- returns the recorded result, writing nothing. The error that led to the compensation
+-- saga 'compensated', attributes the attempt's LLM cost as commit_step does (the saga's
+-- cost:undo:<step>, the day's totals, the user's spend that budgets check), and appends
+-- the history. A second commit of the same attempt returns the recorded result, writing
+-- nothing. The error that led to the compensation
 -- (ec, em) is kept: a compensated saga still says why.
 --
 -- KEYS[1]  saga hash
@@ -11,6 +13,9 @@
 -- KEYS[4]  ready stream of the next undo step (KEYS[3] again when there is none)
 -- KEYS[5]  partition counters   {p}:stats
 -- KEYS[6..11] state indexes, in keys.INDEXED order
+-- KEYS[12] day's cost totals    {p}:costs:<yyyy-mm-dd>
+-- KEYS[13] month's spend per user   {p}:spend:<yyyy-mm>
+-- KEYS[14..13+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  undo step name (undo:<step>)
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -20,17 +25,22 @@
 -- ARGV[6]  operation id
 -- ARGV[7]  history MAXLEN
 -- ARGV[8]  worker name
+-- ARGV[9]  LLM cost of the attempt (USD, decimal)
+-- ARGV[10] LLM tokens used by the attempt
+-- ARGV[11] n: number of cached-answer keys at KEYS[14..], at most 64
+-- ARGV[12] day of the month of KEYS[12] ("01".."31"): the day's spend field in KEYS[13]
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
 --          {RC.WRONG_STATE, 'plan', plan}     ARGV[5] is not the plan's next: nothing written
--- Emits:   history 'committed' (n: the next undo step, "" when compensated); ready entry
---          {rid, ep, v} for the next undo step
+-- Emits:   history 'committed' (n: the next undo step, "" when compensated; c and k only
+--          when set); ready entry {rid, ep, v} for the next undo step
 --@include now
 --@include history
 --@include state_index
 --@include fence
+--@include cost
 
 local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -38,7 +48,7 @@ local op, maxlen, worker = ARGV[6], ARGV[7], ARGV[8]
 local undone = string.sub(step, 6)
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'rid',
-                     'claimed', 'done:' .. step, 'att:' .. step, 'undo')
+                     'claimed', 'done:' .. step, 'att:' .. step, 'undo', 'uid')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[8] == token then
   redis.call('HSET', saga, 'done:' .. step, token)  -- replicated, as commit_step's repeat
@@ -57,6 +67,7 @@ if next_step ~= expected then return {RC.WRONG_STATE, 'plan', s[10] or ''} end
 local record, epoch = s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[9] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[7] or now)
+local cost = (tonumber(ARGV[9]) or 0) + attributed_cost(14, tonumber(ARGV[11]) or 0, token)
 ack_attempt(ready, group, entry, s[4])
 local state, next_entry = STATE.COMPENSATED, ''
 if next_step ~= '' then
@@ -73,7 +84,17 @@ if next_step ~= '' then
 end
 redis.call('HSET', saga, unpack(f))
 redis.call('HINCRBY', KEYS[5], 'committed:' .. step, 1)
+add_cost({saga = saga, costs = KEYS[12], spend = KEYS[13], dd = ARGV[12]}, s[11], step, cost)
 index_state(6, record, STATE.COMPENSATING, state, now)
-history_append(hist, maxlen, {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch,
-                              'w', worker, 't', now, 'd', duration, 'n', next_step, 'op', op})
+local ev = {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now,
+            'd', duration, 'n', next_step, 'op', op}
+if cost > 0 then
+  ev[#ev + 1] = 'c'
+  ev[#ev + 1] = cost
+end
+if (ARGV[10] or '0') ~= '0' and ARGV[10] ~= '' then
+  ev[#ev + 1] = 'k'
+  ev[#ev + 1] = ARGV[10]
+end
+history_append(hist, maxlen, ev)
 return {RC.OK, state, next_step, next_entry}

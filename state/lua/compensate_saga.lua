@@ -3,17 +3,20 @@
 -- dead-lettered a saga after too many lost leases, and by `saga retry` of a
 -- compensation_failed saga (the undos not yet done run again, in a new epoch).
 -- Like cancel, a running attempt is fenced out (its token is cleared) and the current
--- entry, waiting retry or dead letter is removed; then the plan is the steps of
--- ARGV[7..] whose output is stored, and the first undo is enqueued.
+-- entry, waiting retry or dead letter is removed, and the user's slot it held at the
+-- step (per-user cap) goes to the user's oldest deferred entry at once; then the plan is
+-- the steps of ARGV[7..] whose output is stored, and the first undo is enqueued.
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
 -- KEYS[3]  ready stream of the current step (its entry is acknowledged)
 -- KEYS[4]  delayed retries of the current step
 -- KEYS[5]  dead-letter stream of the current step
--- KEYS[6..11] state indexes, in keys.INDEXED order
--- KEYS[12..11+n] undo ready streams of ARGV[7..6+n], in that order
--- ARGV[1]  the current step as the caller read it (guards KEYS[3..5])
+-- KEYS[6]  users' slots of the current step        {p}:inflight:<step>  (includes/user_cap)
+-- KEYS[7]  entries deferred by the user cap there  {p}:deferred:<step>
+-- KEYS[8..13] state indexes, in keys.INDEXED order
+-- KEYS[14..13+n] undo ready streams of ARGV[7..6+n], in that order
+-- ARGV[1]  the current step as the caller read it (guards KEYS[3..7])
 -- ARGV[2]  consumer group
 -- ARGV[3]  operation id
 -- ARGV[4]  history MAXLEN
@@ -25,18 +28,20 @@
 --                                              compensated: nothing written
 --          {RC.NOT_FOUND}
 --          {RC.WRONG_STATE, reason, detail}  completed, or the current step moved
--- Emits:   history 'compensating'; an undo ready entry {rid, ep, v}
+-- Emits:   history 'compensating'; an undo ready entry {rid, ep, v}; a ready entry of the
+--          current step for a deferred entry its slot went to
 --@include now
 --@include history
 --@include state_index
 --@include op
 --@include undo_plan
+--@include user_cap
 
 local saga, hist = KEYS[1], KEYS[2]
 local expected, group, op, maxlen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local replay = op_replay(saga, op, 'cmp_op')
 if replay then return replay end
-local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch')
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch', 'uid')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.COMPENSATING or s[1] == STATE.COMPENSATED then
   return {RC.DUPLICATE, s[1], s[2], s[3] or ''}
@@ -50,8 +55,9 @@ local now, record = now_ms(), s[5]
 if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], group, s[3]) end
 redis.call('ZREM', KEYS[4], record)
 if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
+free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], record, now)
 local plan, head = undo_plan(saga, 6, n)
-local state, step, entry = begin_undo({saga = saga, hist = hist, ready_at = 12, index_at = 6,
+local state, step, entry = begin_undo({saga = saga, hist = hist, ready_at = 14, index_at = 8,
                                        record = record, from = s[1], step = s[2],
                                        epoch = tonumber(s[6]), now = now, maxlen = maxlen,
                                        op = op, why = 'from ' .. s[1] .. ' at ' .. s[2] ..

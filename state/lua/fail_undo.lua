@@ -4,8 +4,9 @@
 --   park   like retry, but the attempt is refunded (a circuit breaker was open)
 --   dead   the compensation failed for good: 'compensation_failed', and a dead letter
 --          with the reason on the undo step's dead-letter stream
--- The input entry is acknowledged in every case; a second fail of the same attempt
--- returns the recorded result, writing nothing.
+-- The input entry is acknowledged in every case, and the attempt's LLM cost attributed
+-- as fail_step does; a second fail of the same attempt returns the recorded result,
+-- writing nothing.
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
@@ -14,6 +15,9 @@
 -- KEYS[5]  dead-letter stream of the undo step
 -- KEYS[6]  partition counters   {p}:stats
 -- KEYS[7..12] state indexes, in keys.INDEXED order
+-- KEYS[13] day's cost totals    {p}:costs:<yyyy-mm-dd>
+-- KEYS[14] month's spend per user   {p}:spend:<yyyy-mm>
+-- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- ARGV[1]  undo step name (undo:<step>)
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -25,6 +29,10 @@
 -- ARGV[9]  operation id
 -- ARGV[10] history MAXLEN
 -- ARGV[11] worker name
+-- ARGV[12] LLM cost of the attempt (USD)
+-- ARGV[13] LLM tokens used by the attempt
+-- ARGV[14] n: number of cached-answer keys at KEYS[15..], at most 64
+-- ARGV[15] day of the month of KEYS[13] ("01".."31"): the day's spend field in KEYS[14]
 -- Returns: {RC.OK, state, due_ms | dead_entry_id}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
@@ -34,6 +42,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include cost
 --@include dead_letter
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
@@ -57,11 +66,13 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
+local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(15, tonumber(ARGV[14]) or 0, token)
 ack_attempt(ready, group, entry, s[4])
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)
+add_cost({saga = saga, costs = KEYS[13], spend = KEYS[14], dd = ARGV[15]}, user, step, cost)
 redis.call('HSET', saga, 'failtok', token, 'op', op)
 local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', duration,
-            'ec', ec, 'em', em, 'op', op}
+            'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13] or '0', 'op', op}
 
 if action == 'dead' then
   local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 7},

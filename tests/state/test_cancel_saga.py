@@ -32,6 +32,8 @@ def _script_keys(keys: Keys, record: str, step: str) -> list[str]:
         keys.ready(0, step),
         keys.delayed(0, step),
         keys.dead(0, step),
+        keys.inflight(0, step),
+        keys.deferred(0, step),
         *keys.state_indexes(0),
     ]
 

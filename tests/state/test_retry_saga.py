@@ -47,6 +47,8 @@ def _script_call(
         keys.ready(0, current),
         keys.delayed(0, current),
         keys.dead(0, current),
+        keys.inflight(0, current),
+        keys.deferred(0, current),
         *keys.state_indexes(0),
     ]
     return ks, [from_step, prev, current, "0", GROUP, op, 1000, "test"]

@@ -145,7 +145,8 @@ async def test_expired_slots_free_themselves(sm: StateMachine, keys: Keys, redis
 
 async def test_cancel_and_retry_of_a_deferred_saga(sm: StateMachine, keys: Keys) -> None:
     """A deferred saga can be cancelled or retried like any pending one; its later release
-    is then a stale entry, dropped."""
+    is then a stale entry, dropped, and the slot it reserved goes on to the next deferral
+    (a retried saga's release of its older epoch included: test_cap_exits)."""
     sm.user_caps["router"] = (CAP, LEASE_MS)
     await started(sm, ("a1", "a"), ("a2", "a"), ("a3", "a"))
     first = (await claim_all(sm))[0].claim
@@ -158,10 +159,12 @@ async def test_cancel_and_retry_of_a_deferred_saga(sm: StateMachine, keys: Keys)
     await sm.commit(first, CommitRequest(output=b"{}", next_step="parser"))
     out = await claim_all(sm)  # the oldest deferred (a2's, cancelled) went first: stale
     assert [(o.record_id, o.code) for o in out] == [("a2", RC.STALE_ENTRY)]
+    # Its reserved slot went on to a3's epoch-1 deferral; the idle release sends the other.
     n = await sm.release_deferred("router", 0, cap=CAP, lease_ms=LEASE_MS, most=10, idle=True)
-    assert n == 2  # a3's two deferrals (epoch 1, then the retry's)
-    out = await claim_all(sm)
-    assert sorted(o.code for o in out) == [RC.OK, RC.STALE_ENTRY]
+    assert n == 1
+    out = await claim_all(sm)  # epoch 1's entry is stale, the retry's (epoch 2) is claimed
+    assert [(o.record_id, o.code) for o in out] == [("a3", RC.STALE_ENTRY), ("a3", RC.OK)]
+    assert out[1].claim is not None and out[1].claim.epoch == 2
 
 
 async def test_a_heartbeat_keeps_a_long_attempts_slot(

@@ -56,3 +56,16 @@ local function end_capped(k, user, record, now, lease_ms)
     release_user(k.deferred, k.inflight, k.ready, user, 1, now, lease_ms)
   end
 end
+
+-- A saga left its step another way (cancel, compensate, retry; a stale entry dropped by a
+-- claim): the slot it holds there, if any, is freed; a live one goes to the user's oldest
+-- deferred entry for the rest of its term (the caller may not know the step's lease). A
+-- lapsed one no longer counted: release_deferred fills it. k = {inflight, deferred, ready}.
+local function free_slot(k, user, record, now)
+  local member = user .. '|' .. record
+  local until_ms = tonumber(redis.call('ZSCORE', k.inflight, member))
+  if not until_ms then return 0 end
+  redis.call('ZREM', k.inflight, member)
+  if until_ms <= now then return 0 end
+  return release_user(k.deferred, k.inflight, k.ready, user, 1, now, until_ms - now)
+end
