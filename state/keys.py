@@ -130,7 +130,8 @@ class Keys:
         return self.record(record_id).pages
 
     def llm_cache(self, record_id: str, step: str, digest: str) -> str:
-        return f"{self._r(record_id)}:llm:{record_id}:{validate_step(step)}:{digest}"
+        # An undo attempt (undo:<step>) caches its answers apart from its step's.
+        return f"{self._r(record_id)}:llm:{record_id}:{validate_work(step)}:{digest}"
 
     # -- per partition and step --------------------------------------------
     # Formed on every transition: cached per (prefix, type, partition, step, kind).
