@@ -104,3 +104,24 @@ async def test_unpark_wakes_only_the_users_budget_parked_sagas(
     assert await budgets.unpark_user(sm, "u1", "budget raised") == 0
     claim = await claim_next(sm, "router", "w")
     assert claim.record_id == "b1" and claim.attempt == 1
+
+
+async def test_unpark_wakes_the_users_parked_sagas_of_every_type(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """A budget is the user's, whichever saga type spent it: raising it from a client of
+    one type wakes the user's budget-parked sagas of every registered type."""
+    from saga.state.streams import ensure_groups
+    from saga.state.types import TypeInfo, register_type
+
+    orders = StateMachine(redis, keys.of_type("orders"))
+    await ensure_groups(redis, orders.keys, ["router"])
+    await register_type(redis, orders.keys, TypeInfo(name="orders", steps=("router",)))
+    await _budget_parked(sm, "d1")
+    await _budget_parked(orders, "o1")
+    assert await budgets.unpark_user(orders, "u1", "budget raised") == 2
+    assert (await saga_hash(redis, keys, "d1"))["state"] == SagaState.PENDING
+    assert (await saga_hash(redis, orders.keys, "o1"))["state"] == SagaState.PENDING
+    await _budget_parked(sm, "d2")
+    assert await budgets.unpark_user(sm, "u1", "budget cleared") == 1  # and the other way
+    assert (await saga_hash(redis, keys, "d2"))["state"] == SagaState.PENDING
