@@ -1,7 +1,8 @@
 """Compensations with real ``saga worker module:app`` processes and a real server: a
 permanent failure undoes the committed steps latest first, each effect once, through a
-kill -9 mid-undo; an undo that fails until it succeeds; one that fails for good; two types
-sharing step names; and the operator's cancel with and without --compensate."""
+kill -9 mid-undo; a step whose worker keeps dying (lease expiries) is compensated; an undo
+that fails until it succeeds; one that fails for good; two types sharing step names; and
+the operator's cancel with and without --compensate."""
 
 from __future__ import annotations
 
@@ -77,6 +78,40 @@ async def test_undo_latest_first_each_effect_once_through_kill_9(
     for rid in rids:
         assert hotel[f"{rid}:hotel:e1"] < flight[f"{rid}:flight:e1"]  # latest step first
     assert sorted(undo_apps.runs("trips-cancel-hotel")) == sorted(hotel)  # run once each
+
+
+async def test_lease_expiries_dead_letter_into_compensation(
+    spawn: SpawnWorker, settings: Settings, redis: Any, ledger: Path
+) -> None:
+    """The worker running pay is killed -9 and pay may lose its lease only once: the next
+    worker's claim dead-letters the saga and starts its compensation in that same script
+    (no dead letter, no separate call that a second kill could lose); the hotel and the
+    flight are undone, each once."""
+    env = {"UNDO_LEDGER": str(ledger), "SAGA_PAY_LEASE": "1", "SAGA_PAY_MAX_LEASE_EXPIRIES": "1"}
+    first = spawn("tests.app.undo_apps:trips", **env)
+    await first.wait_ready(within=120)
+    async with undo_apps.trips.client(settings) as trips:
+        await trips.start("t-lx", "u1", input=Trip(who="lx", hang_pay=True))
+        k = trips.keys
+
+        async def paying() -> bool:
+            return (ledger / "paying@t-lx").exists()
+
+        await wait_until(paying, within=60, what="pay to hang", every=0.05, on_timeout=first.tail)
+        first.kill()  # SIGKILL, mid-pay: its lease lapses with nobody to heartbeat it
+        second = spawn("tests.app.undo_apps:trips", **env)
+        await _wait_states(redis, k, ["t-lx"], "compensated", within=90)
+    saga, events = await saga_and_history(redis, k, "t-lx")
+    assert (saga.error_class, saga.epoch) == ("LeaseExpired", 2)
+    dead = [e for e in events if e.event == EventType.DEAD_LETTERED]
+    assert [(e.step, e.detail) for e in dead] == [("pay", "compensating")]
+    begin = [e for e in events if e.event == EventType.COMPENSATING]
+    assert len(begin) == 1 and "lost its lease" in begin[0].detail
+    assert second.owns(dead[0].worker)
+    assert _undo_commits(events) == ["undo:hotel", "undo:flight"]
+    assert list(undo_apps.done("trips-cancel-hotel")) == ["t-lx:hotel:e1"]
+    assert list(undo_apps.done("trips-cancel-flight")) == ["t-lx:flight:e1"]
+    assert await redis.xlen(k.dead(k.partition_of("t-lx"), "pay")) == 0
 
 
 async def test_an_undo_failing_until_it_succeeds_and_one_failing_for_good(

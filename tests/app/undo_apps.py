@@ -5,7 +5,8 @@ Every effect, and every undo, is a file in ``UNDO_LEDGER`` named by its kind and
 idempotency key it was done under, created once (O_EXCL: an external system that
 deduplicates on the key); ``attempts.log`` records every execution (at-least-once).
 The trip's fields steer the run: which step fails for good, how often the hotel's undo
-fails before it succeeds (-1: for good), and whether its first undo hangs (to be killed).
+fails before it succeeds (-1: for good), and whether its first undo, or its first payment,
+hangs (to be killed).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class Trip(msgspec.Struct, frozen=True, kw_only=True):
     fail_at: str = ""
     undo_fails: int = 0
     hang_undo: bool = False
+    hang_pay: bool = False
 
 
 class Booked(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +93,9 @@ def _app(name: str) -> saga.App:
 
     @app.step(after=hotel, backoff=0.05)
     async def pay(ctx: saga.StepContext, b: Booked) -> Booked:
+        if b.trip.hang_pay and not (ledger() / f"paying@{ctx.record_id}").exists():
+            (ledger() / f"paying@{ctx.record_id}").touch()
+            await asyncio.sleep(600)  # killed here
         if b.trip.fail_at == "pay":
             raise saga.PermanentError("card declined")
         return Booked(trip=b.trip, what=[*b.what, "paid"])
