@@ -161,9 +161,7 @@ async def unpark_user(
     return woken
 
 
-async def _unpark_type(
-    sm: StateMachine, user_id: str, why: str, batch: int, op: str | None
-) -> int:
+async def _unpark_type(sm: StateMachine, user_id: str, why: str, batch: int, op: str | None) -> int:
     """``unpark_user`` for the saga type of ``sm.keys``."""
     keys, client = sm.keys, sm.client
     woken = 0

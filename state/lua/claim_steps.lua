@@ -140,24 +140,6 @@ local function entries_waiting()
   end
   return backlog
 end
--- The epoch a ready entry was written for ('ep'), as a number; nil when it cannot be read.
-local function entry_epoch(id)
-  local found = redis.call('XRANGE', ready, id, id)[1]
-  if not found then return nil end
-  local f = found[2]
-  for j = 1, 15, 2 do  -- an entry has a few fields: rid, ep, v
-    if f[j] == nil then break end
-    if f[j] == 'ep' then return tonumber(f[j + 1]) end
-  end
-  return nil
-end
--- A released deferral of an older epoch (the saga was retried, or deferred again, since):
--- not this saga's to claim. An entry whose epoch cannot be read is taken, not stranded.
-local function stale_release(epoch, entry)
-  local ep = entry_epoch(entry)
-  return ep ~= nil and ep ~= tonumber(epoch)
-end
-
 local function over_cap(user, member)
   if cap <= 0 or redis.call('ZSCORE', inflight, member) then return false end
   if slots[user] == nil then slots[user] = user_slots(inflight, user, now, cap + 16) end
@@ -188,7 +170,7 @@ for i = 1, n do
     replies[i] = {RC.DEFERRED, entry, record}  -- a re-sent batch: deferred already
   elseif (s[9] ~= entry and not (s[9] == '' and s[3] == STATE.PENDING)) or s[4] ~= step
          or (s[3] ~= STATE.PENDING and s[3] ~= STATE.RUNNING)
-         or (s[9] == '' and stale_release(s[5], entry)) then
+         or (s[9] == '' and stale_release(ready, entry, s[5])) then
     -- (a pending saga with no entry was deferred: the entry its release made is its own,
     -- if it is of the saga's epoch; only then is the entry read)
     redis.call('XACK', ready, group, entry)

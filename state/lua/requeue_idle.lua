@@ -22,13 +22,15 @@
 --   {RC.DUPLICATE, entry, new_entry} this op id requeued it already: nothing written
 --   {RC.BUSY, entry}                no longer pending or idle (a worker took it): untouched
 --   {RC.NOT_FOUND, entry}           no saga: entry quarantined and acknowledged
---   {RC.STALE_ENTRY, entry, state}  the saga no longer expects it: acknowledged, dropped
+--   {RC.STALE_ENTRY, entry, state}  the saga no longer expects it (or it is a deferred
+--                                  saga's release of an older epoch): acknowledged, dropped
 --   {RC.LEASE_HELD, entry, worker}  the saga's lease is still live: left pending
 --   {RC.SCHEMA_NEWER, entry}        the saga was written by a newer release: left pending
 -- Emits:   a ready entry {rid, ep, v} per requeued saga; a quarantine entry per missing saga
 --@include now
 --@include op
 --@include schema
+--@include user_cap
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, min_idle, op, step = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -55,10 +57,12 @@ for i = 1, n do
     elseif schema_newer(s[1]) then
       replies[i] = {RC.SCHEMA_NEWER, entry}
     -- (a pending saga with no entry was deferred by the user cap: the entry its release
-    -- made is its own, as claim_steps takes it; dropping it would strand the saga)
+    -- made is its own if of its epoch, as claim_steps takes it; dropping it would strand
+    -- the saga)
     elseif (s[4] ~= entry and not (s[4] == '' and s[2] == STATE.PENDING)) or s[3] ~= step
            or (s[2] ~= STATE.PENDING and s[2] ~= STATE.RUNNING
-               and s[2] ~= STATE.COMPENSATING) then
+               and s[2] ~= STATE.COMPENSATING)
+           or (s[4] == '' and stale_release(ready, entry, s[6])) then
       redis.call('XACK', ready, group, entry)
       replies[i] = {RC.STALE_ENTRY, entry, s[2]}
     elseif s[2] ~= STATE.PENDING and tonumber(s[5] or 0) > now then

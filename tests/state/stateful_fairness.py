@@ -82,6 +82,14 @@ class Fair:
             return []
         return self._release_user(step, user, 1)
 
+    def free(self, step: str, rid: str) -> list[str]:
+        """free_slot: the saga left its step otherwise (cancel, compensate, retry, a stale
+        entry dropped by a capped claim): its slot goes, a live one to the oldest deferral."""
+        user = USERS[rid]
+        if not self.inflight[step].pop(f"{user}|{rid}", False):
+            return []
+        return self._release_user(step, user, 1)
+
     def release(self, step: str, cap: int, most: int, idle: bool) -> list[str]:
         """release_deferred.lua: per user (in order), as many as free slots allow."""
         out: list[str] = []

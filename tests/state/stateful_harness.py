@@ -8,8 +8,10 @@ import uuid
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine
 
+from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -17,7 +19,7 @@ from saga.state.replies import text
 from saga.state.streams import ensure_groups
 from tests.state.helpers import keys_under
 from tests.state.stateful_fairness import CAP, Fair
-from tests.state.stateful_model import LEASE_MS, RECORDS, STEPS, UNDO_STEPS, Rec
+from tests.state.stateful_model import LEASE_MS, RECORDS, STEPS, UNDO_STEPS, UNDOABLE, Rec
 
 T = TypeVar("T")
 
@@ -49,3 +51,24 @@ class RedisMachine(RuleBasedStateMachine):
 
     def _entry_of(self, rid: str) -> str:
         return text(self.run(self.client.hget(self.keys.saga(rid), "entry")))
+
+    def _after_claim(
+        self, step: str, rid: str, code: RC, detail: str, undoable: tuple[str, ...], capped: bool
+    ) -> None:
+        """A dropped entry or a dead letter frees the saga's slot (capped claims); a dead
+        letter with the steps to undo named compensates when one has its output stored."""
+        m = self.model[rid]
+        if capped and (code == RC.DEAD_LETTERED or (
+                code == RC.STALE_ENTRY and not m.running(step))):  # fmt: skip
+            event(f"claim {code.name}: freed {len(self.fair.free(step, rid))}")
+        if code == RC.DEAD_LETTERED and undoable and any(s in m.outputs for s in UNDOABLE):
+            m.begin_compensation(lambda: self._entry_of(rid))
+            event(f"claim dead-lettered into {m.state.value}")
+        if code == RC.DEAD_LETTERED and not step.startswith("undo:"):
+            assert detail == m.state, (detail, m)  # failed, or compensating (compensated)
+
+    async def _epochs(self, step: str, entries: list[tuple[str, str]]) -> list[int]:
+        """Each entry's epoch ('ep'), as the claim script reads a released entry's."""
+        ready = self.keys.ready(0, step)
+        rows = [await self.client.xrange(ready, e, e) for e, _ in entries]
+        return [int(r[0][1][b"ep"]) for r in rows]

@@ -15,7 +15,7 @@ After every rule:
   the undo commits of one epoch go backwards through the pipeline;
 - the per-user cap (check_fairness): the deferred and slot sets are the model's; a
   deferred saga (pending, no entry) waits on exactly one thing, its deferral or its
-  released entry, and a pending or running saga has no deferral of its epoch; no saga
+  released entry of its epoch, and a pending or running saga has no deferral of its epoch; no saga
   has two entries delivered at once. (Claims check that no user got a new slot past
   the cap while entries waited: test_stateful._check_cap.)
 """
@@ -82,8 +82,8 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
     secs, micros = next(replies)
     now = int(secs) * 1000 + int(micros) // 1000
     for step in STEPS + UNDO_STEPS:
-        ready_rids = [(text(i), text(f[b"rid"])) for i, f in next(replies)]
-        ready = [i for i, _ in ready_rids]
+        ready_rids = [(text(i), text(f[b"rid"]), int(f[b"ep"])) for i, f in next(replies)]
+        ready = [i for i, _, _ in ready_rids]
         pel = {text(r["message_id"]) for r in next(replies)}
         last = text(next(replies)[0]["last-delivered-id"])
         delayed = {text(m) for m in next(replies)}
@@ -190,8 +190,9 @@ def check_fairness(step: str, sagas: dict[str, dict[str, str]], sets: Any, fair:
     ready_rids, pel, last, deferred, inflight = sets
     assert deferred == fair.deferred[step], (step, deferred, fair.deferred[step])
     assert inflight == fair.inflight[step], (step, inflight, fair.inflight[step])
-    undelivered = Counter(rid for e, rid in ready_rids if _id(e) > _id(last))
-    delivered = Counter(rid for e, rid in ready_rids if e in pel)
+    # A released entry of an older epoch is not its saga's (claims drop it): not a way.
+    undelivered = Counter((rid, ep) for e, rid, ep in ready_rids if _id(e) > _id(last))
+    delivered = Counter(rid for e, rid, _ in ready_rids if e in pel)
     assert all(n == 1 for n in delivered.values()), (step, "delivered twice", delivered)
     set_aside = Counter(parse_member(m)[1:] for m in deferred)
     for rid, h in sagas.items():
@@ -199,7 +200,7 @@ def check_fairness(step: str, sagas: dict[str, dict[str, str]], sets: Any, fair:
             continue
         current = set_aside[(rid, int(h["epoch"]))]
         if h["state"] == P and not h["entry"]:
-            ways = current + undelivered[rid]
+            ways = current + undelivered[(rid, int(h["epoch"]))]
             assert ways == 1, (rid, step, "deferred saga waits on", ways, deferred, ready_rids)
         elif h["state"] in (P, R):  # (a cancelled one's release is dropped as stale)
             assert current == 0, (rid, step, h["state"], "also deferred", deferred)

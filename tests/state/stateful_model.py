@@ -96,14 +96,14 @@ class Rec:
             return self.state == CG and self.step == step and bool(self.token)
         return self.state == R and self.step == step
 
-    def claimable(self, step: str, entry: str) -> bool:
-        """Waits on ``entry`` at ``step``; a deferred saga (pending, no entry) takes any
-        entry of its record at the step as its released one (claim_steps, requeue_idle
-        and quarantine_entry cannot tell them apart)."""
+    def claimable(self, step: str, entry: str, ep: int | None = None) -> bool:
+        """Waits on ``entry`` at ``step``; a deferred saga (pending, no entry) takes an
+        entry of its record at the step as its released one if the entry is of its epoch
+        (``ep``: claim_steps and requeue_idle read it; quarantine_entry takes any: None)."""
         if self.step != step:
             return False
         if self.entry == "" and self.state == P and not step.startswith("undo:"):
-            return True
+            return ep is None or ep == self.epoch
         if self.entry != entry:
             return False
         return self.state == CG if step.startswith("undo:") else self.state in (P, R)
@@ -124,10 +124,11 @@ class Rec:
         epoch, n = self.attempts.get(step, (0, 0))
         return n if epoch == self.epoch else 0
 
-    def predict_requeue(self, step: str, entry: str) -> RC:
-        """The outcome of the controller's requeue of ``entry``, pending at ``step``."""
+    def predict_requeue(self, step: str, entry: str, ep: int) -> RC:
+        """The outcome of the controller's requeue of ``entry`` (of epoch ``ep``), pending
+        at ``step``."""
         m = self
-        if not m.claimable(step, entry):
+        if not m.claimable(step, entry, ep):
             return RC.STALE_ENTRY
         if m.running(step) and m.lease_live:
             return RC.LEASE_HELD
@@ -137,19 +138,20 @@ class Rec:
         epoch, n = self.expiries.get(step, (0, 0))
         return n if epoch == self.epoch else 0
 
-    def waits_for(self, step: str, entry: str) -> bool:
+    def waits_for(self, step: str, entry: str, ep: int) -> bool:
         """Pending at ``step`` on ``entry``, or deferred (see claimable)."""
-        return self.state == P and self.claimable(step, entry)
+        return self.state == P and self.claimable(step, entry, ep)
 
     def defer(self, entry: str) -> None:
         self.entry, self.dfr = "", entry
 
-    def predict_claim(self, step: str, entry: str) -> RC:
-        """The outcome of claiming ``entry`` at ``step``; the model follows it."""
+    def predict_claim(self, step: str, entry: str, ep: int) -> RC:
+        """The outcome of claiming ``entry`` (of epoch ``ep``) at ``step``; the model
+        follows it (but for compensation after a dead letter: the caller's)."""
         m = self
         if m.state == P and m.entry == "" and m.dfr == entry and m.step == step:
             return RC.DEFERRED  # a re-sent batch
-        if not m.claimable(step, entry):
+        if not m.claimable(step, entry, ep):
             return RC.STALE_ENTRY
         undo = step.startswith("undo:")
         if m.running(step) and m.lease_live:

@@ -15,7 +15,8 @@ from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.replies import text
 from saga.state.requests import CommitRequest
-from tests.state.helpers import LEASE_MS
+from saga.state.requeue import requeue_idle
+from tests.state.helpers import LEASE_MS, read_ready
 from tests.state.test_user_cap import CAP, claim_all, started
 
 pytestmark = pytest.mark.anyio
@@ -75,6 +76,23 @@ async def test_a_released_entry_of_an_older_epoch_is_not_claimed(
     assert (new.record_id, new.code) == ("a2", RC.OK) and new.claim is not None
     assert new.claim.epoch == 2
     assert await _members(redis, keys.deferred(0, "router")) == []
+
+
+async def test_a_released_entry_of_an_older_epoch_is_not_requeued_as_the_sagas(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """The controller's requeue of a released entry (read, not claimed) of an older epoch
+    drops it, as the claim would: the saga stays deferred on its epoch-2 deferral."""
+    first = await _a1_running_a2_deferred(sm)
+    await operator.retry(sm, "a2", "router", "_input")
+    assert [(o.record_id, o.code) for o in await claim_all(sm)] == [("a2", RC.DEFERRED)]
+    await sm.commit(first, CommitRequest(output=b"{}", next_step="parser"))  # releases ep 1
+    entries = [(e, r) for e, r in await read_ready(redis, keys, "router", "w1") if r == "a2"]
+    [out] = await requeue_idle(sm, "router", 0, entries, min_idle_ms=0, op="op-rq")
+    assert out.code == RC.STALE_ENTRY
+    assert text(await redis.hget(keys.saga("a2"), "entry")) == ""
+    [member] = await _members(redis, keys.deferred(0, "router"))
+    assert member.endswith("|a2|2")
 
 
 async def test_a_cancelled_sagas_released_entry_hands_its_slot_on(

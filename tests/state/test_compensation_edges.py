@@ -63,7 +63,7 @@ async def test_lease_expiries_dead_letter_into_compensation_in_the_claim(
 
 
 async def _spend(sm: StateMachine, keys: Keys) -> dict[str, float]:
-    date, month, dd = utc_day()
+    month = utc_day()[1]
     raw = await sm.client.hgetall(keys.spend(0, month))
     return {k.decode(): float(v) for k, v in raw.items()}
 

@@ -18,8 +18,11 @@ The per-user cap (stateful_fairness): r0 and r1 belong to one user, r2 to anothe
 Capped claims read one or two entries (the rest is the backlog the cap needs) and
 defer a user's entry past its slot; commits and fails hand the slot to the user's oldest
 deferral; ``release_deferred`` releases into free slots, idle or with the cap off;
-``take_over`` may claim capped. Released entries are read from the stream like any
-other: the model knows a deferral by record and epoch, never by entry id.
+``take_over`` may claim capped, and name the steps to undo (a saga dead-lettered by its
+lease expiries then compensates in the claim). Released entries are read from the stream
+like any other: the model knows a deferral by record and epoch, never by entry id, and a
+claim or requeue takes a released entry only of its saga's epoch. Cancel, compensate,
+retry, and a capped claim dropping a stale entry, hand the saga's slot on.
 
 Time: leases are issued for ten minutes, so they never lapse on their own during a
 run. The ``expire_lease`` rule stands in for time passing: it sets the saga's lease
@@ -180,9 +183,9 @@ class SagaMachine(RedisMachine):
     @precondition(lambda self: self._in(R, CG))
     @rule(
         target=claims, worker=st.sampled_from(WORKERS), expire_all=st.booleans(),
-        capped=st.booleans(),
+        capped=st.booleans(), compensable=st.booleans(),
     )  # fmt: skip
-    def take_over(self, worker: str, expire_all: bool, capped: bool) -> Any:
+    def take_over(self, worker: str, expire_all: bool, capped: bool, compensable: bool) -> Any:
         """XAUTOCLAIM every pending entry (min idle 0) and claim them: live leases are held.
 
         With ``expire_all`` time first passes for every running saga (see expire_lease).
@@ -196,18 +199,22 @@ class SagaMachine(RedisMachine):
             got = self.run(recover_idle(self.sm, step, 0, worker=worker, min_idle_ms=0, count=100))
             assert got.deleted == []
             entries = [(e, text(f[b"rid"])) for e, f in got.entries]
-            issued += self._claim(step, entries, worker, "recover", capped=capped)
+            issued += self._claim(
+                step, entries, worker, "recover", capped=capped, compensable=compensable
+            )
         return multiple(*issued)
 
     def _claim(
         self, step: str, entries: list[tuple[str, str]], worker: str, via: str,
-        capped: bool = False,
+        capped: bool = False, compensable: bool = False,
     ) -> list[tuple[str, Claim]]:  # fmt: skip
         if not entries:
             return []
         capped = capped and not step.startswith("undo:")  # claim_undo has no user cap
+        undoable = UNDOABLE if compensable and not step.startswith("undo:") else ()
         batch = Batch(backlog=self.run(self._backlog(step))) if capped else None
         before = self.run(self._cap_sets(step))
+        eps = self.run(self._epochs(step, entries))
         outs = self.run(
             self.sm.claim(
                 step,
@@ -218,22 +225,24 @@ class SagaMachine(RedisMachine):
                 max_lease_expiries=MAX_LEASE_EXPIRIES,
                 prev_step=_prev(step),
                 user_cap=CAP if capped else 0,
+                undoable=undoable,
             )
         )
         issued, deferred, takeovers = [], [], Counter[str]()
-        for (entry, rid), out in zip(entries, outs, strict=True):
+        for (entry, rid), ep, out in zip(entries, eps, outs, strict=True):
             m = self.model[rid]
             takeover = m.state == R
-            if batch is not None and m.waits_for(step, entry) and m.dfr != entry and (
+            if batch is not None and m.waits_for(step, entry, ep) and m.dfr != entry and (
                 self.fair.over_cap(step, rid, batch)
             ):  # fmt: skip
                 m.defer(entry)
                 expected = RC.DEFERRED
                 deferred.append((USERS[rid], rid, m.epoch))
             else:
-                expected = m.predict_claim(step, entry)
+                expected = m.predict_claim(step, entry, ep)
             assert out.code == expected, (rid, entry, out, m)
             event(f"claim via {via}: {expected.name}")
+            self._after_claim(step, rid, expected, out.detail, undoable, batch is not None)
             if out.claim is not None:
                 assert out.claim.token == m.token
                 assert out.claim.attempt == m.attempts_at(step)
@@ -293,11 +302,12 @@ class SagaMachine(RedisMachine):
             ids = [text(r["message_id"]) for r in rows]
             fields = self.run(self.client.xrange(self.keys.ready(0, step), "-", "+"))
             rid_of = {text(i): text(f[b"rid"]) for i, f in fields}
+            ep_of = {text(i): int(f[b"ep"]) for i, f in fields}
             entries = [(e, rid_of[e]) for e in ids]
             op = uuid.uuid4().hex
             outs = self.run(requeue_idle(self.sm, step, 0, entries, min_idle_ms=0, op=op))
             for (entry, rid), out in zip(entries, outs, strict=True):
-                expected = self.model[rid].predict_requeue(step, entry)
+                expected = self.model[rid].predict_requeue(step, entry, ep_of[entry])
                 assert out.code == expected, (rid, entry, out, self.model[rid])
                 event(f"requeue: {expected.name}")
                 if expected == RC.OK:
@@ -495,6 +505,7 @@ class SagaMachine(RedisMachine):
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
             return
         res = self.run(call)
+        event(f"retry: released {len(self.fair.free(m.step, rid))}")  # its slot goes on
         m.apply_retry(from_step, res.entry_id)
         assert res.epoch == m.epoch
         if resend:
@@ -517,6 +528,8 @@ class SagaMachine(RedisMachine):
                 self.run(call)
         else:
             assert self.run(call) == m.state
+            if m.state != X:  # a cancelled saga's cancel writes nothing
+                event(f"cancel: released {len(self.fair.free(m.step, rid))}")
             m.state, m.token, m.entry, m.lease_live = X, "", "", False
 
     @precondition(lambda self: any(o in m.outputs for m in self.model.values() for o in UNDOABLE))
@@ -539,6 +552,7 @@ class SagaMachine(RedisMachine):
             assert res.duplicate and res.state == m.state
             return
         res = self.run(call)
+        event(f"compensate: released {len(self.fair.free(m.step, rid))}")
         m.begin_compensation(lambda: self._entry_of(rid))
         assert (res.state, res.step, res.duplicate) == (m.state, m.step, False)
         event(f"compensate: {m.state.value}")

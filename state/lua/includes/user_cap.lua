@@ -69,3 +69,18 @@ local function free_slot(k, user, record, now)
   if until_ms <= now then return 0 end
   return release_user(k.deferred, k.inflight, k.ready, user, 1, now, until_ms - now)
 end
+
+-- Whether a deferred saga's released entry (read from the stream) is of another epoch
+-- than the saga's: released for an older epoch (the saga was retried, or deferred again,
+-- since), it is not the saga's to take. Callers read it only for a deferred saga (pending,
+-- no entry), so the usual claim costs no command more. An unreadable entry is taken.
+local function stale_release(ready, entry, epoch)
+  local found = redis.call('XRANGE', ready, entry, entry)[1]
+  if not found then return false end
+  local f = found[2]
+  for j = 1, 15, 2 do  -- an entry has a few fields: rid, ep, v
+    if f[j] == nil then break end
+    if f[j] == 'ep' then return tonumber(f[j + 1]) ~= tonumber(epoch) end
+  end
+  return false
+end
