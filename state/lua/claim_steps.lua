@@ -173,9 +173,11 @@ for i = 1, n do
          or (s[9] == '' and stale_release(ready, entry, s[5])) then
     -- (a pending saga with no entry was deferred: the entry its release made is its own,
     -- if it is of the saga's epoch; only then is the entry read)
-    redis.call('XACK', ready, group, entry)
-    if cap > 0 and not (s[3] == STATE.RUNNING and s[4] == step) then
-      -- e.g. a cancelled saga's released entry's reservation
+    -- Once only (a re-sent batch finds the entry acknowledged): a slot its saga holds at
+    -- this step without running here (a cancelled saga's released entry's reservation,
+    -- say) goes on; the slot handed on may be this saga's own again.
+    if redis.call('XACK', ready, group, entry) == 1 and cap > 0
+       and not (s[3] == STATE.RUNNING and s[4] == step) then
       free_slot({inflight = inflight, deferred = deferred, ready = ready}, s[2], record, now)
     end
     replies[i] = {RC.STALE_ENTRY, entry, record, s[3]}

@@ -16,8 +16,8 @@ from saga.state.machine import StateMachine
 from saga.state.replies import text
 from saga.state.requests import CommitRequest
 from saga.state.requeue import requeue_idle
-from tests.state.helpers import LEASE_MS, read_ready
-from tests.state.test_user_cap import CAP, claim_all, started
+from tests.state.helpers import LEASE_MS, read_ready, snapshot
+from tests.state.test_user_cap import CAP, behind, claim_all, started
 
 pytestmark = pytest.mark.anyio
 
@@ -67,9 +67,16 @@ async def test_a_released_entry_of_an_older_epoch_is_not_claimed(
     await operator.retry(sm, "a2", "router", "_input")
     assert [(o.record_id, o.code) for o in await claim_all(sm)] == [("a2", RC.DEFERRED)]
     await sm.commit(first, CommitRequest(output=b"{}", next_step="parser"))  # releases ep 1
-    [old] = await claim_all(sm)
+    entries = await read_ready(redis, keys, "router", "w1")
+    await behind(sm)
+    kw: Any = {"worker": "w1", "lease_ms": LEASE_MS, "max_lease_expiries": 3,
+               "user_cap": CAP, "op": "op-stale"}  # fmt: skip
+    [old] = [o for o in await sm.claim("router", 0, entries, **kw) if o.record_id == "a2"]
     assert (old.record_id, old.code) == ("a2", RC.STALE_ENTRY)
     assert text(await redis.hget(keys.saga("a2"), "state")) == "pending"
+    before = await snapshot(redis, keys.prefix)  # a re-sent batch hands no slot on again
+    await sm.claim("router", 0, entries, **kw)
+    assert await snapshot(redis, keys.prefix) == before
     [(_, fields)] = await redis.xrevrange(keys.ready(0, "router"), count=1)
     assert fields[b"ep"] == b"2"  # the slot went to the epoch-2 deferral
     [new] = await claim_all(sm)
