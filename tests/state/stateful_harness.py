@@ -8,7 +8,6 @@ import uuid
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine
 
 from saga.state.codes import RC
@@ -54,18 +53,20 @@ class RedisMachine(RuleBasedStateMachine):
 
     def _after_claim(
         self, step: str, rid: str, code: RC, detail: str, undoable: tuple[str, ...], capped: bool
-    ) -> None:
+    ) -> str:
         """A dropped entry or a dead letter frees the saga's slot (capped claims); a dead
-        letter with the steps to undo named compensates when one has its output stored."""
-        m = self.model[rid]
+        letter with the steps to undo named compensates when one has its output stored.
+        Returns what happened, for the run's statistics ("" when nothing more)."""
+        m, note = self.model[rid], ""
         if capped and (code == RC.DEAD_LETTERED or (
                 code == RC.STALE_ENTRY and not m.running(step))):  # fmt: skip
-            event(f"claim {code.name}: freed {len(self.fair.free(step, rid))}")
+            note = f"claim {code.name}: freed {len(self.fair.free(step, rid))}"
         if code == RC.DEAD_LETTERED and undoable and any(s in m.outputs for s in UNDOABLE):
             m.begin_compensation(lambda: self._entry_of(rid))
-            event(f"claim dead-lettered into {m.state.value}")
+            note = f"claim dead-lettered into {m.state.value}"
         if code == RC.DEAD_LETTERED and not step.startswith("undo:"):
             assert detail == m.state, (detail, m)  # failed, or compensating (compensated)
+        return note
 
     async def _epochs(self, step: str, entries: list[tuple[str, str]]) -> list[int]:
         """Each entry's epoch ('ep'), as the claim script reads a released entry's."""

@@ -242,7 +242,9 @@ class SagaMachine(RedisMachine):
                 expected = m.predict_claim(step, entry, ep)
             assert out.code == expected, (rid, entry, out, m)
             event(f"claim via {via}: {expected.name}")
-            self._after_claim(step, rid, expected, out.detail, undoable, batch is not None)
+            note = self._after_claim(step, rid, expected, out.detail, undoable, batch is not None)
+            if note:
+                event(note)
             if out.claim is not None:
                 assert out.claim.token == m.token
                 assert out.claim.attempt == m.attempts_at(step)
