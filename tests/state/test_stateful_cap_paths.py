@@ -1,0 +1,103 @@
+"""Scripted runs of the stateful machine (test_stateful) through the paths random runs
+reach rarely: a cancel, retry or compensation handing a user's slot on at once; a
+released entry of an older epoch dropped by the claim, its slot going to the newer
+deferral; a capped takeover dead-lettering into compensation. The model must follow
+Redis at each step and the invariants hold."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tests.state.test_stateful as stateful
+from saga.state.model import Claim
+
+
+@pytest.fixture
+def m(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[stateful.SagaMachine]:
+    monkeypatch.setattr(stateful, "event", lambda *_: None)  # no hypothesis run here
+    machine = stateful.SagaMachine(redis_url)
+    machine.start_some(set(stateful.RECORDS))  # r0, r1 of one user, r2 of another
+    try:
+        yield machine
+    finally:
+        machine.teardown()
+
+
+def _claims(got: Any) -> list[tuple[str, Claim]]:
+    return list(got.values)
+
+
+def _check(m: stateful.SagaMachine) -> None:
+    m.redis_agrees_with_model_and_invariants_hold()
+
+
+def _r0_running_r1_deferred(m: stateful.SagaMachine) -> tuple[str, Claim]:
+    [held] = _claims(m.claim_capped("w-a", 1))  # r0 takes u-a's slot (r1, r2 behind)
+    assert held[1].record_id == "r0"
+    assert _claims(m.claim_capped("w-a", 1)) == []  # r1 deferred: r2 waits behind it
+    assert m.model["r1"].dfr and m.fair.deferred["router"]
+    _check(m)
+    return held
+
+
+@pytest.mark.parametrize("how", ["cancel", "retry", "compensate"])
+def test_leaving_the_step_hands_the_slot_on(m: stateful.SagaMachine, how: str) -> None:
+    """r0 leaves the router by cancel, forced retry or compensation: r1's deferral is
+    released into its slot at once, and then claimed."""
+    _r0_running_r1_deferred(m)
+    if how == "cancel":
+        m.cancel("r0")
+    elif how == "retry":
+        m.retry("r0", "router", force=True, resend=False)
+    else:
+        m.compensate("r0", resend=False)
+    assert m.fair.deferred["router"] == set()
+    _check(m)
+    held = _claims(m.claim_ready("w-b"))
+    assert "r1" in {c.record_id for _, c in held}
+    _check(m)
+
+
+def test_an_older_epochs_release_is_dropped_for_the_newer(m: stateful.SagaMachine) -> None:
+    """r1 deferred in epoch 1, retried and deferred again in epoch 2 (r2's retry entry
+    waits behind it); r0's commit releases the epoch-1 deferral: the claim drops it and
+    its slot goes to the epoch-2 one, which is then claimed in epoch 2."""
+    held = _r0_running_r1_deferred(m)
+    m.retry("r1", "router", force=False, resend=False)  # epoch 2, an entry after r2's
+    m.retry("r2", "router", force=False, resend=False)  # r2's new entry: behind r1's
+    _check(m)
+    assert _claims(m.claim_capped("w-a", 1)) == []  # r2's old entry: stale
+    assert _claims(m.claim_capped("w-a", 1)) == []  # r1's epoch-2 entry: deferred again
+    assert {m_.rsplit("|", 1)[1] for m_ in m.fair.deferred["router"]} == {"1", "2"}
+    m.commit(held, resend=False, review="", wrong_next=False)  # releases r1's epoch 1
+    _check(m)
+    got = _claims(m.claim_capped("w-a", 2))  # r2's entry and r1's epoch-1 release
+    assert [c.record_id for _, c in got if c.step == "router"] == ["r2"]
+    assert m.fair.deferred["router"] == set()  # the slot went to r1's epoch-2 deferral
+    _check(m)
+    [r1] = [c for _, c in _claims(m.claim_ready("w-b")) if c.record_id == "r1"]
+    assert (r1.step, r1.epoch) == ("router", 2)
+    _check(m)
+
+
+def test_a_capped_takeover_dead_letters_into_compensation(m: stateful.SagaMachine) -> None:
+    """r0's router committed; its parser attempt loses its lease twice (the cap of
+    expiries): the capped takeover that would dead-letter it compensates it instead (r1
+    and r2, with nothing committed, are dead-lettered)."""
+    [router] = [h for h in _claims(m.claim_ready("w-a")) if h[1].record_id == "r0"]
+    m.commit(router, resend=False, review="", wrong_next=False)
+    [held] = [h for h in _claims(m.claim_capped("w-a", 2)) if h[1].record_id == "r0"]
+    assert held[1].step == "parser"
+    _check(m)
+    m.take_over("w-b", expire_all=True, capped=True, compensable=True)  # expiry 1
+    _check(m)
+    m.take_over("w-b", expire_all=True, capped=True, compensable=True)  # expiry 2: dead
+    assert m.model["r0"].state == stateful.CG and m.model["r0"].step == "undo:router"
+    assert held[1].token != m.model["r0"].token
+    _check(m)
+    m.work("w-a", None, undos=True)
+    assert m.model["r0"].state == stateful.CD
+    _check(m)
