@@ -18,7 +18,7 @@ import msgspec
 from saga.state.backoff import resend
 from saga.state.codes import RC, raise_for, to_code
 from saga.state.ids import validate_id, validate_step
-from saga.state.keys import GROUP, Keys
+from saga.state.keys import GROUP, Keys, RecordKeys
 from saga.state.limits import StateLimits
 from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
@@ -27,6 +27,11 @@ from saga.state.scripts import evalsha, evalsha_many
 from saga.state.undo_calls import UndoClaim, claim_undo, commit_undo_call, fail_undo_call
 
 T = TypeVar("T")
+_Call = tuple[str, list[str], list[Any]]
+
+_COMMITS_PER_CALL = 64
+"""Attempts per commit_steps call (the script's cap), which bounds how long one call holds
+the server."""
 
 
 _OP_PREFIX = os.urandom(6).hex()
@@ -180,30 +185,36 @@ class StateMachine:
         return num(reply[1])
 
     # -- commit and fail ----------------------------------------------------
-    def _commit_call(self, claim: Claim, req: CommitRequest) -> tuple[str, list[str], list[Any]]:
-        if is_undo(claim.step):
-            return commit_undo_call(self, claim, req, req.op or new_op())
+    def _commit_batch(self, partition: int, day: tuple[str, str, str]) -> _Call:
+        """An empty commit_steps call for one partition: its attempts are added to it."""
         k = self.keys
-        rk = k.record(claim.record_id)
-        p, day = rk.partition, utc_day()
-        ready = k.ready(p, claim.step)
         keys = [
-            rk.saga,
-            rk.history,
-            ready,
-            k.ready(p, req.next_step) if req.next_step else ready,
-            rk.pages,
-            k.stats(p),
-            k.costs(p, day[0]),
-            k.retired(p),
-            *self._state_indexes(p),
-            k.review_index(p),
-            k.spend(p, day[1]),
-            k.inflight(p, claim.step),
-            k.deferred(p, claim.step),
-            *req.cost_keys[:64],
+            k.stats(partition),
+            k.costs(partition, day[0]),
+            k.retired(partition),
+            *self._state_indexes(partition),
+            k.review_index(partition),
+            k.spend(partition, day[1]),
         ]
-        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.next_step]
+        lim = self.limits
+        args: list[Any] = [GROUP, lim.history_maxlen, lim.pages_ttl_s, lim.retention_s, day[2], 0]
+        return "commit_steps", keys, args
+
+    def _add_commit(self, call: _Call, rk: RecordKeys, claim: Claim, req: CommitRequest) -> None:
+        """Add one attempt to a commit_steps call of its partition (see its header)."""
+        _, keys, args = call
+        k = self.keys
+        p, step = rk.partition, claim.step
+        ready = k.ready(p, step)
+        keys += (rk.saga, rk.history, rk.pages, ready)
+        keys.append(k.ready(p, req.next_step) if req.next_step else ready)
+        cap, lease_ms = self.user_caps.get(step, (0, 0))
+        if cap > 0:
+            keys += (k.inflight(p, step), k.deferred(p, step))
+        else:
+            lease_ms = 0
+        cost_keys = req.cost_keys[:64]
+        keys += cost_keys
         if k.sealer is None:
             output, pages, checkpoint = req.output, req.pages or b"", req.checkpoint or b""
         else:  # encrypted before they leave the process (state/sealing.py)
@@ -212,12 +223,10 @@ class StateMachine:
                 k.seal(req.pages or b""),
                 k.seal(req.checkpoint or b""),
             )
-        args += [output, req.op or new_op(), self.limits.history_maxlen]
-        args += [pages, self.limits.pages_ttl_s, "1" if req.delete_pages else "0"]
-        args += [repr(req.cost), checkpoint, self.limits.retention_s]
-        args += [req.worker, req.tokens, len(req.cost_keys[:64]), req.review, day[2]]
-        args += self._capped(claim.step)
-        return "commit_step", keys, args
+        args += (step, claim.token, claim.entry_id, req.next_step, output, req.op or new_op())
+        args += (pages, "1" if req.delete_pages else "0", repr(req.cost), checkpoint)
+        args += (req.worker, req.tokens, len(cost_keys), req.review, lease_ms)
+        args[5] += 1
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
         if is_undo(claim.step):
@@ -269,16 +278,33 @@ class StateMachine:
         attempts: int | None = 5,
         on_retry: Callable[[BaseException], Any] | None = None,
     ) -> list[Outcome]:
-        """Commit or fail several attempts in one write; each is its own atomic script.
+        """Commit or fail several attempts in one write (one round trip).
 
+        The commits of one partition share one commit_steps call (up to 64 a call),
+        inside which each attempt is committed atomically, in full, before the next;
+        a fail, and a commit of an undo step, is a script call of its own.
         Operation ids are fixed before the first send, so every re-send after a
         connection loss (``attempts`` in all, None: until it gets through) is answered
         from the first's record, never taken for a new call."""
-        calls = []
+        calls: list[_Call] = []
+        # Per item: its call, and its place in that call's replies (-1: the call's own).
+        where: list[tuple[int, int]] = []
+        batches: dict[int, int] = {}  # partition -> its commit_steps call with room left
+        day = utc_day()
         for claim, given in items:
             req = given if given.op else msgspec.structs.replace(given, op=new_op())
+            if isinstance(req, CommitRequest) and not is_undo(claim.step):
+                rk = self.keys.record(claim.record_id)
+                at = batches.get(rk.partition)
+                if at is None or calls[at][2][5] >= _COMMITS_PER_CALL:
+                    at = batches[rk.partition] = len(calls)
+                    calls.append(self._commit_batch(rk.partition, day))
+                where.append((at, calls[at][2][5]))
+                self._add_commit(calls[at], rk, claim, req)
+                continue
+            where.append((len(calls), -1))
             if isinstance(req, CommitRequest):
-                calls.append(self._commit_call(claim, req))
+                calls.append(commit_undo_call(self, claim, req, req.op))
             else:
                 calls.append(self._fail_call(claim, req))
         lim, durable = self.limits, {}
@@ -288,9 +314,12 @@ class StateMachine:
             lambda: evalsha_many(self.client, calls, **durable), attempts, on_retry
         )
         out = []
-        for reply in replies:
+        for at, pos in where:
+            reply = replies[at]
             if isinstance(reply, Exception):
                 raise reply
+            if pos >= 0:
+                reply = reply[pos]
             code = to_code(reply[0])
             state = text(reply[1]) if len(reply) > 1 else ""
             detail = text(reply[2]) if len(reply) > 2 else ""

@@ -31,7 +31,7 @@ SCRIPT_NAMES = (
     "start_saga",
     "claim_steps",
     "extend_lease",
-    "commit_step",
+    "commit_steps",
     "fail_step",
     "promote_retries",
     "retry_saga",

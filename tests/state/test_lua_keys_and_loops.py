@@ -122,8 +122,8 @@ def test_every_key_a_script_touches_comes_from_KEYS(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "old", "new"),
     [
-        ("commit_step", "redis.call('XACK', ready,", "redis.call('XACK', 'x:' .. ready,"),
-        ("commit_step", "history_append(hist, maxlen,", "history_append(ARGV[1], maxlen,"),
+        ("commit_steps", "redis.call('XACK', ready,", "redis.call('XACK', 'x:' .. ready,"),
+        ("commit_steps", "history_append(hist, maxlen,", "history_append(ARGV[1], maxlen,"),
         ("claim_steps", "dead = KEYS[3]", "dead = 'd:' .. ARGV[2]"),
         ("start_saga", "local saga, hist, ready = KEYS[1]", "local saga, hist, ready = ARGV[1]"),
     ],

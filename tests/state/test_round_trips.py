@@ -150,7 +150,7 @@ async def test_round_trips_of_batches_fail_and_promote(meter: Meter, keys: Keys)
     assert (recover_cost.round_trips, recover_cost.evalsha) == (1, 1)
     items: list[Any] = [(c, CommitRequest(output=b"{}", next_step="parser")) for c in claims[:4]]
     many = await meter.cost(lambda: sm.finish_many(items))
-    assert (many.round_trips, many.evalsha) == (1, 4)
+    assert (many.round_trips, many.evalsha) == (1, 1)  # one partition: one commit_steps call
     req = FailRequest(action=FailAction.RETRY, error_class="E", error_message="m")
     fail_cost = await meter.cost(lambda: sm.fail(claims[4], req))
     assert (fail_cost.round_trips, fail_cost.evalsha) == (1, 1)

@@ -388,6 +388,41 @@ class SagaMachine(RedisMachine):
             self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
 
     @rule(
+        helds=st.lists(
+            claims, min_size=2, max_size=4, unique_by=lambda h: (h[1].record_id, h[1].token)
+        ),
+        resend=st.booleans(),
+    )
+    def commit_together(self, helds: list[tuple[str, Claim]], resend: bool) -> None:
+        """A commit batch (the worker's committer): the steps' commits of a partition in
+        one commit_steps call, each atomic in its turn, so the model applies them in
+        order. An attempt commits once (its batch may be re-sent whole), so no claim
+        is in a batch twice."""
+        helds = [h for h in helds if not h[1].step.startswith("undo:")]
+        items = []
+        for worker, c in helds:
+            req = CommitRequest(
+                output=b'{"by":"' + worker.encode() + b'"}',
+                worker=worker,
+                next_step=NEXT[c.step],
+                op=uuid.uuid4().hex,
+            )
+            items.append((c, req))
+        outs = self.run(self.sm.finish_many(items))
+        event(f"commit together: {len(items)}")
+        for (c, req), out in zip(items, outs, strict=True):
+            m = self.model[c.record_id]
+            expected = m.predict_commit(c.step, c.token)
+            assert out.code == expected, (out, m)
+            if expected == RC.OK:
+                next_entry = self._entry_of(c.record_id) if req.next_step else ""
+                m.apply_commit(c.step, c.token, next_entry, req.review)
+                self.fair.end_capped(c.step, c.record_id)
+        if resend and items:
+            again = self.run(unchanged(self.client, self.keys, self.sm.finish_many(items)))
+            assert all(o.code in (RC.DUPLICATE, RC.LEASE_LOST, RC.NOT_FOUND) for o in again)
+
+    @rule(
         held=claims,
         action=st.sampled_from(list(FailAction)),
         due_now=st.booleans(),

@@ -1,0 +1,178 @@
+-- commit_steps: the exactly-once end of up to 64 attempts of one partition, in one call.
+-- Each attempt is token-checked and committed in full before the next is looked at: it
+-- writes the step output, acknowledges the input entry, enqueues the next step (or
+-- completes the saga), attributes the cost and appends the history, exactly as a call of
+-- its own would. One call per batch, not per attempt, because the call itself was the
+-- cost: the EVALSHA, the TIME, the partition's keys and the counters were paid once per
+-- attempt (saga bench: ~40% of the server's time per transition). A second commit of an
+-- attempt (a re-sent batch) returns the recorded result, writing nothing.
+--
+-- KEYS[1]  partition counters   {p}:stats
+-- KEYS[2]  day's cost totals    {p}:costs:<yyyy-mm-dd>
+-- KEYS[3]  retired sagas (zset: "<user>|<record>" -> due ms), swept by prune_retired
+-- KEYS[4..9] state indexes, in SagaState order
+-- KEYS[10] sagas flagged for review (zset: record -> ms flagged)
+-- KEYS[11] month's spend per user   {p}:spend:<yyyy-mm>
+-- then, per attempt, from its first key b:
+--   KEYS[b]    saga hash
+--   KEYS[b+1]  history stream
+--   KEYS[b+2]  pages blob
+--   KEYS[b+3]  ready stream of the attempt's step
+--   KEYS[b+4]  ready stream of the next step (KEYS[b+3] again when there is none)
+--   KEYS[b+5], KEYS[b+6]  only when the step has a per-user cap: the users' slots
+--              {p}:inflight:<step> and the deferred entries {p}:deferred:<step>
+--              (see includes/user_cap)
+--   then c cached LLM answers the attempt used (their unattributed cost is added)
+-- ARGV[1]  consumer group
+-- ARGV[2]  history MAXLEN
+-- ARGV[3]  pages TTL (s)
+-- ARGV[4]  retention of a completed saga (s)
+-- ARGV[5]  day of the month of KEYS[2] ("01".."31"): the day's spend field in KEYS[11]
+-- ARGV[6]  n: number of attempts, at most 64
+-- then 15 arguments per attempt, from its first argument a:
+--   a     step name
+--   a+1   fencing token
+--   a+2   ready entry id of the input
+--   a+3   next step name ("" completes the saga)
+--   a+4   step output (JSON)
+--   a+5   operation id
+--   a+6   pages blob to store ("" = none)
+--   a+7   "1" to delete the pages blob
+--   a+8   LLM cost of the attempt (USD, decimal)
+--   a+9   checkpoint (JSON, "" = none), stored as ckpt:<step>
+--   a+10  worker name
+--   a+11  LLM tokens used by the attempt
+--   a+12  c: number of cached-answer keys, at most 64
+--   a+13  review reason ("" = none): the output needs a person's look before it is
+--         trusted; stored as rv:<step>, the record joins KEYS[10]
+--   a+14  the step's lease (ms) when it has a per-user cap ("0": no cap): the attempt's
+--         slot goes to its user's oldest deferred entry (sent to KEYS[b+3]) for that long
+-- Returns: one reply per attempt, in order:
+--          {RC.OK, state, next_step, next_entry}
+--          {RC.DUPLICATE, state, next_step}   this attempt was already committed
+--          {RC.NOT_FOUND}
+--          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
+-- Emits:   history 'committed' (fields c, k and rv only when set); ready entry {rid, ep, v}
+--          for the next step
+--@include now
+--@include history
+--@include state_index
+--@include fence
+--@include cost
+--@include user_cap
+
+local group, maxlen, pages_ttl, retention = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local n = tonumber(ARGV[6])
+if n > 64 then return redis.error_reply('commit_steps: at most 64 attempts per call') end
+
+local now = now_ms()
+-- Commits per step in this call: one HINCRBY per step, not per attempt.
+local committed, steps = {}, {}
+
+local function commit_one(b, a)
+  local saga, hist, pages_key = KEYS[b], KEYS[b + 1], KEYS[b + 2]
+  local ready, next_ready = KEYS[b + 3], KEYS[b + 4]
+  local step, token, entry, next_step = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local op, worker, review = ARGV[a + 5], ARGV[a + 10], ARGV[a + 13]
+  local cap_lease = tonumber(ARGV[a + 14]) or 0
+  local first_cost = b + 5
+  if cap_lease > 0 then first_cost = b + 7 end
+
+  local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
+                       'claimed', 'done:' .. step, 'att:' .. step)
+  if not s[1] then return {RC.NOT_FOUND} end
+  if s[9] == token then
+    -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
+    -- then also covers the first call's writes, whichever connection sent them.
+    redis.call('HSET', saga, 'done:' .. step, token)
+    return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
+  end
+  if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
+    fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], op, '')
+    return {RC.LEASE_LOST, s[1]}
+  end
+
+  local record, user, epoch = s[7], s[6], tonumber(s[5])
+  local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
+  local duration = now - tonumber(s[8] or now)
+  local cost = (tonumber(ARGV[a + 8]) or 0)
+               + attributed_cost(first_cost, tonumber(ARGV[a + 12]) or 0, token)
+
+  ack_attempt(ready, group, entry, s[4])
+  if cap_lease > 0 then
+    end_capped({inflight = KEYS[b + 5], deferred = KEYS[b + 6], ready = ready}, user, record,
+               now, cap_lease)
+  end
+  local state, next_entry = STATE.COMPLETED, ''
+  if next_step ~= '' then
+    state = STATE.PENDING
+    next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch,
+                            'v', SCHEMA_VERSION)
+  end
+  -- One HSET for every field (each redis.call costs ~2 µs of conversion on the server).
+  local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
+             'prev', step, 'token', '', 'lease', 0, 'worker', '', 'updated', now, 'ec', '',
+             'em', '', 'op', op, 'state', state, 'entry', next_entry}
+  if next_step ~= '' then
+    f[#f + 1] = 'step'
+    f[#f + 1] = next_step
+  end
+  if ARGV[a + 9] ~= '' then
+    f[#f + 1] = 'ckpt:' .. step
+    f[#f + 1] = ARGV[a + 9]
+  end
+  if review ~= '' then
+    f[#f + 1] = 'rv:' .. step
+    f[#f + 1] = review
+    redis.call('ZADD', KEYS[10], now, record)
+    redis.call('HINCRBY', KEYS[1], 'review:' .. step, 1)
+  end
+  redis.call('HSET', saga, unpack(f))
+  if ARGV[a + 6] ~= '' then redis.call('SET', pages_key, ARGV[a + 6], 'EX', pages_ttl) end
+  if ARGV[a + 7] == '1' then redis.call('DEL', pages_key) end
+  add_cost({saga = saga, costs = KEYS[2], spend = KEYS[11], dd = ARGV[5]}, user, step, cost)
+  if not committed[step] then steps[#steps + 1] = step end
+  committed[step] = (committed[step] or 0) + 1
+
+  index_state(4, record, STATE.RUNNING, state, now)
+  local ev = {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now,
+              'd', duration, 'n', next_step, 'op', op}
+  -- Cost and tokens only when there are some: most steps call no model, and every
+  -- field is paid for in server CPU, the AOF and memory on each transition.
+  if cost > 0 then
+    ev[#ev + 1] = 'c'
+    ev[#ev + 1] = cost
+  end
+  if ARGV[a + 11] ~= '0' and ARGV[a + 11] ~= '' then
+    ev[#ev + 1] = 'k'
+    ev[#ev + 1] = ARGV[a + 11]
+  end
+  if review ~= '' then
+    ev[#ev + 1] = 'rv'
+    ev[#ev + 1] = review
+  end
+  history_append(hist, maxlen, ev)
+  if state == STATE.COMPLETED then
+    redis.call('EXPIRE', saga, retention)
+    redis.call('EXPIRE', hist, retention)
+    -- Its index entries go when it expires: prune_retired sweeps them then.
+    redis.call('ZADD', KEYS[3], now + retention * 1000, user .. '|' .. record)
+  end
+  return {RC.OK, state, next_step, next_entry}
+end
+
+local replies = {}
+local b, a = 12, 7
+for i = 1, 64 do
+  if i > n then break end
+  replies[i] = commit_one(b, a)
+  b = b + 5 + tonumber(ARGV[a + 12])
+  if (tonumber(ARGV[a + 14]) or 0) > 0 then b = b + 2 end
+  a = a + 15
+end
+for j = 1, 64 do  -- #steps: at most n
+  local step = steps[j]
+  if not step then break end
+  redis.call('HINCRBY', KEYS[1], 'committed:' .. step, committed[step])
+end
+return replies
