@@ -24,6 +24,7 @@ from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import EventType, SagaState
 from saga.state.reads import get_saga_and_history
+from saga.state.replies import text
 
 IDLE_MARGIN_S = 1.0
 """The executor takes over an entry idle for lease + 1 s (see Executor._recover_once)."""
@@ -64,10 +65,17 @@ def cold_start(env: dict[str, str], record_id: str, runs: int) -> ColdStart:
 
 # -- retention ---------------------------------------------------------------------------
 async def retention(client: Any, keys: Keys, record_id: str, setting_s: int) -> Retention:
-    saga_ttl = int(await client.ttl(keys.saga(record_id)))
-    hist_ttl = int(await client.ttl(keys.history(record_id)))
-    ok = 0 < saga_ttl <= setting_s and 0 < hist_ttl <= setting_s
-    return Retention(setting_s=setting_s, saga_ttl_s=saga_ttl, history_ttl_s=hist_ttl, ok=ok)
+    """When a finished saga is deleted: the end of its retention ('ret', which the sweep
+    reads) and its due time in the partition's retired set (which the sweep walks)."""
+    secs, micros = await client.time()
+    now_ms = secs * 1000 + micros // 1000
+    ret, uid = await client.hmget(keys.saga(record_id), ["ret", "uid"])
+    member = f"{text(uid or b'')}|{record_id}"
+    due = await client.zscore(keys.retired(keys.partition_of(record_id)), member)
+    saga_in = (int(ret) - now_ms) // 1000 if ret else -1
+    listed_in = (int(due) - now_ms) // 1000 if due is not None else -1
+    ok = 0 < saga_in <= setting_s and 0 < listed_in <= setting_s
+    return Retention(setting_s=setting_s, saga_ttl_s=saga_in, history_ttl_s=listed_in, ok=ok)
 
 
 async def _count_keys(client: Any, prefix: str) -> dict[str, int]:
@@ -140,16 +148,16 @@ async def expiry(
             await ws.stop()
         await system.trim(client)
 
-    await wave("a")
-    await anyio.sleep(retention_s + 1.5)
-    left = await _count_keys(client, prefix)  # SCAN also expires what it meets
-    mem1 = await settle_memory(client)
-    await wave("b")
-    # The executors' maintenance loop sweeps retired sagas once a minute; run one pass
-    # now rather than wait for it.
-    from saga.state.machine import StateMachine
+    # The maintenance loop (executors, controller) sweeps retired sagas once a minute;
+    # run its pass now rather than wait for it.
     from saga.state.retention import prune_retired
 
+    await wave("a")
+    await anyio.sleep(retention_s + 1.5)
+    await prune_retired(StateMachine(client, system.keys), 0)
+    left = await _count_keys(client, prefix)
+    mem1 = await settle_memory(client)
+    await wave("b")
     await prune_retired(StateMachine(client, system.keys), 0)
     entries = await _index_entries(client, system.keys)
     per_saga = {k: v for k, v in left.items() if v >= sagas}

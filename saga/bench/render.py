@@ -55,8 +55,9 @@ def render(report: Report) -> str:
     if report.retention:
         r2 = report.retention
         out.append(
-            f"retention: a finished saga's hash and history expire in {r2.saga_ttl_s} s / "
-            f"{r2.history_ttl_s} s (SAGA_RETENTION_DAYS = {r2.setting_s / 86400:g} d)"
+            f"retention: a finished saga's hash and history are deleted in {r2.saga_ttl_s} s"
+            f" (due in the retired set in {r2.history_ttl_s} s; SAGA_RETENTION_DAYS = "
+            f"{r2.setting_s / 86400:g} d)"
         )
         if r2.expiry is not None:
             e = r2.expiry

@@ -201,9 +201,13 @@ class Retention(msgspec.Struct, frozen=True, kw_only=True):
     setting_s: int
     """SAGA_RETENTION_DAYS in seconds."""
     saga_ttl_s: int
+    """Seconds until a finished saga's retention ends (its 'ret'; -1: none): the
+    maintenance sweep then deletes its hash and history. (Named for the TTL that
+    did this before the sweep did.)"""
     history_ttl_s: int
+    """Seconds until the saga is due in its partition's retired set (-1: not there)."""
     ok: bool
-    """Both keys of a finished saga expire within the setting."""
+    """Both are within the setting."""
     expiry: Expiry | None = None
 
 

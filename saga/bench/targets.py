@@ -170,7 +170,7 @@ def _latency_targets(saga: SystemResult) -> list[Target]:
 
 
 def _retention_target(retention: Retention) -> Target:
-    value = f"TTL {retention.saga_ttl_s} s of {retention.setting_s} s"
+    value = f"deleted in {retention.saga_ttl_s} s of {retention.setting_s} s"
     met = retention.ok
     if retention.expiry is not None:
         e = retention.expiry

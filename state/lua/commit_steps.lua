@@ -9,7 +9,8 @@
 --
 -- KEYS[1]  partition counters   {p}:stats
 -- KEYS[2]  day's cost totals    {p}:costs:<yyyy-mm-dd>
--- KEYS[3]  retired sagas (zset: "<user>|<record>" -> due ms), swept by prune_retired
+-- KEYS[3]  retired sagas (zset: "<user>|<record>" -> due ms): prune_retired deletes a
+--          completed saga there, at its retention's end (its hash's 'ret')
 -- KEYS[4..9] state indexes, in SagaState order
 -- KEYS[10] sagas flagged for review (zset: record -> ms flagged)
 -- KEYS[11] month's spend per user   {p}:spend:<yyyy-mm>
@@ -121,6 +122,16 @@ local function commit_one(b, a)
     f[#f + 1] = 'ckpt:' .. step
     f[#f + 1] = ARGV[a + 9]
   end
+  local due = 0
+  if state == STATE.COMPLETED then
+    -- Retention without a TTL: prune_retired (every worker's and the controller's
+    -- maintenance sweep) deletes the hash and history at 'ret' with their index
+    -- entries, which it had to visit anyway. Two EXPIREs per saga less, and no entry
+    -- in the server's expiry table for either key.
+    due = now + retention * 1000
+    f[#f + 1] = 'ret'
+    f[#f + 1] = due
+  end
   if review ~= '' then
     f[#f + 1] = 'rv:' .. step
     f[#f + 1] = review
@@ -152,12 +163,7 @@ local function commit_one(b, a)
     ev[#ev + 1] = review
   end
   history_append(hist, maxlen, ev)
-  if state == STATE.COMPLETED then
-    redis.call('EXPIRE', saga, retention)
-    redis.call('EXPIRE', hist, retention)
-    -- Its index entries go when it expires: prune_retired sweeps them then.
-    redis.call('ZADD', KEYS[3], now + retention * 1000, user .. '|' .. record)
-  end
+  if due > 0 then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
   return {RC.OK, state, next_step, next_entry}
 end
 

@@ -69,7 +69,9 @@ free_slot({inflight = KEYS[7], deferred = KEYS[8], ready = KEYS[4]}, s[9], recor
 local entry = redis.call('XADD', KEYS[3], '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
 redis.call('HSET', saga, 'state', STATE.PENDING, 'step', from, 'prev', prev, 'epoch', epoch,
            'token', '', 'lease', 0, 'worker', '', 'entry', entry, 'due', 0, 'dead_id', '',
-           'updated', now)
+           'updated', now, 'ret', '')
+-- Alive again: no longer deleted at its retention's end ('ret', or the TTL an earlier
+-- release set at completion).
 redis.call('PERSIST', saga)
 redis.call('PERSIST', hist)
 index_state(9, record, s[1], STATE.PENDING, now)

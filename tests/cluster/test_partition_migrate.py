@@ -39,7 +39,7 @@ async def snapshot(client: Any, keys: Keys, rid: str) -> dict[str, Any]:
         "state": await client.zscore(state_idx, rid),
         "review": await client.zscore(keys.review_index(p), rid),
         "retired": await client.zscore(keys.retired(p), f"{saga.user_id}|{rid}"),
-        "ttl": await client.ttl(keys.saga(rid)) > 0,
+        "ret": (await client.hget(keys.saga(rid), "ret") or b"") != b"",
     }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""commit_step: the exactly-once end of an attempt; every return code of its header."""
+"""commit_steps: the exactly-once end of an attempt; every return code of its header."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.state.helpers import (
     pending_ids,
     read_ready,
     saga_hash,
+    server_ms,
     snapshot,
     stream_rows,
     wait_lease_expired,
@@ -79,7 +80,8 @@ async def test_commit_ok_enqueues_next_step_and_acks_input(sm: StateMachine, key
 
 
 async def test_commit_ok_completing_sets_retention(sm: StateMachine, keys: Keys) -> None:
-    """The last step's commit completes the saga and sets the retention TTL on hash and history."""
+    """The last step's commit completes the saga and sets the end of its retention: 'ret'
+    in the hash and the due time in the retired set (the sweep deletes it then), no TTL."""
     await sm.start("r1", "u1", "grouper")
     await sm.client.set(keys.pages("r1"), b"blob")
     c = await claim_next(sm, "grouper", "w-a")
@@ -87,9 +89,12 @@ async def test_commit_ok_completing_sets_retention(sm: StateMachine, keys: Keys)
     assert (out.code, out.state, out.detail) == (RC.OK, "completed", "")
     h = await saga_hash(sm.client, keys, "r1")
     assert (h["state"], h["entry"], h["token"]) == ("completed", "", "")
-    retention = sm.limits.retention_s
+    retention_ms = sm.limits.retention_s * 1000
+    now = await server_ms(sm.client)
+    assert now + retention_ms - 5000 <= int(h["ret"]) <= now + retention_ms
+    assert await sm.client.zscore(keys.retired(0), "u1|r1") == int(h["ret"])
     for key in (keys.saga("r1"), keys.history("r1")):
-        assert retention - 5 <= await sm.client.ttl(key) <= retention
+        assert await sm.client.ttl(key) == -1  # deleted by the sweep, not by expiry
     assert not await sm.client.exists(keys.pages("r1"))
     assert await sm.client.zscore(keys.state_index(0, SagaState.COMPLETED), "r1") is not None
     assert await pending(sm.client, keys.ready(0, "grouper")) == []

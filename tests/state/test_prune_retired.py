@@ -33,21 +33,49 @@ async def _indexed(redis: Any, keys: Keys, rid: str, user: str) -> list[bool]:
     return [await redis.zscore(k, rid) is not None for k in idx]
 
 
-async def test_expired_sagas_leave_the_indexes(redis: Any, keys: Keys) -> None:
-    """After the TTL, prune_retired drops created, user and state index entries."""
+async def test_sagas_past_their_retention_are_deleted_with_their_entries(
+    redis: Any, keys: Keys
+) -> None:
+    """At the end of its retention the sweep deletes a completed saga's hash and history
+    and drops its created, user and state index entries; before it, nothing."""
     await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
     sm = StateMachine(redis, keys, StateLimits(retention_s=1))
     await _complete(sm, "r1", "u1")
     assert await _indexed(redis, keys, "r1", "u1") == [True, True, True]
     assert await prune_retired(sm, 0) == 0  # not yet due
+    assert await redis.exists(keys.saga("r1"), keys.history("r1")) == 2
+    due = int(await redis.hget(keys.saga("r1"), "ret"))
 
-    async def expired() -> bool:
-        return not await redis.exists(keys.saga("r1"))
+    async def past_due() -> bool:
+        return await server_ms(redis) > due
 
-    await wait_until(expired, within=10)
+    await wait_until(past_due, within=10)
+    assert await redis.exists(keys.saga("r1"), keys.history("r1")) == 2  # no TTL: the sweep
     assert await prune_retired(sm, 0) == 1
+    assert await redis.exists(keys.saga("r1"), keys.history("r1")) == 0
     assert await _indexed(redis, keys, "r1", "u1") == [False, False, False]
     assert await redis.zcard(keys.retired(0)) == 0
+
+
+async def test_a_saga_an_earlier_release_let_expire_leaves_the_indexes(
+    redis: Any, keys: Keys
+) -> None:
+    """A saga completed by a release that set a TTL: its hash is gone when it is due, and
+    the sweep drops its index entries (and any history left)."""
+    await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
+    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    await _complete(sm, "r1", "u1")
+    await redis.hdel(keys.saga("r1"), "ret")
+    await redis.delete(keys.saga("r1"))  # as its TTL would have
+    due = await redis.zscore(keys.retired(0), "u1|r1")
+
+    async def past_due() -> bool:
+        return await server_ms(redis) > due
+
+    await wait_until(past_due, within=10)
+    assert await prune_retired(sm, 0) == 1
+    assert await redis.exists(keys.history("r1")) == 0
+    assert await _indexed(redis, keys, "r1", "u1") == [False, False, False]
 
 
 async def test_a_saga_rerun_after_completion_keeps_its_entries(redis: Any, keys: Keys) -> None:

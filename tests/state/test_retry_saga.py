@@ -86,12 +86,16 @@ async def test_retry_ok_bumps_epoch_keeps_history_and_clears_dead_letter(
 
 
 async def test_retry_of_completed_saga_removes_retention(sm: StateMachine, keys: Keys) -> None:
-    """Retrying a completed saga makes its hash and history persistent again."""
+    """Retrying a completed saga ends its retention: the sweep no longer deletes it
+    (and a TTL an earlier release set at completion is removed)."""
     await sm.start("r1", "u1", "grouper")
     c = await claim_next(sm, "grouper", "w-a")
     await sm.commit(c, CommitRequest(output=b"{}"))
-    assert await sm.client.ttl(keys.saga("r1")) > 0
+    assert await sm.client.hget(keys.saga("r1"), "ret")
+    await sm.client.expire(keys.saga("r1"), 3600)  # as an earlier release completed it
+    await sm.client.expire(keys.history("r1"), 3600)
     await operator.retry(sm, "r1", "grouper", "_input")
+    assert await sm.client.hget(keys.saga("r1"), "ret") == b""
     assert await sm.client.ttl(keys.saga("r1")) == -1
     assert await sm.client.ttl(keys.history("r1")) == -1
 
