@@ -1,4 +1,4 @@
--- commit_undo: the exactly-once end of an undo attempt (commit_step for a compensating
+-- commit_undo: the exactly-once end of an undo attempt (commit_steps for a compensating
 -- saga). Token-checked; in one script it drops the undone step's output (its effect no
 -- longer stands), acknowledges the entry, enqueues the next undo of the plan or ends the
 -- saga 'compensated', attributes the attempt's LLM cost as commit_step does (the saga's
@@ -51,7 +51,7 @@ local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 
                      'claimed', 'done:' .. step, 'att:' .. step, 'undo', 'uid')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[8] == token then
-  redis.call('HSET', saga, 'done:' .. step, token)  -- replicated, as commit_step's repeat
+  redis.call('HSET', saga, 'done:' .. step, token)  -- replicated, as commit_steps' repeat
   return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
 end
 local now = now_ms()
