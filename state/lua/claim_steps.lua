@@ -94,6 +94,9 @@ if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per c
 local first_saga_key = 13 + n_undo
 
 local now = now_ms()
+-- Numbers go to redis.call as strings made once: Lua turns a number argument into a
+-- string with '%.14g' (glibc's float printing), several times a claim otherwise.
+local now_s = string.format('%d', now)
 local replies = {}
 
 -- One HMGET reads the state, the input (the guessed previous step's output) and the
@@ -223,16 +226,17 @@ for i = 1, n do
   else
     local takeover = s[3] == STATE.RUNNING
     local epoch = tonumber(s[5])
-    local seq = tonumber(s[6]) + 1
+    local seq = string.format('%d', tonumber(s[6]) + 1)
     local attempt = attempts_of(s[15], epoch) + 1
     local expired = attempts_of(s[19], epoch)
-    local token = epoch .. ':' .. seq
+    local token = s[5] .. ':' .. seq
     local lease_until = now + lease_ms
     redis.call('HSET', saga, 'state', STATE.RUNNING, 'seq', seq, 'token', token,
-               'worker', worker, 'lease', lease_until, 'claimed', now, 'updated', now,
-               'att:' .. step, epoch .. ':' .. attempt, 'op', op)
+               'worker', worker, 'lease', string.format('%d', lease_until), 'claimed', now_s,
+               'updated', now_s, 'att:' .. step, s[5] .. ':' .. string.format('%d', attempt),
+               'op', op)
     if s[9] == '' then redis.call('HSET', saga, 'entry', entry) end  -- a released deferral
-    index_state(5, record, s[3], STATE.RUNNING, now)
+    index_state(5, record, s[3], STATE.RUNNING, now_s)
     if cap > 0 then
       local member = s[2] .. '|' .. record
       if not takeover and not redis.call('ZSCORE', inflight, member) and slots[s[2]] then

@@ -67,6 +67,9 @@ local n = tonumber(ARGV[6])
 if n > 64 then return redis.error_reply('commit_steps: at most 64 attempts per call') end
 
 local now = now_ms()
+-- Numbers go to redis.call as strings made once: Lua turns a number argument into a
+-- string with '%.14g' (glibc's float printing), ~10 times a transition otherwise.
+local now_s = string.format('%d', now)
 -- Commits per step in this call: one HINCRBY per step, not per attempt.
 local committed, steps = {}, {}
 
@@ -89,13 +92,13 @@ local function commit_one(b, a)
     return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
   end
   if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
-    fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now, s[4], op, '')
+    fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now_s, s[4], op, '')
     return {RC.LEASE_LOST, s[1]}
   end
 
-  local record, user, epoch = s[7], s[6], tonumber(s[5])
-  local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
-  local duration = now - tonumber(s[8] or now)
+  local record, user, epoch = s[7], s[6], s[5]
+  local attempt = string.match(s[10] or '', ':(%d+)$') or '0'
+  local duration = string.format('%d', now - (tonumber(s[8]) or now))
   local cost = (tonumber(ARGV[a + 8]) or 0)
                + attributed_cost(first_cost, tonumber(ARGV[a + 12]) or 0, token)
 
@@ -112,7 +115,7 @@ local function commit_one(b, a)
   end
   -- One HSET for every field (each redis.call costs ~2 µs of conversion on the server).
   local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
-             'prev', step, 'token', '', 'lease', 0, 'worker', '', 'updated', now, 'ec', '',
+             'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s, 'ec', '',
              'em', '', 'op', op, 'state', state, 'entry', next_entry}
   if next_step ~= '' then
     f[#f + 1] = 'step'
@@ -122,20 +125,20 @@ local function commit_one(b, a)
     f[#f + 1] = 'ckpt:' .. step
     f[#f + 1] = ARGV[a + 9]
   end
-  local due = 0
+  local due = nil
   if state == STATE.COMPLETED then
     -- Retention without a TTL: prune_retired (every worker's and the controller's
     -- maintenance sweep) deletes the hash and history at 'ret' with their index
     -- entries, which it had to visit anyway. Two EXPIREs per saga less, and no entry
     -- in the server's expiry table for either key.
-    due = now + retention * 1000
+    due = string.format('%d', now + retention * 1000)
     f[#f + 1] = 'ret'
     f[#f + 1] = due
   end
   if review ~= '' then
     f[#f + 1] = 'rv:' .. step
     f[#f + 1] = review
-    redis.call('ZADD', KEYS[10], now, record)
+    redis.call('ZADD', KEYS[10], now_s, record)
     redis.call('HINCRBY', KEYS[1], 'review:' .. step, 1)
   end
   redis.call('HSET', saga, unpack(f))
@@ -145,8 +148,8 @@ local function commit_one(b, a)
   if not committed[step] then steps[#steps + 1] = step end
   committed[step] = (committed[step] or 0) + 1
 
-  index_state(4, record, STATE.RUNNING, state, now)
-  local ev = {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now,
+  index_state(4, record, STATE.RUNNING, state, now_s)
+  local ev = {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now_s,
               'd', duration, 'n', next_step, 'op', op}
   -- Cost and tokens only when there are some: most steps call no model, and every
   -- field is paid for in server CPU, the AOF and memory on each transition.
@@ -163,7 +166,7 @@ local function commit_one(b, a)
     ev[#ev + 1] = review
   end
   history_append(hist, maxlen, ev)
-  if due > 0 then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
+  if due then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
   return {RC.OK, state, next_step, next_entry}
 end
 
