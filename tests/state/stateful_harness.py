@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -32,6 +33,8 @@ class RedisMachine(RuleBasedStateMachine):
         self.sm = StateMachine(self.client, self.keys)
         self.model = {rid: Rec() for rid in RECORDS}
         self.fair = Fair()
+        self.committed: Counter[str] = Counter()
+        """Commits of each step the model counted OK: the partition's 'committed:<step>'."""
         # Commits and fails hand a capped slot on (claims choose their cap per rule).
         self.sm.user_caps.update({step: (CAP, LEASE_MS) for step in STEPS})
         self.run(ensure_groups(self.client, self.keys, STEPS + UNDO_STEPS))

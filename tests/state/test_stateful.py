@@ -382,6 +382,7 @@ class SagaMachine(RedisMachine):
         if expected == RC.OK:
             next_entry = self._entry_of(c.record_id) if req.next_step else ""
             m.apply_commit(c.step, c.token, next_entry, req.review)
+            self.committed[c.step] += 1
             released = self.fair.end_capped(c.step, c.record_id)
             event(f"commit: released {len(released)}")
         if resend:
@@ -417,6 +418,7 @@ class SagaMachine(RedisMachine):
             if expected == RC.OK:
                 next_entry = self._entry_of(c.record_id) if req.next_step else ""
                 m.apply_commit(c.step, c.token, next_entry, req.review)
+                self.committed[c.step] += 1
                 self.fair.end_capped(c.step, c.record_id)
         if resend and items:
             again = self.run(unchanged(self.client, self.keys, self.sm.finish_many(items)))
@@ -661,6 +663,9 @@ class SagaMachine(RedisMachine):
     @invariant()
     def redis_agrees_with_model_and_invariants_hold(self) -> None:
         self.run(check_invariants(self.client, self.keys, self.model, self.fair))
+        counted = self.run(self.client.hgetall(self.keys.stats(0)))
+        for step in STEPS:  # a commit batch counts each of its commits
+            assert int(counted.get(f"committed:{step}".encode(), 0)) == self.committed[step]
 
 
 async def _refused(call: Any) -> None:

@@ -1,13 +1,15 @@
-"""The stateful test's rules and invariants catch a broken compensation: each mutant
-script (undos in pipeline order instead of reverse; an undone step left standing, so a
-resumed compensation undoes it twice) fails a short scripted run of the same machine
-that passes with the real scripts."""
+"""The stateful test's rules and invariants catch a broken compensation or a broken
+commit batch: each mutant script (undos in pipeline order instead of reverse; an undone
+step left standing, so a resumed compensation undoes it twice; a batch whose second
+attempt reads the first one's keys; a batch that counts its commits once) fails a short
+scripted run of the same machine that passes with the real scripts."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from redis.exceptions import ResponseError
 
 import tests.state.test_stateful as stateful
 from saga.state import scripts
@@ -25,6 +27,18 @@ MUTANTS = {
         "",
     ),
 }
+BATCH_MUTANTS = {
+    "cap keys not skipped": (
+        "commit_steps.lua",
+        "if (tonumber(ARGV[a + 14]) or 0) > 0 then b = b + 2 end",
+        "",
+    ),
+    "one count per batch": (
+        "commit_steps.lua",
+        "redis.call('HINCRBY', KEYS[1], 'committed:' .. step, committed[step])",
+        "redis.call('HINCRBY', KEYS[1], 'committed:' .. step, 1)",
+    ),
+}
 
 
 @pytest.fixture
@@ -36,7 +50,7 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     if name:
-        path, old, new = MUTANTS[name]
+        path, old, new = {**MUTANTS, **BATCH_MUTANTS}[name]
         real = scripts._read
 
         def read(p: str) -> str:
@@ -81,5 +95,29 @@ def test_a_broken_compensation_is_caught(redis_url: str, quiet_events: None, mut
             return
         with pytest.raises(AssertionError):
             _scenario(m)
+    finally:
+        m.teardown()
+
+
+def _batch_scenario(m: stateful.SagaMachine) -> None:
+    """Three sagas' routers claimed (the per-user cap on), then committed in one batch."""
+    m.start_some({"r0", "r1", "r2"})
+    held = m.claim_ready("w-a")
+    claims = list(getattr(held, "values", held))
+    assert len(claims) >= 2, claims
+    m.commit_together(claims, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+
+
+@pytest.mark.parametrize("mutant", ["", *BATCH_MUTANTS], indirect=True)
+def test_a_broken_commit_batch_is_caught(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real commit_steps passes; each mutant fails a rule's or an invariant's check."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _batch_scenario(m)
+            return
+        with pytest.raises((AssertionError, ResponseError)):  # a misread key: WRONGTYPE
+            _batch_scenario(m)
     finally:
         m.teardown()
