@@ -27,8 +27,8 @@ from tests.faults.proxy import Faults, Proxy
 pytestmark = pytest.mark.anyio
 
 WAVES = 5
-RETENTION = {"SAGA_RETENTION_DAYS": "0.0005"}  # 43 s: completed sagas expire during the run
-AFTER_WAVE_S = 46  # past the retention: a wave's sagas have expired when memory is read
+RETENTION = {"SAGA_RETENTION_DAYS": "0.0005"}  # 43 s: completed sagas are deleted in the run
+AFTER_WAVE_S = 46  # past the retention: the maintenance passes (3 workers, 60 s each) delete them
 SHORT_RETENTION = {"SAGA_RETENTION_DAYS": "0.000139"}  # 12 s (whole seconds, rounded down)
 
 
@@ -112,10 +112,10 @@ async def test_soak_random_faults_memory_flat(run: FaultRun) -> None:
 
 async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
     """CI's soak: 750 sagas in five waves back to back, the same faults, sagas retired
-    after 12 s (longer than a wave takes to end and be checked). Once every saga has
-    expired (waited for, not slept) and a fresh worker's maintenance pass (the long
-    form's 60 s loop, run at its start) has trimmed the streams and pruned the retired
-    sagas' index entries, Redis's data set holds less than a third of what the run added
+    after 12 s (longer than a wave takes to end and be checked). Once every saga's
+    retention has ended (waited for, not slept) and a fresh worker's maintenance pass
+    (the long form's 60 s loop, run at its start) has deleted them, trimmed the streams
+    and pruned the retired sagas' index entries, Redis's data set holds less than a third of what the run added
     at its peak, and the long-lived worker's RSS is flat."""
     per_wave = 750 // WAVES
     proxy = Proxy(target_port=run.server.port, seed=29).start()
@@ -139,10 +139,11 @@ async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
             marks.append(await dataset())
     finally:
         proxy.stop()
-    await wait_until(expired(run, everyone), within=60, what="every saga to expire")
+    await wait_until(retention_over(run), within=60, what="every saga's retention to end")
     run.url = run.server.url  # the proxy is gone
     fresh = run.spawn(**SHORT_RETENTION)  # a restart: its first maintenance pass runs now
     await fresh.wait_ready(within=60)
+    await wait_until(expired(run, everyone), within=30, what="every saga deleted by the sweep")
     await wait_until(trimmed(run, 2), within=30, what="ready streams trimmed")
     await wait_until(pruned(run), within=30, what="retired sagas' index entries pruned")
     end = await dataset()
@@ -157,8 +158,20 @@ async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
     assert end[1] <= marks[1][1] * 1.2 + (2 << 20), kb
 
 
+def retention_over(run: FaultRun) -> Any:
+    """Whether the retention of every retired saga has ended (the server's clock is past
+    the latest due time in the retired set): the next maintenance pass deletes them."""
+
+    async def check() -> bool:
+        last = await run.redis.zrange(run.keys.retired(0), -1, -1, withscores=True)
+        secs, micros = await run.redis.time()
+        return not last or last[0][1] <= secs * 1000 + micros // 1000
+
+    return check
+
+
 def expired(run: FaultRun, rids: list[str]) -> Any:
-    """Whether every saga of ``rids`` is gone (its hash expired with its retention)."""
+    """Whether every saga of ``rids`` is gone (deleted with its retention ended)."""
 
     async def check() -> bool:
         return int(await run.redis.exists(*(run.keys.saga(r) for r in rids))) == 0
