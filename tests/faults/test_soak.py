@@ -115,8 +115,8 @@ async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
     after 12 s (longer than a wave takes to end and be checked). Once every saga's
     retention has ended (waited for, not slept) and a fresh worker's maintenance pass
     (the long form's 60 s loop, run at its start) has deleted them, trimmed the streams
-    and pruned the retired sagas' index entries, Redis's data set holds less than a third of what the run added
-    at its peak, and the long-lived worker's RSS is flat."""
+    and pruned the retired sagas' index entries, Redis's data set holds less than a
+    third of what the run added at its peak, and the long-lived worker's RSS is flat."""
     per_wave = 750 // WAVES
     proxy = Proxy(target_port=run.server.port, seed=29).start()
     run.url = f"redis://127.0.0.1:{proxy.port}/0"
