@@ -41,15 +41,11 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections import Counter
 from typing import Any
 
-import msgspec
-import pytest
-from hypothesis import HealthCheck, event, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    Bundle,
     initialize,
     invariant,
     multiple,
@@ -58,49 +54,38 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from saga.state import budgets, operator
+import tests.state.stateful_harness as harness
 from saga.state.budgets import BUDGET_ERROR
 from saga.state.codes import RC
-from saga.state.errors import SagaNotFoundError, StateError, StepConflictError
-from saga.state.keys import GROUP, Keys
-from saga.state.model import Claim, FailAction, SagaState
-from saga.state.reads import get_saga_and_history
-from saga.state.recovery import quarantine, recover_idle
-from saga.state.repartition import Moved, move_record
+from saga.state.errors import StateError
+from saga.state.keys import GROUP
+from saga.state.model import Claim, FailAction
+from saga.state.recovery import recover_idle
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.requeue import requeue_idle
 from tests.state.helpers import read_ready, snapshot
-from tests.state.stateful_fairness import CAP, USERS, Batch, parse_member
-from tests.state.stateful_harness import RedisMachine
+from tests.state.stateful_fairness import USERS
+from tests.state.stateful_harness import CLAIMS, WORK
 from tests.state.stateful_invariants import check_invariants, check_refusal, unchanged
 from tests.state.stateful_model import (
-    CD,
+    CD,  # noqa: F401 (the scripted runs read it here)
     CG,
     LATER_MS,
     LEASE_MS,
-    MAX_LEASE_EXPIRIES,
     NEXT,
-    PREV,
     RECORDS,
     STEPS,
     UNDO_STEPS,
     UNDOABLE,
     WORKERS,
-    C,
     P,
     R,
     W,
-    X,
 )
-
-WORK = STEPS + UNDO_STEPS
-"""Every stream a worker reads: the steps and the undo steps."""
-
-
-def _prev(step: str) -> str:
-    return PREV[step.removeprefix("undo:")]
-
+from tests.state.stateful_rules_compensation import CompensationRules
+from tests.state.stateful_rules_fairness import FairnessRules
+from tests.state.stateful_rules_operator import OperatorRules
 
 SOAK = os.environ.get("SAGA_SOAK") == "1"
 SETTINGS = settings(
@@ -111,8 +96,10 @@ SETTINGS = settings(
 )
 
 
-class SagaMachine(RedisMachine):
-    claims = Bundle("claims")
+class SagaMachine(FairnessRules, CompensationRules, OperatorRules):
+    """The rules of the steps' lifecycle are here; the per-user cap's, compensation's
+    and the operator's are in the mixins (stateful_rules_*), which hypothesis collects
+    like its own."""
 
     # -- rules ----------------------------------------------------------------
     @rule(rid=st.sampled_from(RECORDS))
@@ -125,9 +112,6 @@ class SagaMachine(RedisMachine):
             m.entry = self._entry_of(rid)
         assert (res.state, res.step, res.epoch) == (m.state, m.step, m.epoch)
 
-    def _in(self, *states: SagaState) -> bool:
-        return any(m.state in states for m in self.model.values())
-
     # Half the runs start every record (a user's two sagas queue behind each other: the
     # per-user cap has something to defer), half a random few.
     @initialize(rids=st.just(set(RECORDS)) | st.sets(st.sampled_from(RECORDS), min_size=1))
@@ -136,7 +120,7 @@ class SagaMachine(RedisMachine):
             self.start(rid)
 
     @precondition(lambda self: self._in(P, CG))
-    @rule(target=claims, worker=st.sampled_from(WORKERS))
+    @rule(target=CLAIMS, worker=st.sampled_from(WORKERS))
     def claim_ready(self, worker: str) -> Any:
         """XREADGROUP new entries of both steps and claim them as one batch per step."""
         issued = []
@@ -155,7 +139,7 @@ class SagaMachine(RedisMachine):
         """A worker at work on the steps (or the undo steps): read, claim, and commit (or
         fail, naming the steps to undo) each claim at once, so sagas get far enough for
         their compensations to run to their end, as well as being interleaved."""
-        event(f"work {'undos' if undos else 'steps'}")
+        harness.event(f"work {'undos' if undos else 'steps'}")
         for step in UNDO_STEPS if undos else STEPS:
             entries = self.run(read_ready(self.client, self.keys, step, worker, count=10))
             for held in self._claim(step, entries, worker, "read"):
@@ -166,23 +150,9 @@ class SagaMachine(RedisMachine):
                         held, fail, due_now=True, resend=False, budget=False, compensable=True
                     )
 
-    @precondition(lambda self: self._in(P))
-    @rule(target=claims, worker=st.sampled_from(WORKERS), count=st.sampled_from([1, 2]))
-    def claim_capped(self, worker: str, count: int) -> Any:
-        """A worker with the per-user cap reads ``count`` new entries per step and claims
-        them: entries left unread are the backlog under which a user's extra is deferred."""
-        issued = []
-        for step in STEPS:
-            entries = self.run(read_ready(self.client, self.keys, step, worker, count=count))
-            issued += self._claim(step, entries, worker, "capped read", capped=True)
-        return multiple(*issued)
-
-    # Twice the weight: a deferral needs two capped claims with entries left behind.
-    claim_capped_too = claim_capped
-
     @precondition(lambda self: self._in(R, CG))
     @rule(
-        target=claims, worker=st.sampled_from(WORKERS), expire_all=st.booleans(),
+        target=CLAIMS, worker=st.sampled_from(WORKERS), expire_all=st.booleans(),
         capped=st.booleans(), compensable=st.booleans(),
     )  # fmt: skip
     def take_over(self, worker: str, expire_all: bool, capped: bool, compensable: bool) -> Any:
@@ -203,91 +173,6 @@ class SagaMachine(RedisMachine):
                 step, entries, worker, "recover", capped=capped, compensable=compensable
             )
         return multiple(*issued)
-
-    def _claim(
-        self, step: str, entries: list[tuple[str, str]], worker: str, via: str,
-        capped: bool = False, compensable: bool = False,
-    ) -> list[tuple[str, Claim]]:  # fmt: skip
-        if not entries:
-            return []
-        capped = capped and not step.startswith("undo:")  # claim_undo has no user cap
-        undoable = UNDOABLE if compensable and not step.startswith("undo:") else ()
-        batch = Batch(backlog=self.run(self._backlog(step))) if capped else None
-        before = self.run(self._cap_sets(step))
-        eps = self.run(self._epochs(step, entries))
-        outs = self.run(
-            self.sm.claim(
-                step,
-                0,
-                entries,
-                worker=worker,
-                lease_ms=LEASE_MS,
-                max_lease_expiries=MAX_LEASE_EXPIRIES,
-                prev_step=_prev(step),
-                user_cap=CAP if capped else 0,
-                undoable=undoable,
-            )
-        )
-        issued, deferred, takeovers = [], [], Counter[str]()
-        for (entry, rid), ep, out in zip(entries, eps, outs, strict=True):
-            m = self.model[rid]
-            takeover = m.state == R
-            if batch is not None and m.waits_for(step, entry, ep) and m.dfr != entry and (
-                self.fair.over_cap(step, rid, batch)
-            ):  # fmt: skip
-                m.defer(entry)
-                expected = RC.DEFERRED
-                deferred.append((USERS[rid], rid, m.epoch))
-            else:
-                expected = m.predict_claim(step, entry, ep)
-            assert out.code == expected, (rid, entry, out, m)
-            event(f"claim via {via}: {expected.name}")
-            note = self._after_claim(step, rid, expected, out.detail, undoable, batch is not None)
-            if note:
-                event(note)
-            if out.claim is not None:
-                assert out.claim.token == m.token
-                assert out.claim.attempt == m.attempts_at(step)
-                assert out.claim.expired == m.expiries_at(step)
-                if step.startswith("undo:"):  # the plan: latest step first, none twice
-                    assert out.claim.extra["undo"].decode() == ",".join(m.plan)
-                issued.append((worker, out.claim))
-                if batch is not None:
-                    self.fair.claimed(step, rid, takeover, batch)
-                    takeovers[USERS[rid]] += takeover
-        if batch is not None:
-            self._check_cap(step, before, deferred, batch.backlog, takeovers)
-        return issued
-
-    async def _backlog(self, step: str) -> bool:
-        """Entries wait undelivered in the stream (found apart from the group's lag)."""
-        ready = self.keys.ready(0, step)
-        last = text((await self.client.xinfo_groups(ready))[0]["last-delivered-id"])
-        return bool(await self.client.xrange(ready, f"({last}", "+", count=1))
-
-    async def _cap_sets(self, step: str) -> tuple[set[str], Counter[str]]:
-        """The deferred members, and the live slots per user."""
-        deferred = await self.client.zrange(self.keys.deferred(0, step), 0, -1)
-        slots = await self.client.zrange(self.keys.inflight(0, step), 0, -1, withscores=True)
-        secs, micros = await self.client.time()
-        now = int(secs) * 1000 + int(micros) // 1000
-        live = Counter(text(m).split("|")[0] for m, score in slots if score > now)
-        return {text(m) for m in deferred}, live
-
-    def _check_cap(
-        self, step: str, before: tuple[set[str], Counter[str]],
-        deferred: list[tuple[str, str, int]], backlog: bool, takeovers: Counter[str],
-    ) -> None:  # fmt: skip
-        """The deferrals the model predicted are the members Redis added (the model takes
-        them); while entries waited, no user got a new slot past the cap (a takeover
-        carries on an attempt: not a new one)."""
-        (old, live_before), (now, live_after) = before, self.run(self._cap_sets(step))
-        added = now - old
-        assert sorted(parse_member(m) for m in added) == sorted(deferred), (added, deferred)
-        self.fair.deferred[step] |= added
-        if backlog:
-            for user, n in live_after.items():
-                assert n - takeovers[user] <= max(CAP, live_before[user]), (user, step, n)
 
     @precondition(lambda self: self._in(P, R, CG))
     @rule(expire_all=st.booleans(), resend=st.booleans())
@@ -311,7 +196,7 @@ class SagaMachine(RedisMachine):
             for (entry, rid), out in zip(entries, outs, strict=True):
                 expected = self.model[rid].predict_requeue(step, entry, ep_of[entry])
                 assert out.code == expected, (rid, entry, out, self.model[rid])
-                event(f"requeue: {expected.name}")
+                harness.event(f"requeue: {expected.name}")
                 if expected == RC.OK:
                     self.model[rid].entry = out.detail
             if resend and entries:
@@ -331,7 +216,7 @@ class SagaMachine(RedisMachine):
             self.run(self.client.zadd(self.keys.inflight(0, m.step), slot, xx=True))
             self.fair.lapse(m.step, rid)
 
-    @rule(held=claims)
+    @rule(held=CLAIMS)
     def heartbeat(self, held: tuple[str, Claim]) -> None:
         worker, c = held
         m = self.model[c.record_id]
@@ -347,7 +232,7 @@ class SagaMachine(RedisMachine):
             assert self.run(snapshot(self.client, self.keys.prefix)) == before
 
     @rule(
-        held=claims,
+        held=CLAIMS,
         resend=st.booleans(),
         review=st.sampled_from(["", "", "doubtful"]),
         wrong_next=st.sampled_from([False, False, False, True]),
@@ -372,25 +257,25 @@ class SagaMachine(RedisMachine):
         if undo and wrong_next and expected == RC.OK:
             again = self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
             assert again.code == RC.WRONG_STATE
-            event("commit undo: WRONG_STATE (not the plan's next)")
+            harness.event("commit undo: WRONG_STATE (not the plan's next)")
             return
         before = self.run(snapshot(self.client, self.keys.prefix))
         out = self.run(self.sm.commit(c, req))
         assert out.code == expected, (out, m)
-        event(f"commit{' undo' if undo else ''}: {expected.name}")
+        harness.event(f"commit{' undo' if undo else ''}: {expected.name}")
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
             next_entry = self._entry_of(c.record_id) if req.next_step else ""
             m.apply_commit(c.step, c.token, next_entry, req.review)
             self.committed[c.step] += 1
             released = self.fair.end_capped(c.step, c.record_id)
-            event(f"commit: released {len(released)}")
+            harness.event(f"commit: released {len(released)}")
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.commit(c, req)))
 
     @rule(
         helds=st.lists(
-            claims, min_size=2, max_size=4, unique_by=lambda h: (h[1].record_id, h[1].token)
+            CLAIMS, min_size=2, max_size=4, unique_by=lambda h: (h[1].record_id, h[1].token)
         ),
         resend=st.booleans(),
     )
@@ -410,7 +295,7 @@ class SagaMachine(RedisMachine):
             )
             items.append((c, req))
         outs = self.run(self.sm.finish_many(items))
-        event(f"commit together: {len(items)}")
+        harness.event(f"commit together: {len(items)}")
         for (c, req), out in zip(items, outs, strict=True):
             m = self.model[c.record_id]
             expected = m.predict_commit(c.step, c.token)
@@ -425,7 +310,7 @@ class SagaMachine(RedisMachine):
             assert all(o.code in (RC.DUPLICATE, RC.LEASE_LOST, RC.NOT_FOUND) for o in again)
 
     @rule(
-        held=claims,
+        held=CLAIMS,
         action=st.sampled_from(list(FailAction)),
         due_now=st.booleans(),
         resend=st.booleans(),
@@ -458,7 +343,7 @@ class SagaMachine(RedisMachine):
         before = self.run(snapshot(self.client, self.keys.prefix))
         out = self.run(self.sm.fail(c, req))
         assert out.code == expected, (out, m)
-        event(
+        harness.event(
             f"fail{' undo' if c.step.startswith('undo:') else ''} {action.value}: {expected.name}"
         )
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
@@ -466,7 +351,7 @@ class SagaMachine(RedisMachine):
             entry_of = (lambda: self._entry_of(c.record_id)) if compensable else None
             m.apply_fail(c.step, c.token, action, due_now, entry_of, ec)
             released = self.fair.end_capped(c.step, c.record_id)
-            event(f"fail: released {len(released)}")
+            harness.event(f"fail: released {len(released)}")
         if resend:
             self.run(unchanged(self.client, self.keys, self.sm.fail(c, req)))
 
@@ -492,173 +377,6 @@ class SagaMachine(RedisMachine):
             m.state = CG if m.state == CG else P
             m.due_past, m.entry = False, self._entry_of(rid)
 
-    @precondition(lambda self: self._in(W))
-    @rule(step=st.sampled_from(STEPS))
-    def unpark(self, step: str) -> None:
-        """A budget raised: the sagas parked for their budget at the step wake now (due or
-        not); other waiting sagas, candidates too, are left as they are."""
-        waiting = [rid for rid, m in self.model.items() if m.state == W and m.step == step]
-        woken = [rid for rid in waiting if self.model[rid].ec == BUDGET_ERROR]
-        got = self.run(budgets._unpark(self.sm, 0, step, waiting, "budget raised", "op-u"))
-        assert got == len(woken)
-        event(f"unpark: {len(woken)} of {len(waiting)}")
-        for rid in woken:
-            m = self.model[rid]
-            m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
-
-    @precondition(lambda self: any(self.fair.deferred.values()))
-    @rule(
-        step=st.sampled_from(STEPS), idle=st.booleans(), most=st.sampled_from([1, 10]),
-        cap_off=st.booleans(),
-    )  # fmt: skip
-    def release_deferred(self, step: str, idle: bool, most: int, cap_off: bool) -> None:
-        """A worker's release of deferred entries: into its users' free slots, or (idle:
-        its read came back short) up to ``most`` regardless; the cap turned off: all go."""
-        cap = 0 if cap_off else CAP
-        expected = self.fair.release(step, cap, most, idle)
-        got = self.run(self.sm.release_deferred(
-            step, 0, cap=cap, lease_ms=LEASE_MS, most=most, idle=idle))  # fmt: skip
-        assert got == len(expected), (got, expected)
-        event(f"release_deferred: {len(expected)}")
-
-    @rule(
-        rid=st.sampled_from(RECORDS),
-        from_step=st.sampled_from(STEPS),
-        force=st.booleans(),
-        resend=st.booleans(),
-    )
-    def retry(self, rid: str, from_step: str, force: bool, resend: bool) -> None:
-        m = self.model[rid]
-        op = uuid.uuid4().hex
-        call = operator.retry(
-            self.sm, rid, from_step, PREV[from_step], force=force, op=op, steps=STEPS
-        )
-        if m.state is None:
-            with pytest.raises(SagaNotFoundError):
-                self.run(call)
-            return
-        if m.retry_conflicts(from_step, force):
-            before = self.run(snapshot(self.client, self.keys.prefix))
-            with pytest.raises(StepConflictError):
-                self.run(call)
-            assert self.run(snapshot(self.client, self.keys.prefix)) == before
-            return
-        res = self.run(call)
-        event(f"retry: released {len(self.fair.free(m.step, rid))}")  # its slot goes on
-        m.apply_retry(from_step, res.entry_id)
-        assert res.epoch == m.epoch
-        if resend:
-            again = operator.retry(
-                self.sm, rid, from_step, PREV[from_step], force=force, op=op, steps=STEPS
-            )
-            before = self.run(snapshot(self.client, self.keys.prefix))
-            assert self.run(again) == msgspec.structs.replace(res, duplicate=True)
-            assert self.run(snapshot(self.client, self.keys.prefix)) == before
-
-    @rule(rid=st.sampled_from(RECORDS))
-    def cancel(self, rid: str) -> None:
-        m = self.model[rid]
-        call = operator.cancel(self.sm, rid)
-        if m.state is None:
-            with pytest.raises(SagaNotFoundError):
-                self.run(call)
-        elif m.state in (C, CD):
-            with pytest.raises(StepConflictError):
-                self.run(call)
-        else:
-            assert self.run(call) == m.state
-            if m.state != X:  # a cancelled saga's cancel writes nothing
-                event(f"cancel: released {len(self.fair.free(m.step, rid))}")
-            m.state, m.token, m.entry, m.lease_live = X, "", "", False
-
-    @precondition(lambda self: any(o in m.outputs for m in self.model.values() for o in UNDOABLE))
-    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
-    def compensate(self, rid: str, resend: bool) -> None:
-        """saga cancel --compensate (or saga retry of compensation_failed): the committed
-        steps' undos, latest first; compensating or compensated already: nothing changes."""
-        m = self.model[rid]
-        op = uuid.uuid4().hex
-        call = operator.compensate(self.sm, rid, UNDOABLE, actor="test", op=op)
-        if m.state is None:
-            with pytest.raises(SagaNotFoundError):
-                self.run(call)
-            return
-        if m.state == C:
-            self.run(unchanged(self.client, self.keys, _refused(call)))
-            return
-        if m.state in (CG, CD):
-            res = self.run(unchanged(self.client, self.keys, call))
-            assert res.duplicate and res.state == m.state
-            return
-        res = self.run(call)
-        event(f"compensate: released {len(self.fair.free(m.step, rid))}")
-        m.begin_compensation(lambda: self._entry_of(rid))
-        assert (res.state, res.step, res.duplicate) == (m.state, m.step, False)
-        event(f"compensate: {m.state.value}")
-        if resend:
-            again = operator.compensate(self.sm, rid, UNDOABLE, actor="test", op=op)
-            assert self.run(unchanged(self.client, self.keys, again)).duplicate
-
-    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
-    def accept_review(self, rid: str, resend: bool) -> None:
-        m = self.model[rid]
-        op = uuid.uuid4().hex
-        call = operator.accept_review(self.sm, rid, STEPS, op=op)
-        if m.state is None:
-            with pytest.raises(SagaNotFoundError):
-                self.run(call)
-            return
-        before = self.run(snapshot(self.client, self.keys.prefix))
-        if not m.review:
-            with pytest.raises(StepConflictError):
-                self.run(call)
-            assert self.run(snapshot(self.client, self.keys.prefix)) == before
-            return
-        assert self.run(call) == len(m.review)
-        event("accept_review: OK")
-        m.review.clear()
-        if resend:
-            again = operator.accept_review(self.sm, rid, STEPS, op=op)
-            self.run(unchanged(self.client, self.keys, again))
-
-    @precondition(lambda self: self._in(P, CG))
-    @rule(step=st.sampled_from(WORK), resend=st.booleans())
-    def quarantine_ready(self, step: str, resend: bool) -> None:
-        """Read new entries and quarantine them all as malformed (naming their record): a
-        saga whose current entry it was is dead-lettered; a re-send writes nothing."""
-        entries = self.run(read_ready(self.client, self.keys, step, "w-q", count=10))
-        for entry, rid in entries:
-            strands = self.model[rid].predict_quarantine(step, entry)
-            self.run(quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid))
-            event(f"quarantine: {'dead-lettered' if strands else 'entry only'}")
-            if resend:
-                again = quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid)
-                assert self.run(unchanged(self.client, self.keys, again)) == ""
-
-    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
-    def move_and_back(self, rid: str, resend: bool) -> None:
-        """saga partitions migrate's two calls, to another partition count and back: a
-        terminal saga reads the same there and back here; any other is left untouched."""
-        m = self.model[rid]
-        wide = next(Keys(self.keys.prefix, n) for n in range(2, 64)
-                    if Keys(self.keys.prefix, n).partition_of(rid) != 0)  # fmt: skip
-        op = uuid.uuid4().hex
-        if m.state is None or not m.state.terminal:
-            moved = self.run(unchanged(self.client, self.keys, move_record(
-                self.client, self.keys, wide, rid, op)))  # fmt: skip
-            assert moved == (Moved.GONE if m.state is None else Moved.ACTIVE)
-            return
-        here = self.run(get_saga_and_history(self.client, self.keys, rid))
-        assert self.run(move_record(self.client, self.keys, wide, rid, op)) == Moved.MOVED
-        event(f"move {m.state.value}: MOVED")
-        assert self.run(get_saga_and_history(self.client, wide, rid)) == here
-        if resend:  # the same op again: nothing left to move, nothing written
-            self.run(unchanged(self.client, self.keys, move_record(
-                self.client, self.keys, wide, rid, op)))  # fmt: skip
-        back = self.run(move_record(self.client, wide, self.keys, rid, uuid.uuid4().hex))
-        assert back == Moved.MOVED
-        assert self.run(get_saga_and_history(self.client, self.keys, rid)) == here
-
     # -- invariants -----------------------------------------------------------
     @invariant()
     def redis_agrees_with_model_and_invariants_hold(self) -> None:
@@ -666,11 +384,6 @@ class SagaMachine(RedisMachine):
         counted = self.run(self.client.hgetall(self.keys.stats(0)))
         for step in STEPS:  # a commit batch counts each of its commits
             assert int(counted.get(f"committed:{step}".encode(), 0)) == self.committed[step]
-
-
-async def _refused(call: Any) -> None:
-    with pytest.raises(StepConflictError):
-        await call
 
 
 def test_state_machine_holds_against_the_model(redis_url: str) -> None:

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
 from saga.state.model import Claim
 
 
 @pytest.fixture
 def m(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[stateful.SagaMachine]:
-    monkeypatch.setattr(stateful, "event", lambda *_: None)  # no hypothesis run here
+    monkeypatch.setattr(harness, "event", lambda *_: None)  # every rule module's: no hypothesis run
     machine = stateful.SagaMachine(redis_url)
     machine.start_some(set(stateful.RECORDS))  # r0, r1 of one user, r2 of another
     try:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from redis.exceptions import ResponseError
 
+import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
 from saga.state import scripts
 from saga.state.model import FailAction
@@ -43,7 +44,7 @@ BATCH_MUTANTS = {
 
 @pytest.fixture
 def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(stateful, "event", lambda *_: None)  # no hypothesis run here
+    monkeypatch.setattr(harness, "event", lambda *_: None)  # every rule module's: no hypothesis run
 
 
 @pytest.fixture

@@ -1,0 +1,151 @@
+"""The stateful test's operator rules: manual retry, cancel, accepting a review,
+quarantine of read entries, a move to another partition count and back, and the wake-up
+of sagas parked for their budget."""
+
+from __future__ import annotations
+
+import uuid
+
+import msgspec
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
+
+import tests.state.stateful_harness as harness
+from saga.state import budgets, operator
+from saga.state.budgets import BUDGET_ERROR
+from saga.state.errors import SagaNotFoundError, StepConflictError
+from saga.state.keys import Keys
+from saga.state.reads import get_saga_and_history
+from saga.state.recovery import quarantine
+from saga.state.repartition import Moved, move_record
+from tests.state.helpers import read_ready, snapshot
+from tests.state.stateful_harness import WORK, RedisMachine
+from tests.state.stateful_invariants import unchanged
+from tests.state.stateful_model import CD, CG, PREV, RECORDS, STEPS, C, P, W, X
+
+
+class OperatorRules(RedisMachine):
+    @rule(
+        rid=st.sampled_from(RECORDS),
+        from_step=st.sampled_from(STEPS),
+        force=st.booleans(),
+        resend=st.booleans(),
+    )
+    def retry(self, rid: str, from_step: str, force: bool, resend: bool) -> None:
+        m = self.model[rid]
+        op = uuid.uuid4().hex
+        call = operator.retry(
+            self.sm, rid, from_step, PREV[from_step], force=force, op=op, steps=STEPS
+        )
+        if m.state is None:
+            with pytest.raises(SagaNotFoundError):
+                self.run(call)
+            return
+        if m.retry_conflicts(from_step, force):
+            before = self.run(snapshot(self.client, self.keys.prefix))
+            with pytest.raises(StepConflictError):
+                self.run(call)
+            assert self.run(snapshot(self.client, self.keys.prefix)) == before
+            return
+        res = self.run(call)
+        harness.event(f"retry: released {len(self.fair.free(m.step, rid))}")  # its slot goes on
+        m.apply_retry(from_step, res.entry_id)
+        assert res.epoch == m.epoch
+        if resend:
+            again = operator.retry(
+                self.sm, rid, from_step, PREV[from_step], force=force, op=op, steps=STEPS
+            )
+            before = self.run(snapshot(self.client, self.keys.prefix))
+            assert self.run(again) == msgspec.structs.replace(res, duplicate=True)
+            assert self.run(snapshot(self.client, self.keys.prefix)) == before
+
+    @rule(rid=st.sampled_from(RECORDS))
+    def cancel(self, rid: str) -> None:
+        m = self.model[rid]
+        call = operator.cancel(self.sm, rid)
+        if m.state is None:
+            with pytest.raises(SagaNotFoundError):
+                self.run(call)
+        elif m.state in (C, CD):
+            with pytest.raises(StepConflictError):
+                self.run(call)
+        else:
+            assert self.run(call) == m.state
+            if m.state != X:  # a cancelled saga's cancel writes nothing
+                harness.event(f"cancel: released {len(self.fair.free(m.step, rid))}")
+            m.state, m.token, m.entry, m.lease_live = X, "", "", False
+
+    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
+    def accept_review(self, rid: str, resend: bool) -> None:
+        m = self.model[rid]
+        op = uuid.uuid4().hex
+        call = operator.accept_review(self.sm, rid, STEPS, op=op)
+        if m.state is None:
+            with pytest.raises(SagaNotFoundError):
+                self.run(call)
+            return
+        before = self.run(snapshot(self.client, self.keys.prefix))
+        if not m.review:
+            with pytest.raises(StepConflictError):
+                self.run(call)
+            assert self.run(snapshot(self.client, self.keys.prefix)) == before
+            return
+        assert self.run(call) == len(m.review)
+        harness.event("accept_review: OK")
+        m.review.clear()
+        if resend:
+            again = operator.accept_review(self.sm, rid, STEPS, op=op)
+            self.run(unchanged(self.client, self.keys, again))
+
+    @precondition(lambda self: self._in(P, CG))
+    @rule(step=st.sampled_from(WORK), resend=st.booleans())
+    def quarantine_ready(self, step: str, resend: bool) -> None:
+        """Read new entries and quarantine them all as malformed (naming their record): a
+        saga whose current entry it was is dead-lettered; a re-send writes nothing."""
+        entries = self.run(read_ready(self.client, self.keys, step, "w-q", count=10))
+        for entry, rid in entries:
+            strands = self.model[rid].predict_quarantine(step, entry)
+            self.run(quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid))
+            harness.event(f"quarantine: {'dead-lettered' if strands else 'entry only'}")
+            if resend:
+                again = quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid)
+                assert self.run(unchanged(self.client, self.keys, again)) == ""
+
+    @rule(rid=st.sampled_from(RECORDS), resend=st.booleans())
+    def move_and_back(self, rid: str, resend: bool) -> None:
+        """saga partitions migrate's two calls, to another partition count and back: a
+        terminal saga reads the same there and back here; any other is left untouched."""
+        m = self.model[rid]
+        wide = next(Keys(self.keys.prefix, n) for n in range(2, 64)
+                    if Keys(self.keys.prefix, n).partition_of(rid) != 0)  # fmt: skip
+        op = uuid.uuid4().hex
+        if m.state is None or not m.state.terminal:
+            moved = self.run(unchanged(self.client, self.keys, move_record(
+                self.client, self.keys, wide, rid, op)))  # fmt: skip
+            assert moved == (Moved.GONE if m.state is None else Moved.ACTIVE)
+            return
+        here = self.run(get_saga_and_history(self.client, self.keys, rid))
+        assert self.run(move_record(self.client, self.keys, wide, rid, op)) == Moved.MOVED
+        harness.event(f"move {m.state.value}: MOVED")
+        assert self.run(get_saga_and_history(self.client, wide, rid)) == here
+        if resend:  # the same op again: nothing left to move, nothing written
+            self.run(unchanged(self.client, self.keys, move_record(
+                self.client, self.keys, wide, rid, op)))  # fmt: skip
+        back = self.run(move_record(self.client, wide, self.keys, rid, uuid.uuid4().hex))
+        assert back == Moved.MOVED
+        assert self.run(get_saga_and_history(self.client, self.keys, rid)) == here
+
+    @precondition(lambda self: self._in(W))
+    @rule(step=st.sampled_from(STEPS))
+    def unpark(self, step: str) -> None:
+        """A budget raised: the sagas parked for their budget at the step wake now (due or
+        not); other waiting sagas, candidates too, are left as they are."""
+        waiting = [rid for rid, m in self.model.items() if m.state == W and m.step == step]
+        woken = [rid for rid in waiting if self.model[rid].ec == BUDGET_ERROR]
+        got = self.run(budgets._unpark(self.sm, 0, step, waiting, "budget raised", "op-u"))
+        assert got == len(woken)
+        harness.event(f"unpark: {len(woken)} of {len(waiting)}")
+        for rid in woken:
+            m = self.model[rid]
+            m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
