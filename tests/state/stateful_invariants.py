@@ -17,7 +17,7 @@ After every rule:
   deferred saga (pending, no entry) waits on exactly one thing, its deferral or its
   released entry of its epoch, and a pending or running saga has no deferral of its epoch; no saga
   has two entries delivered at once. (Claims check that no user got a new slot past
-  the cap while entries waited: test_stateful._check_cap.)
+  the cap while entries waited: stateful_harness._check_cap.)
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ them due with ZADD score 0, the same stand-in.
 
 Every rule predicts the script's outcome from the model (stateful_model) and checks
 it; after every rule the invariants (stateful_invariants) are checked against Redis.
+The steps' lifecycle rules are here; the per-user cap's, compensation's and the
+operator's are mixins (stateful_rules_*); the claim they share is in stateful_harness.
 
 ``SAGA_SOAK=1`` runs ten times more examples, each ten times longer.
 """
@@ -97,11 +99,7 @@ SETTINGS = settings(
 
 
 class SagaMachine(FairnessRules, CompensationRules, OperatorRules):
-    """The rules of the steps' lifecycle are here; the per-user cap's, compensation's
-    and the operator's are in the mixins (stateful_rules_*), which hypothesis collects
-    like its own."""
-
-    # -- rules ----------------------------------------------------------------
+    # -- rules (hypothesis collects the mixins' too) ---------------------------
     @rule(rid=st.sampled_from(RECORDS))
     def start(self, rid: str) -> None:
         m = self.model[rid]
