@@ -172,9 +172,11 @@ async def _unpark_type(sm: StateMachine, user_id: str, why: str, batch: int, op:
             chunk = records[i : i + 500]
             pipe = client.pipeline(transaction=False)
             for rid in chunk:
-                pipe.hmget(keys.saga(rid), ["state", "step", "ec"])
-            for rid, (state, step, ec) in zip(chunk, await pipe.execute(), strict=True):
-                if text(state) == SagaState.WAITING_RETRY and text(ec) == BUDGET_ERROR:
+                pipe.hmget(keys.saga(rid), ["state", "step", "ec", "pec"])
+            for rid, (state, step, ec, pec) in zip(chunk, await pipe.execute(), strict=True):
+                parked = text(state) == SagaState.WAITING_RETRY and text(ec) == BUDGET_ERROR
+                undo = text(state) == SagaState.COMPENSATING and text(pec) == BUDGET_ERROR
+                if parked or undo:  # an undo step parked while compensating: its 'pec'
                     by_step[text(step)].append(rid)
         for step, rids in by_step.items():
             for i in range(0, len(rids), batch):

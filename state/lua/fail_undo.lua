@@ -87,8 +87,12 @@ end
 
 local due = now + tonumber(ARGV[6])
 -- ec and em keep the error that led to the compensation; the history has this one.
+-- 'pec': why this undo waits when it is parked (its ec is the compensation's cause), so
+-- raising a budget wakes it as it wakes a parked step (unpark_sagas).
+local pec = ''
+if action == 'park' then pec = ec end
 redis.call('HSET', saga, 'token', '', 'lease', 0, 'worker', '', 'entry', '', 'due', due,
-           'updated', now)
+           'updated', now, 'pec', pec)
 redis.call('ZADD', KEYS[4], due, record)
 ev[#ev + 1] = 'due'
 ev[#ev + 1] = due

@@ -1,6 +1,8 @@
 -- unpark_sagas: wake sagas parked for a reason that no longer holds (a user's budget
 -- was raised or cleared): each named saga still waiting at the step with the given
--- error class goes back to the step's ready stream now, not at its due time.
+-- error class goes back to the step's ready stream now, not at its due time. An undo
+-- step parked while compensating (its reason in 'pec', fail_undo) wakes the same way
+-- and stays compensating.
 -- Python reads the candidates (the user's index) and passes their keys; this script
 -- re-checks each one, so a saga retried, cancelled or promoted meanwhile is skipped.
 --
@@ -30,12 +32,17 @@ local woken = 0
 for i = 1, n do
   local record = ARGV[5 + i]
   local saga, hist = KEYS[9 + 2 * (i - 1)], KEYS[10 + 2 * (i - 1)]
-  local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'ec')
-  if s[1] == STATE.WAITING_RETRY and s[2] == step and s[4] == ec
-     and redis.call('ZREM', delayed, record) == 1 then
+  local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'ec', 'pec')
+  local parked = s[1] == STATE.WAITING_RETRY and s[4] == ec
+  local undo = s[1] == STATE.COMPENSATING and s[5] == ec
+  if (parked or undo) and s[2] == step and redis.call('ZREM', delayed, record) == 1 then
     local entry = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[3], 'v', SCHEMA_VERSION)
-    redis.call('HSET', saga, 'state', STATE.PENDING, 'entry', entry, 'due', 0, 'updated', now)
-    index_state(3, record, STATE.WAITING_RETRY, STATE.PENDING, now)
+    if undo then
+      redis.call('HSET', saga, 'entry', entry, 'due', 0, 'updated', now, 'pec', '')
+    else
+      redis.call('HSET', saga, 'state', STATE.PENDING, 'entry', entry, 'due', 0, 'updated', now)
+      index_state(3, record, STATE.WAITING_RETRY, STATE.PENDING, now)
+    end
     history_append(hist, maxlen, {'e', 'promoted', 's', step, 'ep', s[3], 't', now, 'x', why,
                                   'op', op})
     woken = woken + 1

@@ -125,3 +125,40 @@ async def test_unpark_wakes_the_users_parked_sagas_of_every_type(
     await _budget_parked(sm, "d2")
     assert await budgets.unpark_user(sm, "u1", "budget cleared") == 1  # and the other way
     assert (await saga_hash(redis, keys, "d2"))["state"] == SagaState.PENDING
+
+
+async def test_unpark_wakes_an_undo_parked_for_the_budget(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """A compensation's undo that hit the user's budget is parked ('pec' holds why, its
+    'ec' keeps the compensation's cause): raising the budget sends it back to the undo's
+    ready stream now, the saga still compensating; an undo waiting on an ordinary retry
+    stays waiting."""
+    from saga.state.streams import ensure_groups
+    from tests.state.test_compensation import UNDOABLE, _claim_undo, _commit, _dead
+
+    await ensure_groups(redis, keys, [f"undo:{s}" for s in UNDOABLE])
+    for rid in ("c1", "c2"):
+        await sm.start(rid, "u1", "router")
+        await _commit(sm, "router")
+        await _dead(sm, "parser")
+    park = FailRequest(action=FailAction.PARK, error_class=budgets.BUDGET_ERROR,
+                       error_message="spent", delay_ms=3_600_000)  # fmt: skip
+    retry = FailRequest(action=FailAction.RETRY, error_class=budgets.BUDGET_ERROR,
+                        error_message="spent", delay_ms=3_600_000)  # fmt: skip
+    parked, waiting = await _claim_undo(sm, "router"), await _claim_undo(sm, "router")
+    assert (await sm.fail(parked, park)).state == SagaState.COMPENSATING
+    assert (await sm.fail(waiting, retry)).state == SagaState.COMPENSATING
+    h = await saga_hash(redis, keys, parked.record_id)
+    assert (h["pec"], h["ec"]) == (budgets.BUDGET_ERROR, "E")
+    assert await budgets.unpark_user(sm, "u1", "budget raised") == 1
+    h = await saga_hash(redis, keys, parked.record_id)
+    assert (h["state"], h["step"], h["pec"], h["due"]) == ("compensating", "undo:router", "", "0")
+    assert h["entry"] and (await events(redis, keys, parked.record_id))[-1] == "promoted"
+    assert await redis.zscore(keys.delayed(0, "undo:router"), parked.record_id) is None
+    assert await redis.zscore(keys.delayed(0, "undo:router"), waiting.record_id) is not None
+    assert await budgets.unpark_user(sm, "u1", "budget raised") == 0
+    again = await _claim_undo(sm, "router")
+    assert again.record_id == parked.record_id
+    done = await sm.commit(again, CommitRequest(output=b"{}", worker="w-u"))
+    assert done.state == "compensated"
