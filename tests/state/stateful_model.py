@@ -72,6 +72,8 @@ class Rec:
     due_past: bool = False
     ec: str = ""
     """The error class of its last failure (a budget park's wakes by unpark_sagas)."""
+    pec: str = ""
+    """Why its undo waits when the undo was parked (fail_undo's 'pec'; its ec is kept)."""
     failtok: str = ""
     dfr: str = ""
     """The entry its last deferral (per-user cap) set aside: the saga waits with no entry."""
@@ -239,6 +241,8 @@ class Rec:
         m = self
         m.failtok, m.token, m.entry, m.lease_live, m.ec = token, "", "", False, ec
         undo = step.startswith("undo:")
+        if undo:
+            m.pec = ec if action == FailAction.PARK else ""
         if action == FailAction.DEAD and undo:
             m.state = CF
         elif action == FailAction.DEAD:

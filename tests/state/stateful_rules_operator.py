@@ -22,7 +22,7 @@ from saga.state.repartition import Moved, move_record
 from tests.state.helpers import read_ready, snapshot
 from tests.state.stateful_harness import WORK, RedisMachine
 from tests.state.stateful_invariants import unchanged
-from tests.state.stateful_model import CD, CG, PREV, RECORDS, STEPS, C, P, W, X
+from tests.state.stateful_model import CD, CG, PREV, RECORDS, STEPS, UNDO_STEPS, C, P, W, X
 
 
 class OperatorRules(RedisMachine):
@@ -136,16 +136,22 @@ class OperatorRules(RedisMachine):
         assert back == Moved.MOVED
         assert self.run(get_saga_and_history(self.client, self.keys, rid)) == here
 
-    @precondition(lambda self: self._in(W))
-    @rule(step=st.sampled_from(STEPS))
+    @precondition(lambda self: self._in(W) or any(m.undo_waiting for m in self.model.values()))
+    @rule(step=st.sampled_from(STEPS + UNDO_STEPS))
     def unpark(self, step: str) -> None:
         """A budget raised: the sagas parked for their budget at the step wake now (due or
-        not); other waiting sagas, candidates too, are left as they are."""
-        waiting = [rid for rid, m in self.model.items() if m.state == W and m.step == step]
-        woken = [rid for rid in waiting if self.model[rid].ec == BUDGET_ERROR]
+        not), and so do undos parked for it while their saga compensates (which stays
+        compensating); other waiting sagas, candidates too, are left as they are."""
+        undo = step.startswith("undo:")
+        waiting = [rid for rid, m in self.model.items()
+                   if m.step == step and (m.undo_waiting if undo else m.state == W)]  # fmt: skip
+        why = {rid: self.model[rid].pec if undo else self.model[rid].ec for rid in waiting}
+        woken = [rid for rid in waiting if why[rid] == BUDGET_ERROR]
         got = self.run(budgets._unpark(self.sm, 0, step, waiting, "budget raised", "op-u"))
         assert got == len(woken)
-        harness.event(f"unpark: {len(woken)} of {len(waiting)}")
+        harness.event(f"unpark{' undo' if undo else ''}: {len(woken)} of {len(waiting)}")
         for rid in woken:
             m = self.model[rid]
-            m.state, m.due_past, m.entry = P, False, self._entry_of(rid)
+            m.due_past, m.entry, m.pec = False, self._entry_of(rid), ""
+            if not undo:
+                m.state = P

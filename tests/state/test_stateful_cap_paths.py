@@ -1,7 +1,8 @@
 """Scripted runs of the stateful machine (test_stateful) through the paths random runs
 reach rarely: a cancel, retry or compensation handing a user's slot on at once; a
 released entry of an older epoch dropped by the claim, its slot going to the newer
-deferral; a capped takeover dead-lettering into compensation. The model must follow
+deferral; a capped takeover dead-lettering into compensation; an undo parked for the
+budget and woken when it is raised. The model must follow
 Redis at each step and the invariants hold."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import pytest
 
 import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
-from saga.state.model import Claim
+from saga.state.model import Claim, FailAction
+from tests.state import stateful_model as model
 
 
 @pytest.fixture
@@ -100,5 +102,30 @@ def test_a_capped_takeover_dead_letters_into_compensation(m: stateful.SagaMachin
     assert held[1].token != m.model["r0"].token
     _check(m)
     m.work("w-a", None, undos=True)
-    assert m.model["r0"].state == stateful.CD
+    assert m.model["r0"].state == model.CD
+    _check(m)
+
+
+def test_an_undo_parked_for_the_budget_wakes_when_it_is_raised(m: stateful.SagaMachine) -> None:
+    """A completed saga re-run at the parser fails there for good and compensates; its
+    undo is claimed and parked for the user's budget; unpark wakes it (the saga still
+    compensating), and the compensation runs to its end."""
+    for _ in range(4):  # every saga through both steps (the per-user cap holds some back)
+        m.work("w-a", None, undos=False)
+    assert m.model["r0"].state == model.C
+    m.retry("r0", "parser", force=False, resend=False)
+    m.work("w-a", FailAction.DEAD, undos=False)  # compensating: undo:parser first
+    assert m.model["r0"].state == model.CG
+    _check(m)
+    [held] = [h for h in _claims(m.claim_ready("w-u")) if h[1].step.startswith("undo:")]
+    m.fail(held, FailAction.PARK, due_now=False, resend=False, budget=True,
+           compensable=False)  # fmt: skip
+    assert m.model["r0"].pec
+    _check(m)
+    m.unpark(held[1].step)
+    assert not m.model["r0"].pec and m.model["r0"].entry
+    _check(m)
+    for _ in range(3):
+        m.work("w-u", None, undos=True)
+    assert m.model["r0"].state == model.CD
     _check(m)
