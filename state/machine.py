@@ -209,8 +209,9 @@ class StateMachine:
         keys += (rk.saga, rk.history, rk.pages, ready)
         keys.append(k.ready(p, req.next_step) if req.next_step else ready)
         cap, lease_ms = self.user_caps.get(step, (0, 0))
-        if cap > 0:
+        if cap > 0:  # the script reads the two keys when the lease it is given is > 0
             keys += (k.inflight(p, step), k.deferred(p, step))
+            lease_ms = max(lease_ms, 1)
         else:
             lease_ms = 0
         cost_keys = req.cost_keys[:64]
