@@ -60,6 +60,7 @@
 --@include state_index
 --@include fence
 --@include cost
+--@include committed_event
 --@include user_cap
 
 local group, maxlen, pages_ttl, retention = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
@@ -149,18 +150,8 @@ local function commit_one(b, a)
   committed[step] = (committed[step] or 0) + 1
 
   index_state(4, record, STATE.RUNNING, state, now_s)
-  local ev = {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now_s,
-              'd', duration, 'n', next_step, 'op', op}
-  -- Cost and tokens only when there are some: most steps call no model, and every
-  -- field is paid for in server CPU, the AOF and memory on each transition.
-  if cost > 0 then
-    ev[#ev + 1] = 'c'
-    ev[#ev + 1] = cost
-  end
-  if ARGV[a + 11] ~= '0' and ARGV[a + 11] ~= '' then
-    ev[#ev + 1] = 'k'
-    ev[#ev + 1] = ARGV[a + 11]
-  end
+  local ev = committed_event(step, attempt, epoch, worker, now_s, duration, next_step, op,
+                             cost, ARGV[a + 11])
   if review ~= '' then
     ev[#ev + 1] = 'rv'
     ev[#ev + 1] = review

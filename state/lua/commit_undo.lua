@@ -41,6 +41,7 @@
 --@include state_index
 --@include fence
 --@include cost
+--@include committed_event
 
 local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -86,15 +87,7 @@ redis.call('HSET', saga, unpack(f))
 redis.call('HINCRBY', KEYS[5], 'committed:' .. step, 1)
 add_cost({saga = saga, costs = KEYS[12], spend = KEYS[13], dd = ARGV[12]}, s[11], step, cost)
 index_state(6, record, STATE.COMPENSATING, state, now)
-local ev = {'e', 'committed', 's', step, 'a', attempt, 'ep', epoch, 'w', worker, 't', now,
-            'd', duration, 'n', next_step, 'op', op}
-if cost > 0 then
-  ev[#ev + 1] = 'c'
-  ev[#ev + 1] = cost
-end
-if (ARGV[10] or '0') ~= '0' and ARGV[10] ~= '' then
-  ev[#ev + 1] = 'k'
-  ev[#ev + 1] = ARGV[10]
-end
+local ev = committed_event(step, attempt, epoch, worker, now, duration, next_step, op, cost,
+                           ARGV[10])
 history_append(hist, maxlen, ev)
 return {RC.OK, state, next_step, next_entry}
