@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from saga.bench.report import Ratios, Retention, SystemResult, Target
 
 # Issue 23's goals, per step transition, default settings, logs at info.
@@ -64,7 +66,7 @@ def targets(
             name="two processes",
             goal=">= 1.5x the transitions/s of one process (compare --workers 1 and 2)",
             value=f"{saga.throughput.transitions_per_s:.0f}/s with "
-            f"{saga.workers.processes} process(es)",
+            f"{saga.workers.processes} process(es); {_two_process_bound(saga)}",
             met=None,
         )
     )
@@ -186,3 +188,17 @@ def _retention_target(retention: Retention) -> Target:
         value=value,
         met=met,
     )
+
+
+def _two_process_bound(saga: SystemResult) -> str:
+    """What a second worker process can add where the server shares this machine's
+    cores: with w µs of worker CPU and r µs of server CPU per transition, one process
+    runs at most 1/w transitions/s and N on C cores at most C/(w + r), so the gain is
+    at most C·w/(w + r), and never more than 2 (nor w/r, the server's own ceiling)."""
+    w = saga.workers.cpu_us_per_transition
+    r = saga.redis.server_cpu_us_per_transition
+    cores = os.cpu_count() or 1
+    if w <= 0 or r <= 0:
+        return "bound unknown"
+    bound = min(2.0, cores * w / (w + r), w / r)
+    return f"at most {bound:.2f}x on {cores} cores shared with the server"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,24 @@ def test_tracing_env_and_recovery_bounds() -> None:
     assert bounds["router"].latest_s == pytest.approx(60 + 1 + 10)
     assert bounds["router"].earliest_s == pytest.approx(40 + 1)
     assert bounds["parser"].latest_s == pytest.approx(120 + 1 + 10)
+
+
+def test_two_process_bound_is_what_the_shared_cores_allow(monkeypatch: Any) -> None:
+    """The eighth round's figures: w = 49.5, r = 37.6 µs on 2 cores allow 1.14x; the
+    batched protocol's (72.9, 10.5) 1.75x; 2x at most however idle the server."""
+    from types import SimpleNamespace
+
+    from saga.bench import targets
+
+    def system(w: float, r: float) -> Any:
+        return SimpleNamespace(
+            workers=SimpleNamespace(cpu_us_per_transition=w),
+            redis=SimpleNamespace(server_cpu_us_per_transition=r),
+        )
+
+    monkeypatch.setattr(targets.os, "cpu_count", lambda: 2)
+    assert "at most 1.14x on 2 cores" in targets._two_process_bound(system(49.5, 37.6))
+    assert "at most 1.75x" in targets._two_process_bound(system(72.9, 10.5))
+    monkeypatch.setattr(targets.os, "cpu_count", lambda: 16)
+    assert "at most 2.00x" in targets._two_process_bound(system(49.5, 1.0))
+    assert targets._two_process_bound(system(0.0, 1.0)) == "bound unknown"
