@@ -93,3 +93,29 @@ async def test_a_saga_rerun_after_completion_keeps_its_entries(redis: Any, keys:
     assert await prune_retired(sm, 0) == 0
     assert await redis.zscore(keys.created_index(0), "r1") is not None
     assert await redis.zscore(keys.user_index(0, "u1"), "r1") is not None
+
+
+async def test_one_pass_deletes_every_due_saga_past_a_thousand(redis: Any, keys: Keys) -> None:
+    """A pass keeps going while sagas are due (a time budget, not a count): 1,200 due
+    sagas are all deleted by one call, the earlier cap of 1,000 a pass notwithstanding."""
+    await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
+    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    n = 1200
+    for i in range(n):
+        await sm.start(f"r{i}", "u1", "router")
+    while rows := await redis.xreadgroup(
+        "executors", "w", {keys.ready(0, "router"): ">"}, count=100
+    ):
+        entries = [(e.decode(), f[b"rid"].decode()) for e, f in rows[0][1]]
+        outs = await sm.claim("router", 0, entries, worker="w", lease_ms=60_000,
+                              max_lease_expiries=3)  # fmt: skip
+        await sm.finish_many([(o.claim, CommitRequest(output=b"{}")) for o in outs])
+    [(_, last)] = await redis.zrange(keys.retired(0), -1, -1, withscores=True)
+
+    async def all_due() -> bool:
+        return await server_ms(redis) > last + 1000  # past the sweep's slack too
+
+    await wait_until(all_due, within=10)
+    assert await prune_retired(sm, 0) == n
+    assert await redis.zcard(keys.retired(0)) == 0
+    assert await redis.exists(keys.saga("r0"), keys.saga(f"r{n - 1}")) == 0
