@@ -117,6 +117,9 @@ class Upkeep:
                     self.client, self.keys.ready(p, spec.name), keep=self.worker
                 )
         for p in self.keys.all_partitions():
+            # A partition's sweep may run for seconds (retention.prune_retired): the pass
+            # is alive, and /livez must see it across many partitions.
+            self.health.tick("maintenance")
             pruned = await retention.prune_retired(self.sm, p)
             if pruned:
                 log.info("retired_sagas_pruned", partition=p, count=pruned)
