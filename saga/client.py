@@ -236,12 +236,8 @@ class SagaClient:
         the new budget is not spent yet, the user's budget-parked steps run again now."""
         if daily is None and monthly is None:
             raise InvalidIdError("a budget needs a daily or a monthly limit")
-        await budgets.set_budget(self.redis, self.keys, user_id, budgets.Budget(
-            daily=daily, monthly=monthly))  # fmt: skip
-        status = await self.budget(user_id)
-        if not status.exceeded:
-            await budgets.unpark_user(self.sm, user_id, "budget raised")
-        return status
+        budget = budgets.Budget(daily=daily, monthly=monthly)
+        return (await budgets.set_and_wake(self.sm, user_id, budget))[0]
 
     async def budget(self, user_id: str) -> BudgetStatus:
         """A user's budget and spend so far this UTC day and month (``saga budget show``)."""
@@ -253,6 +249,4 @@ class SagaClient:
 
     async def clear_budget(self, user_id: str) -> bool:
         """Remove a user's budget and run their budget-parked steps again; False if none."""
-        had = await budgets.clear_budget(self.redis, self.keys, user_id)
-        await budgets.unpark_user(self.sm, user_id, "budget cleared")
-        return had
+        return (await budgets.clear_and_wake(self.sm, user_id))[0]

@@ -145,6 +145,34 @@ async def spend_of(
     return out
 
 
+def parked_for_budget(state: str, ec: str, pec: str) -> bool:
+    """Whether a saga's ``state``, ``ec`` and ``pec`` fields say it waits for its user's
+    budget: a step parked for it, or an undo parked while compensating (its ``pec``: the
+    ``ec`` keeps the failure that started the compensation)."""
+    if state == SagaState.WAITING_RETRY:
+        return ec == BUDGET_ERROR
+    return state == SagaState.COMPENSATING and pec == BUDGET_ERROR
+
+
+async def set_and_wake(
+    sm: StateMachine, user_id: str, budget: Budget, now: float | None = None
+) -> tuple[BudgetStatus, int]:
+    """Set a user's budget and, when it is not spent already, wake their budget-parked
+    sagas of every type (``saga budget set``, the client, the console). Returns the
+    user's status and how many woke."""
+    await set_budget(sm.client, sm.keys, user_id, budget)
+    [status] = await statuses(sm.client, sm.keys, user_id, now)
+    woken = 0 if status.exceeded else await unpark_user(sm, user_id, "budget raised")
+    return status, woken
+
+
+async def clear_and_wake(sm: StateMachine, user_id: str) -> tuple[bool, int]:
+    """Remove a user's budget and wake their budget-parked sagas of every type
+    (``saga budget clear``). Returns whether they had one and how many woke."""
+    had = await clear_budget(sm.client, sm.keys, user_id)
+    return had, await unpark_user(sm, user_id, "budget cleared")
+
+
 async def unpark_user(
     sm: StateMachine, user_id: str, why: str, *, batch: int = 100, op: str | None = None
 ) -> int:
@@ -174,9 +202,7 @@ async def _unpark_type(sm: StateMachine, user_id: str, why: str, batch: int, op:
             for rid in chunk:
                 pipe.hmget(keys.saga(rid), ["state", "step", "ec", "pec"])
             for rid, (state, step, ec, pec) in zip(chunk, await pipe.execute(), strict=True):
-                parked = text(state) == SagaState.WAITING_RETRY and text(ec) == BUDGET_ERROR
-                undo = text(state) == SagaState.COMPENSATING and text(pec) == BUDGET_ERROR
-                if parked or undo:  # an undo step parked while compensating: its 'pec'
+                if parked_for_budget(text(state), text(ec), text(pec)):
                     by_step[text(step)].append(rid)
         for step, rids in by_step.items():
             for i in range(0, len(rids), batch):
@@ -235,3 +261,42 @@ async def statuses(
             resumes_at_ms=int(over.resumes_at * 1000) if over else 0,
         ))  # fmt: skip
     return out
+
+
+class ParkedCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """How many sagas wait for their user's budget, per user and saga type."""
+
+    by_user: dict[str, dict[str, int]]
+    """User → saga type → sagas parked for the budget (users with none are absent)."""
+    complete: bool
+    """False when an index held more sagas than were read: the counts are lower bounds."""
+    read: int
+    """Saga hashes read."""
+
+
+async def parked_counts(client: Any, keys: Keys, most: int = 5000) -> ParkedCounts:
+    """Budget-parked sagas per user and type, from the state indexes that can hold them
+    (waiting_retry; the active index, for undos parked while compensating), at most
+    ``most`` sagas read in two round trips, never a key scan."""
+    indexes = [(k, k.state_index(p, s))
+               for s in (SagaState.WAITING_RETRY, SagaState.COMPENSATING)
+               for k in await keyspaces(client, keys) for p in k.all_partitions()]  # fmt: skip
+    per = max(1, most // len(indexes))
+    pipe = client.pipeline(transaction=False)
+    for _, index in indexes:
+        pipe.zcard(index)
+        pipe.zrange(index, 0, per - 1)
+    replies = await pipe.execute()
+    complete = all(num(n) <= per for n in replies[0::2])
+    found = [
+        (k, text(r)) for (k, _), rids in zip(indexes, replies[1::2], strict=True) for r in rids
+    ]
+    pipe = client.pipeline(transaction=False)
+    for k, rid in found:
+        pipe.hmget(k.saga(rid), ["uid", "state", "ec", "pec"])
+    by_user: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for (k, _), (uid, state, ec, pec) in zip(found, await pipe.execute(), strict=True):
+        if parked_for_budget(text(state), text(ec), text(pec)):
+            by_user[text(uid)][k.saga_type] += 1
+    return ParkedCounts(by_user={u: dict(n) for u, n in sorted(by_user.items())},
+                        complete=complete, read=len(found))  # fmt: skip

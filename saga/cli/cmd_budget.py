@@ -61,10 +61,8 @@ def main_set(args: argparse.Namespace) -> int:
     async def go(client: Any, sm: Any) -> int:
         from saga.state import budgets
 
-        await budgets.set_budget(client, sm.keys, user, budgets.Budget(
+        status, woken = await budgets.set_and_wake(sm, user, budgets.Budget(
             daily=args.daily, monthly=args.monthly))  # fmt: skip
-        woken = await _wake_if_allowed(client, sm, user, "budget raised")
-        [status] = await budgets.statuses(client, sm.keys, user)
         if args.json:
             print_json(document([status]))
         else:
@@ -81,8 +79,7 @@ def main_clear(args: argparse.Namespace) -> int:
         from saga.cli.shapes import BudgetCleared
         from saga.state import budgets
 
-        had = await budgets.clear_budget(client, sm.keys, user)
-        woken = await budgets.unpark_user(sm, user, "budget cleared")
+        had, woken = await budgets.clear_and_wake(sm, user)
         if args.json:
             print_json(BudgetCleared(user_id=user, cleared=had, woken=woken))
         else:
@@ -109,14 +106,6 @@ def main_show(args: argparse.Namespace) -> int:
         return Exit.OK
 
     return _with_client(go)
-
-
-async def _wake_if_allowed(client: Any, sm: Any, user: str, why: str) -> int:
-    """Wake the user's budget-parked steps when the new budget is not spent already."""
-    from saga.state import budgets
-
-    [status] = await budgets.statuses(client, sm.keys, user)
-    return 0 if status.exceeded else await budgets.unpark_user(sm, user, why)
 
 
 def _with_client(go: Any) -> int:

@@ -138,6 +138,30 @@ async def costs_daily(request: Request, who: Identity | None) -> Response:
     return json(await service(request).costs_daily(user, since))
 
 
+@endpoint(VIEWER, api=True)
+async def budgets(request: Request, who: Identity | None) -> Response:
+    """``saga budget show --json`` (``?user=``: that user, budgeted or not) with each
+    user's budget-parked sagas per type."""
+    return json(await service(request).budgets(params.user(request.query_params.get("user"))))
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def set_budget(request: Request, who: Identity | None, body: Body) -> Response:
+    """``saga budget set``: ``{"daily": USD, "monthly": USD}``, either may be absent or
+    null (no limit); replaces the user's budget."""
+    from saga.console.budgets import budget_of
+
+    user = validate_id(request.path_params["user_id"], "user id")
+    return json(await service(request).set_budget(who_of(who), user, budget_of(body)))
+
+
+@endpoint(OPERATOR, api=True, mutates=True)
+async def clear_budget(request: Request, who: Identity | None, body: Body) -> Response:
+    """``saga budget clear --json``."""
+    user = validate_id(request.path_params["user_id"], "user id")
+    return json(await service(request).clear_budget(who_of(who), user))
+
+
 @endpoint(None, api=True)
 async def openapi(request: Request, who: Identity | None) -> Response:
     from saga.console.openapi import document
@@ -161,5 +185,8 @@ def routes() -> list[Route]:
         Route(f"{p}/dead-letters/purge", purge, methods=["POST"]),
         Route(f"{p}/costs", costs, methods=["GET"]),
         Route(f"{p}/costs/daily", costs_daily, methods=["GET"]),
+        Route(f"{p}/budgets", budgets, methods=["GET"]),
+        Route(f"{p}/budgets/{{user_id}}", set_budget, methods=["PUT"]),
+        Route(f"{p}/budgets/{{user_id}}", clear_budget, methods=["DELETE"]),
         Route(f"{p}/openapi.json", openapi, methods=["GET"]),
     ]

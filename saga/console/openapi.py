@@ -22,6 +22,7 @@ CLI = {
     "TopDocument": "top", "DeadLettersDocument": "dlq-letters", "ReplayDocument": "dlq-replay",
     "PurgeDocument": "dlq-purge", "RetryResult": "retry", "CancelResult": "cancel",
     "ReviewAccepted": "review-accept", "CostsDocument": "costs",
+    "BudgetsDocument": "budget-show", "BudgetCleared": "budget-clear",
 }  # fmt: skip
 """Component -> the CLI's ``--json`` schema it is (``saga/cli/schemas/<name>.json``)."""
 
@@ -54,6 +55,10 @@ OWN: dict[str, dict[str, Any]] = {
     "Counts": obj(counts=ref("StateCounts")),
     "CostsDaily": of({"from": STR, "to": STR,
                       "days": arr(obj(day=STR, usd=NUM, rows=arr(ref("CostRow"))))}),
+    "Budgets": obj(budgets=arr(ref("BudgetStatus")), parked_complete=BOOL, parked={
+        "type": "object", "description": "user -> saga type -> sagas parked for the budget",
+        "additionalProperties": {"type": "object", "additionalProperties": INT}}),
+    "BudgetSet": obj(budget=ref("BudgetStatus"), woken=INT),
 }  # fmt: skip
 """The console's own answers (the CLI prints nothing like them)."""
 
@@ -73,6 +78,8 @@ LIST_PARAMS = [
     _query("cursor", "where the previous page ended (from its Link header)"),
     _query("type", "sagas of this registered saga type (default: the console's own)"),
 ]  # fmt: skip
+USER = {"name": "user_id", "in": "path", "required": True, "schema": STR}
+USD = {"type": ["number", "null"], "minimum": 0, "description": "USD; null or absent: no limit"}
 TYPE = _query("type", "a saga of this registered saga type (default: the console's own)")
 
 
@@ -135,6 +142,15 @@ PATHS: dict[str, dict[str, Any]] = {
                           parameters=COST_PARAMS)},
     "/costs/daily": {"get": _op("the same per UTC day, with each day's total", "CostsDaily",
                                 "viewer", parameters=COST_PARAMS)},
+    "/budgets": {"get": _op(
+        "budgets, spend this UTC day and month, and sagas parked for them (saga budget show)",
+        "Budgets", "viewer", parameters=[_query("user", "only this user, budgeted or not")])},
+    "/budgets/{user_id}": {
+        "put": _op("set a user's budget; parked sagas wake unless it is spent (saga budget "
+                   "set)", "BudgetSet", "operator", parameters=[USER],
+                   requestBody=_body(daily=USD, monthly=USD)),
+        "delete": _op("remove a user's budget; their parked sagas wake (saga budget clear)",
+                      "BudgetCleared", "operator", parameters=[USER])},
     "/openapi.json": {"get": {"summary": "this document", "security": [],
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }  # fmt: skip

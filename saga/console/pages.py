@@ -20,6 +20,7 @@ from saga.console.service import Service
 from saga.console.tokens import Role
 from saga.console.web import Body, endpoint, set_cookie, text_field, who_of
 from saga.state.ids import validate_id
+from saga.state.model import SagaState
 
 VIEWER, OPERATOR = Role.VIEWER, Role.OPERATOR
 DONE = {
@@ -113,6 +114,7 @@ async def saga(request: Request, who: Identity | None) -> Response:
     now = _now_ms()
     outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
+                  budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
                   steps=svc.pipeline.names, undoable=bool(svc.undoable()),
                   done=DONE.get(request.query_params.get("done", "")),
@@ -207,6 +209,22 @@ async def costs(request: Request, who: Identity | None) -> Response:
     doc, daily = await svc.costs(user, since_ms), await svc.costs_daily(user, since_ms)
     return render(request, "costs.html", doc=doc, chart=cost_chart(daily["days"]),
                   user=user or "", since=since)  # fmt: skip
+
+
+async def _budget_parked(svc: Service, keys: Any, s: Any) -> bool:
+    """Whether the saga waits for its user's budget (an undo's reason is in ``pec``,
+    read only for a compensating saga)."""
+    from saga.state.budgets import parked_for_budget
+    from saga.state.replies import text
+
+    if s.state not in (SagaState.WAITING_RETRY, SagaState.COMPENSATING):
+        return False
+    pec = (
+        text(await svc.redis.hget(keys.saga(s.record_id), "pec"))
+        if s.state == SagaState.COMPENSATING
+        else ""
+    )
+    return parked_for_budget(s.state, s.error_class, pec)
 
 
 def _now_ms() -> int:

@@ -213,6 +213,37 @@ class Service:
             count = await purge_dead_letters(self.redis, self.keys, steps)
         return shapes.PurgeDocument(purged=count, steps=steps)
 
+    # -- budgets (the user's, shared by every saga type) ----------------------------
+    async def budgets(self, user: str | None = None) -> Any:
+        """``saga budget show --json`` (every budgeted user, or ``user`` budgeted or not),
+        with each user's budget-parked sagas per type (a bounded read of the indexes)."""
+        from saga.console.budgets import BudgetsView
+        from saga.state import budgets
+
+        rows = await budgets.statuses(self.redis, self.keys, user)
+        parked = await budgets.parked_counts(self.redis, self.keys)
+        listed = {r.user_id for r in rows}
+        mine = {u: n for u, n in parked.by_user.items() if u in listed}
+        return BudgetsView(budgets=rows, parked=mine, parked_complete=parked.complete)
+
+    async def set_budget(self, who: Identity, user: str, budget: Any) -> Any:
+        """``saga budget set``: when the new budget is not spent, the parked sagas wake."""
+        from saga.console.budgets import BudgetSet
+        from saga.state import budgets
+
+        with _audited(who, "set_budget", "", user_id=user, daily=budget.daily,
+                      monthly=budget.monthly):  # fmt: skip
+            status, woken = await budgets.set_and_wake(self.sagas.sm, user, budget)
+        return BudgetSet(budget=status, woken=woken)
+
+    async def clear_budget(self, who: Identity, user: str) -> Any:
+        """``saga budget clear --json``: the user's parked sagas wake."""
+        from saga.state import budgets
+
+        with _audited(who, "clear_budget", "", user_id=user):
+            had, woken = await budgets.clear_and_wake(self.sagas.sm, user)
+        return shapes.BudgetCleared(user_id=user, cleared=had, woken=woken)
+
 
 @contextlib.contextmanager
 def _audited(who: Identity, action: str, record_id: str, **fields: Any) -> Iterator[None]:
