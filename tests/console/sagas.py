@@ -48,3 +48,16 @@ async def waiting(sm: StateMachine, rid: str, user: str) -> None:
     """Failed once at the router and waiting for its retry."""
     await start(sm, rid, user)
     await fail(sm, "router", FailAction.RETRY)
+
+
+async def budget_parked(sm: StateMachine, rid: str, user: str, *, cost: float = 0.0) -> None:
+    """Parked at the router for the user's budget (as a worker parks it), the attempt
+    billed ``cost`` (the user's spend)."""
+    from saga.state.budgets import BUDGET_ERROR
+    from saga.state.requests import FailRequest
+
+    await start(sm, rid, user)
+    claim = await claim_next(sm, "router", "w1")
+    park = FailRequest(action=FailAction.PARK, error_class=BUDGET_ERROR, worker="w1",
+                       error_message="budget spent", delay_ms=3_600_000, cost=cost)  # fmt: skip
+    assert (await sm.fail(claim, park)).code.name == "OK"

@@ -162,3 +162,61 @@ async def test_unpark_wakes_an_undo_parked_for_the_budget(
     assert again.record_id == parked.record_id
     done = await sm.commit(again, CommitRequest(output=b"{}", worker="w-u"))
     assert done.state == "compensated"
+
+
+@pytest.mark.parametrize(
+    ("state", "ec", "pec", "expected"),
+    [
+        (SagaState.WAITING_RETRY, budgets.BUDGET_ERROR, "", True),
+        (SagaState.WAITING_RETRY, "CircuitOpenError", "", False),
+        (SagaState.COMPENSATING, "E", budgets.BUDGET_ERROR, True),
+        (SagaState.COMPENSATING, budgets.BUDGET_ERROR, "", False),
+        (SagaState.PENDING, budgets.BUDGET_ERROR, budgets.BUDGET_ERROR, False),
+    ],
+)
+def test_parked_for_budget(state: str, ec: str, pec: str, expected: bool) -> None:
+    """A waiting step parks by its 'ec'; an undo of a compensating saga by its 'pec'."""
+    assert budgets.parked_for_budget(state, ec, pec) is expected
+
+
+async def test_parked_counts_per_user_and_type_read_a_bounded_number(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """Budget-parked sagas are counted per user and saga type (an ordinary retry is not);
+    with fewer reads allowed than sagas wait, the counts say they are lower bounds."""
+    from saga.state.streams import ensure_groups
+    from saga.state.types import TypeInfo, register_type
+
+    orders = StateMachine(redis, keys.of_type("orders"))
+    await ensure_groups(redis, orders.keys, ["router"])
+    await register_type(redis, orders.keys, TypeInfo(name="orders", steps=("router",)))
+    await _budget_parked(sm, "d1")
+    await _budget_parked(sm, "d2", user="u2")
+    await _budget_parked(orders, "o1")
+    await sm.start("r1", "u1", "router")
+    retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="m",
+                        delay_ms=3_600_000)  # fmt: skip
+    await sm.fail(await claim_next(sm, "router", "w"), retry)
+    found = await budgets.parked_counts(redis, keys)
+    assert found.by_user == {"u1": {"documents": 1, "orders": 1}, "u2": {"documents": 1}}
+    assert (found.complete, found.read) == (True, 4)
+    few = await budgets.parked_counts(redis, keys, most=4)  # one per index: 3 wait in one
+    assert (few.complete, few.read) == (False, 2)
+    assert sum(n for per in few.by_user.values() for n in per.values()) <= 2
+
+
+async def test_set_and_wake_wakes_only_when_the_new_budget_is_not_spent(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """``saga budget set``'s function: a budget below the spend wakes nothing; clearing
+    wakes the parked saga and says the user had a budget."""
+    await sm.start("s1", "u1", "router")
+    spent = FailRequest(action=FailAction.PARK, error_class=budgets.BUDGET_ERROR,
+                        error_message="spent", delay_ms=3_600_000, cost=2.0)  # fmt: skip
+    await sm.fail(await claim_next(sm, "router", "w"), spent)
+    status, woken = await budgets.set_and_wake(sm, "u1", Budget(daily=1.0))
+    assert (status.exceeded, status.spent_today_usd, woken) == ("daily", 2.0, 0)
+    assert (await saga_hash(redis, keys, "s1"))["state"] == SagaState.WAITING_RETRY
+    assert await budgets.clear_and_wake(sm, "u1") == (True, 1)
+    assert (await saga_hash(redis, keys, "s1"))["state"] == SagaState.PENDING
+    assert await budgets.clear_and_wake(sm, "u1") == (False, 0)
