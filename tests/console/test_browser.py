@@ -172,3 +172,27 @@ async def test_replay_a_dead_letter_after_a_dry_run(stack: Stack, page: Any) -> 
     await page.get_by_role("link", name=rid).click()
     await page.locator("h1 .state.st-completed").wait_for()
     await shot(page, "5-replayed-completed")
+
+
+async def test_set_and_clear_a_budget_through_its_confirmation(stack: Stack, page: Any) -> None:
+    """Budgets → set a user's daily budget (reviewed, then confirmed) → the row shows it,
+    spend and what is left → clear it (confirmed) → the user has no budget."""
+    user = f"user-b{uuid.uuid4().hex[:6]}"
+    await page.click("nav >> text=Budgets")
+    await page.wait_for_url("**/budgets")
+    await page.fill("#set-user", user)
+    await page.fill("#set-daily", "5")  # (bad input: a 400 page, test_budget_pages.py)
+    await page.click("#set-submit")
+    await page.wait_for_url("**/budgets/confirm?*")
+    assert f"Set the budget of {user}?" in await page.inner_text("h1")
+    await page.click("#confirm")
+    await page.wait_for_url(f"**/budgets?user={user}&done=set*")
+    assert "Budget set." in await page.inner_text("#done")
+    row = await page.inner_text(f"#budget-{user}")
+    assert "$5" in row and "within budget" in row
+    await shot(page, "6-budget-set")
+    await page.get_by_role("link", name="Clear").click()
+    await page.wait_for_url("**/budgets/confirm?*action=clear*")
+    await page.click("#confirm")
+    await page.wait_for_url(f"**/budgets?user={user}&done=clear*")
+    assert "no budget" in await page.inner_text(f"#budget-{user}")
