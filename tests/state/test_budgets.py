@@ -151,6 +151,8 @@ async def test_unpark_wakes_an_undo_parked_for_the_budget(
     assert (await sm.fail(waiting, retry)).state == SagaState.COMPENSATING
     h = await saga_hash(redis, keys, parked.record_id)
     assert (h["pec"], h["ec"]) == (budgets.BUDGET_ERROR, "E")
+    counted = await budgets.parked_counts(redis, keys)  # from the active index
+    assert counted.by_user == {"u1": {"documents": 1}}
     assert await budgets.unpark_user(sm, "u1", "budget raised") == 1
     h = await saga_hash(redis, keys, parked.record_id)
     assert (h["state"], h["step"], h["pec"], h["due"]) == ("compensating", "undo:router", "", "0")
