@@ -74,6 +74,8 @@ def _done(q: Any) -> str:
                                 "budget is already spent).")  # fmt: skip
     if q.get("done") == "clear":
         return "Budget cleared." + (woke or " No saga was parked for it.")
+    if q.get("done") == "none":
+        return "The user had no budget; nothing changed." + woke
     return ""
 
 
@@ -118,7 +120,8 @@ async def set_budget(request: Request, who: Identity | None, body: Body) -> Resp
 async def clear_budget(request: Request, who: Identity | None, body: Body) -> Response:
     user = validate_id(request.path_params["user_id"], "user id")
     res = await service(request).clear_budget(who_of(who), user)
-    return see_other("/budgets?" + urlencode({"user": user, "done": "clear", "woken": res.woken}))
+    done = "clear" if res.cleared else "none"
+    return see_other("/budgets?" + urlencode({"user": user, "done": done, "woken": res.woken}))
 
 
 def routes() -> list[Route]:

@@ -112,6 +112,12 @@ async def test_an_operator_clears_a_budget(
         done = (await http.get(res.headers["location"])).text
     assert "Budget cleared. 2 parked sagas run again now." in done
     assert "no budget" in row(done, "u-over")
+    async with console.client() as http:  # again: there is nothing to clear
+        await sign_in(http, tokens[Role.OPERATOR])
+        res = await http.post("/budgets/u-over/clear", data={"csrf": csrf_of(http)})
+        assert res.headers["location"] == "/budgets?user=u-over&done=none&woken=0"
+        again = (await http.get(res.headers["location"])).text
+    assert "The user had no budget; nothing changed." in again
     assert await budgets.budgets(redis, keys) == {"u-ok": Budget(monthly=100.0)}
 
 
