@@ -37,6 +37,10 @@ from saga.state.keys import Keys
 from saga.steps.errors import CircuitOpenError
 
 __all__ = [
+    "BILLING",
+    "EMBEDDING",
+    "LLM",
+    "NAMES",
     "BreakerPolicy",
     "BreakerState",
     "BreakerStatus",
@@ -47,6 +51,17 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("saga.breaker")
+
+LLM = "llm"
+"""The LLM client's calls (router, parser)."""
+EMBEDDING = "embedding"
+"""The grouper's embedding calls: their own breaker, as the embedding model is often
+served elsewhere (``SAGA_GROUPER_EMBEDDING_API_BASE``) and its outage must not park the
+LLM's callers, nor an LLM outage stop the embeddings (docs/extraction.md)."""
+BILLING = "billing"
+"""The billing service's key lookups."""
+NAMES = (LLM, EMBEDDING, BILLING)
+"""Every breaker saga has, one per dependency (``saga top`` shows them all)."""
 
 
 class _Acquire(IntEnum):
@@ -140,7 +155,7 @@ def _seconds(ms: Any) -> float | None:
 
 
 class CircuitBreaker:
-    """The shared breaker of one dependency (``"llm"``, ``"billing"``)."""
+    """The shared breaker of one dependency (one of ``NAMES``)."""
 
     def __init__(self, redis: Any, keys: Keys, name: str, policy: BreakerPolicy) -> None:
         self.name = name

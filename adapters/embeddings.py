@@ -4,7 +4,8 @@ The runtime builds one ``LiteLLMEmbedder`` per attempt, sharing the attempt's
 ``CostMeter`` with its ``LiteLLMClient``::
 
     embedder = LiteLLMEmbedder(config, redis=r, keys=k, claim=claim,
-                               api_key=billing.for_user(uid), meter=meter, breaker=llm_breaker)
+                               api_key=billing.for_user(uid), meter=meter,
+                               breaker=embedding_breaker)
     found = await embedder.embed(["glucose", "blutzucker"])
 
 **Cache.** Vectors are cached in Redis by (model, text) for every record and user
@@ -22,7 +23,8 @@ by an attempt that never finished is still billed, once.
 
 **Errors** are the LLM client's (one ``saga.adapters.provider_calls``): the user's key
 per call (never ``os.environ``), 401 refetches the key once, outages count against the
-shared breaker (the ``llm`` one: the same provider) and are retryable,
+shared ``embedding`` breaker (not the LLM's: an embedding outage must not park the
+parser, nor an LLM outage cost the grouper its embeddings) and are retryable,
 ``CircuitOpenError`` while it is open. The grouper catches them all and groups offline.
 """
 

@@ -1,5 +1,6 @@
-"""The default ports: documents over file/http, the user's LLM through litellm with
-per-user keys from billing (or one static key), both behind shared circuit breakers."""
+"""The default ports: documents over file/http, the user's LLM and embedding model through
+litellm with per-user keys from billing (or one static key), each dependency behind its
+own shared circuit breaker (``llm``, ``embedding``, ``billing``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import structlog
 
 from saga.adapters.billing import BillingClient, KeyProvider, Secret, StaticKey
-from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
+from saga.adapters.breaker import BILLING, EMBEDDING, LLM, BreakerPolicy, CircuitBreaker
 from saga.adapters.documents import DocumentFetcher
 from saga.settings import Settings
 from saga.state.keys import Keys
@@ -25,13 +26,16 @@ class DefaultPorts:
         self.settings, self.client, self.keys = settings, client, keys
         b = settings.breaker
         policy = BreakerPolicy(failures=b.failures, window_s=b.window_s, cooldown_s=b.cooldown_s)
-        self.llm_breaker = CircuitBreaker(client, keys, "llm", policy)
+        self.llm_breaker = CircuitBreaker(client, keys, LLM, policy)
+        # Always its own breaker, even on the LLM's provider: a gateway can lose one model
+        # and serve the other, and the grouper without embeddings still groups offline.
+        self.embedding_breaker = CircuitBreaker(client, keys, EMBEDDING, policy)
         self._documents = DocumentFetcher(
             max_bytes=settings.step_config.max_document_bytes, policy=settings.document_policy
         )
         self.billing: BillingClient | None = None
         if settings.billing_url:
-            breaker = CircuitBreaker(client, keys, "billing", policy)
+            breaker = CircuitBreaker(client, keys, BILLING, policy)
             self.billing = BillingClient(settings.billing_url, client, keys, breaker)
         extra = {"mock_response": settings.llm_mock_response} if settings.llm_mock_response else {}
         self.llm_config = LLMConfig(
@@ -104,7 +108,7 @@ class DefaultPorts:
         )
 
     def _embedder(self, claim: Claim, key: KeyProvider, meter: Any) -> Embedder | None:
-        """The user's embedding model on the attempt's meter (one shared breaker: ``llm``)."""
+        """The user's embedding model on the attempt's meter, behind the ``embedding`` breaker."""
         if self.embedding_config is None:
             return None
         from saga.adapters.embeddings import LiteLLMEmbedder
@@ -119,7 +123,7 @@ class DefaultPorts:
             attempt=claim.attempt,
             api_key=key,
             meter=meter,
-            breaker=self.llm_breaker,
+            breaker=self.embedding_breaker,
             budget=functools.partial(self.budget_gate.check, claim.user_id),
         )
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from saga.adapters.breaker import BILLING, EMBEDDING, LLM
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
 from saga.settings_redis import check_reply_timeout, redis_tls
@@ -30,6 +31,9 @@ class SettingsError(ValueError):
 
 
 class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """``SAGA_BREAKER_*``: one policy for every breaker (llm, embedding, billing); each
+    breaker counts its own failures."""
+
     failures: int = 5
     """Failures within ``window_s`` that open a dependency's circuit."""
     window_s: float = 30.0
@@ -148,6 +152,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     def for_step(self, name: str) -> StepSettings:
         return self.steps.get(name, StepSettings())
+
+    def breakers(self) -> tuple[str, ...]:
+        """The circuit breakers this deployment's processes report: the LLM's always, the
+        embedding model's when the grouper has one, billing's when a service is set."""
+        used = ((LLM, True), (EMBEDDING, bool(self.step_config.embedding_model)),
+                (BILLING, bool(self.billing_url)))  # fmt: skip
+        return tuple(name for name, on in used if on)
 
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""

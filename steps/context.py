@@ -92,7 +92,7 @@ class Embedder(Protocol):
 
     Vectors are cached by (model, text) across records: callers pass normalised texts
     so that one name is paid for once. Errors are those of ``LLM.complete``
-    (``CircuitOpenError`` while the provider's breaker is open, ``RetryableError``,
+    (``CircuitOpenError`` while its breaker is open, ``RetryableError``,
     ``PermanentError``)."""
 
     @property

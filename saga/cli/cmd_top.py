@@ -9,7 +9,6 @@ from typing import Any
 from saga.cli.common import CliError, Exit, colour, print_json, run, table, tty
 from saga.cli.saga_types import add_type_option, typed_keys
 
-BREAKERS = ("llm", "billing")
 BREAKER_COLOURS = {"closed": "32", "open": "31", "half_open": "33"}
 
 
@@ -109,7 +108,7 @@ async def sample(client: Any, keys: Any) -> Sample:
     and the breakers, read concurrently."""
     import anyio
 
-    from saga.adapters.breaker import read_all
+    from saga.adapters.breaker import NAMES, read_all
     from saga.state.presence import live_workers
     from saga.state.queries import queue_stats, registered_steps
 
@@ -127,7 +126,7 @@ async def sample(client: Any, keys: Any) -> Sample:
             found["types"] += [k.saga_type] * len(stats)
 
     async def breakers() -> None:
-        found["breakers"] = await read_all(client, keyses[0], list(BREAKERS))
+        found["breakers"] = await read_all(client, keyses[0], list(NAMES))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(queues)

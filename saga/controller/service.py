@@ -38,7 +38,7 @@ async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | No
     )
     metrics = Metrics(by_user=settings.metrics_by_user)
     metrics.registry.register(ControllerCounters(controller))
-    breakers = ("llm", "billing") if settings.billing_url else ("llm",)
+    breakers = settings.breakers()
     listener = await listen(settings, health_port)  # HealthPortError before anything starts
     try:
         async with anyio.create_task_group() as tg:

@@ -27,11 +27,10 @@ class WorkerTelemetry:
     ) -> WorkerTelemetry:
         """Tracing over OTLP if ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set; metrics always,
         labelled with the worker's saga type."""
-        breakers = ("llm", "billing") if settings.billing_url else ("llm",)
         return cls(
             metrics=Metrics(by_user=settings.metrics_by_user, saga_type=saga_type),
             steps=tuple(steps),
-            breakers=breakers,
+            breakers=settings.breakers(),
             stop_tracing=configure_tracing(settings.otel_endpoint, "saga-worker"),
         )
 

@@ -1,6 +1,6 @@
 """The litellm embedder against a real OpenAI-compatible server and a real Redis: the
 user's key per call, vectors cached across records (a name is paid once), the cost
-billed once through the commit like an LLM answer, the shared breaker respected."""
+billed once through the commit like an LLM answer, the embedding breaker respected."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from saga.adapters.billing import Secret, StaticKey
-from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
+from saga.adapters.breaker import EMBEDDING, BreakerPolicy, CircuitBreaker
 from saga.adapters.embedding_replies import decode_vector, encode_vector
 from saga.adapters.embeddings import EmbeddingConfig, LiteLLMEmbedder
 from saga.adapters.llm import CostMeter
@@ -122,11 +122,11 @@ async def reclaim(sm: StateMachine) -> Claim:
 
 def breaker_for(redis: Any, keys: Keys, failures: int = 2) -> CircuitBreaker:
     policy = BreakerPolicy(failures=failures, window_s=30, cooldown_s=60)
-    return CircuitBreaker(redis, keys, "llm", policy)
+    return CircuitBreaker(redis, keys, EMBEDDING, policy)
 
 
 async def test_open_breaker_refuses_without_a_call(redis: Any, keys: Keys) -> None:
-    """While the shared llm breaker is open no request leaves: CircuitOpenError."""
+    """While the embedding breaker is open no request leaves: CircuitOpenError."""
     breaker = breaker_for(redis, keys, failures=1)
     await breaker.record_failure()
     with serve(embeddings_reply) as stub:

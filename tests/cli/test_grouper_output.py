@@ -37,6 +37,6 @@ def test_members_joined_by_embeddings_show_their_similarity() -> None:
 
 def test_the_fallback_reason_is_shown() -> None:
     """Offline groups because the circuit was open: the warning is printed."""
-    warning = "embeddings unavailable (circuit llm open): grouped offline"
+    warning = "embeddings unavailable (circuit embedding open): grouped offline"
     text = shown(GrouperOutput(group_count=0, groups=[], warnings=[warning]))
     assert text.splitlines()[1:] == ["no groups", f"warning: {warning}"]

@@ -90,6 +90,7 @@ async def test_once_table_shows_steps_and_breakers(redis: Any, keys: Keys,
     # w1 and w2 are consumers with no presence (no worker process): not live workers.
     assert lines[4].split() == ["router", "1", "1", "1", "0", "0", "0", "-", "0"]
     assert "llm open" in lines[-1] and "billing closed" in lines[-1]
+    assert "embedding closed" in lines[-1]  # its own breaker, not opened with the llm's
 
 
 async def test_ready_is_zero_when_nothing_waits(redis: Any, keys: Keys, redis_url: str) -> None:

@@ -164,7 +164,7 @@ async def test_queues_dead_letters_and_costs_in_the_cli_shapes(
     check_schema("TopDocument", queues)
     by_step = {s["step"]: s for s in queues["steps"]}
     assert by_step["parser"]["dead"] == 1 and by_step["router"]["delayed"] == 1
-    assert set(queues["breakers"]) == {"llm", "billing"}
+    assert set(queues["breakers"]) == {"llm", "embedding", "billing"}
     letters = await api(console, viewer, "/dead-letters")
     check_schema("DeadLettersDocument", letters)
     assert letters == await cli_json(env, "dlq", "list")

@@ -110,13 +110,13 @@ async def test_embeddings_group_bill_the_user_and_are_paid_once(
         rows = {(r["user_id"], r["step"]): r["usd"] for r in costs["rows"]}
         assert rows == {("u1", "grouper"): pytest.approx(first_costs["grouper"])}
 
-        breaker = CircuitBreaker(redis, keys, "llm", BreakerPolicy(failures=1, cooldown_s=600))
+        breaker = CircuitBreaker(redis, keys, "embedding", BreakerPolicy(failures=1, cooldown_s=600))
         await breaker.record_failure()
         other = tmp_path / "other.txt"
         other.write_text(REPORT.replace("Selenium", "Selenum i.S.").replace("Selen ", "Se "))
         third, _ = await run_saga(redis, keys, "u1", other)
         assert stub.count("/v1/embeddings") == 1
-        assert third.embedding_model == "" and "circuit llm open" in third.warnings[0]
+        assert third.embedding_model == "" and "circuit embedding open" in third.warnings[0]
 
 
 async def test_a_dead_embedding_server_leaves_offline_groups(

@@ -215,7 +215,7 @@ async def test_no_model_configured_means_offline() -> None:
 @pytest.mark.parametrize(
     ("error", "warning"),
     [
-        (CircuitOpenError("llm", 1_900_000_000.0), "circuit llm open"),
+        (CircuitOpenError("embedding", 1_900_000_000.0), "circuit embedding open"),
         (RetryableError("down"), "RetryableError"),
         (PermanentError("401 twice"), "PermanentError"),
     ],
