@@ -8,6 +8,7 @@ calls and read the headers each one carried.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -185,3 +186,14 @@ def embeddings_reply(request: Request, model: str = "text-embedding-3-small") ->
     ]
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     return Reply(200, {"object": "list", "data": data, "model": model, "usage": usage})
+
+
+_RESULT = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9 ]+?)  (?P<value>\d+(?:\.\d+)?) ", re.MULTILINE)
+
+
+def reading_model(request: Request) -> Reply:
+    """A chat model that reports every ``Name  value unit`` line it is sent, on page 1."""
+    text = request.body["messages"][-1]["content"]
+    found = [{"name": m["name"], "value": float(m["value"]), "page": 1, "line": m.group(0)}
+             for m in _RESULT.finditer(text)]  # fmt: skip
+    return chat_reply(json.dumps({"biomarkers": found}))

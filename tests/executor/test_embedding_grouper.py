@@ -1,7 +1,8 @@
 """The document pipeline in a real worker, grouping by embeddings from a local
 OpenAI-compatible server with each user's key from a billing service: the cost is in
 the saga and in `saga costs`, the same names are never paid twice, and an open
-breaker or a dead server leaves the offline groups without failing the saga."""
+breaker or a dead server leaves the offline groups without failing the saga; an
+embedding outage opens the `embedding` breaker, never the parser's `llm` one."""
 
 from __future__ import annotations
 
@@ -13,13 +14,28 @@ import anyio
 import msgspec
 import pytest
 
-from saga.adapters.breaker import BreakerPolicy, CircuitBreaker
+from saga.adapters.breaker import (
+    EMBEDDING,
+    LLM,
+    BreakerPolicy,
+    BreakerState,
+    CircuitBreaker,
+    read_all,
+)
 from saga.client import SagaClient
 from saga.runtime import document_pipeline
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.steps.models import GrouperOutput, JoinedBy
-from tests.adapters.support import Reply, Request, embeddings_reply, free_port, serve
+from tests.adapters.support import (
+    Reply,
+    Request,
+    embeddings_reply,
+    error_reply,
+    free_port,
+    reading_model,
+    serve,
+)
 from tests.cli.inspect_support import cli_json
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, wait_completed
@@ -110,7 +126,7 @@ async def test_embeddings_group_bill_the_user_and_are_paid_once(
         rows = {(r["user_id"], r["step"]): r["usd"] for r in costs["rows"]}
         assert rows == {("u1", "grouper"): pytest.approx(first_costs["grouper"])}
 
-        breaker = CircuitBreaker(redis, keys, "embedding", BreakerPolicy(failures=1, cooldown_s=600))
+        breaker = CircuitBreaker(redis, keys, EMBEDDING, BreakerPolicy(failures=1, cooldown_s=600))
         await breaker.record_failure()
         other = tmp_path / "other.txt"
         other.write_text(REPORT.replace("Selenium", "Selenum i.S.").replace("Selen ", "Se "))
@@ -139,3 +155,40 @@ async def test_a_dead_embedding_server_leaves_offline_groups(
     assert members(output) == [["Selen"], ["Zinc"], ["Selenium"], ["Zink"], ["Glucose"]]
     assert output.embedding_model == "" and "RetryableError" in output.warnings[0]
     assert "grouper" not in costs
+
+
+def embeddings_down(request: Request) -> Reply:
+    """Billing and a reading chat model answer; the embeddings API is down (503)."""
+    if request.path.endswith("/embeddings"):
+        return error_reply(503, "embeddings down")
+    if request.path.endswith("/chat/completions"):
+        return reading_model(request)
+    return provider(request)
+
+
+async def test_an_embedding_outage_opens_its_own_breaker_and_parsing_goes_on(
+    spawn: SpawnWorker, base_env: dict[str, str], redis: Any, keys: Keys, tmp_path: Path
+) -> None:
+    """The embeddings API answers 503: the first saga groups offline and opens the
+    `embedding` breaker; the next saga's parser still calls the LLM (`llm` stays closed)
+    and its grouper, refused by the open circuit, groups offline without a request."""
+    document = tmp_path / "report.txt"
+    document.write_text(REPORT)
+    offline = [["Selen"], ["Zinc"], ["Selenium"], ["Zink"], ["Glucose"]]
+    with serve(embeddings_down) as stub:
+        env = worker_env(base_env, tmp_path, stub.url, SAGA_PARSER="llm", SAGA_PARSER_TIMEOUT="120")
+        worker = spawn("router", "parser", "grouper", env=env)
+        await worker.wait_ready()
+        first, _ = await run_saga(redis, keys, "u1", document)
+        assert members(first) == offline
+        assert first.embedding_model == "" and "RetryableError" in first.warnings[0]
+        chats, embeds = stub.count("/v1/chat/completions"), stub.count("/v1/embeddings")
+        assert chats >= 1 and embeds >= 1
+
+        second, _ = await run_saga(redis, keys, "u2", document)
+        assert stub.count("/v1/chat/completions") > chats  # the parser's LLM call went out
+        assert stub.count("/v1/embeddings") == embeds  # refused by the open circuit
+        assert members(second) == offline and "circuit embedding open" in second.warnings[0]
+    breakers = await read_all(redis, keys, [LLM, EMBEDDING])
+    assert breakers[EMBEDDING].state is BreakerState.OPEN
+    assert (breakers[LLM].state, breakers[LLM].failures) == (BreakerState.CLOSED, 0)

@@ -21,7 +21,7 @@ from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from saga.steps.models import ParserOutput
-from tests.adapters.support import Reply, Request, chat_reply, serve
+from tests.adapters.support import Reply, Request, chat_reply, reading_model, serve
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import (
     Worker,
@@ -138,17 +138,6 @@ async def test_cost_of_an_answer_paid_by_a_killed_worker_is_in_the_metrics(
     assert committed["cost_usd"] == pytest.approx(paid)
     saga, _ = await saga_and_history(redis, keys, rid)
     assert saga.costs["router"] == pytest.approx(paid)
-
-
-_RESULT = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9 ]+?)  (?P<value>\d+(?:\.\d+)?) ", re.MULTILINE)
-
-
-def reading_model(request: Request) -> Reply:
-    """A model that reports every ``Name  value unit`` line it is sent, on page 1."""
-    text = request.body["messages"][-1]["content"]
-    found = [{"name": m["name"], "value": float(m["value"]), "page": 1, "line": m.group(0)}
-             for m in _RESULT.finditer(text)]  # fmt: skip
-    return chat_reply(msgspec.json.encode({"biomarkers": found}).decode())
 
 
 async def test_a_retry_asks_the_fixed_model_again(

@@ -86,3 +86,16 @@ def test_embedding_grouper_settings_reach_the_grouper() -> None:
     assert s.step_config.embedding_model == "openai/text-embedding-3-small"
     assert s.step_config.embedding_threshold == 0.8
     assert s.grouper_embedding_api_base == "http://embed:4000/v1" and s.steps == {}
+
+
+def test_breakers_reported_are_those_the_deployment_uses() -> None:
+    """llm always; embedding with a grouper embedding model; billing with a billing URL."""
+    assert load_settings({"SAGA_DATA_DIR": "/t"}).breakers() == ("llm",)
+    every = load_settings(
+        {
+            "SAGA_DATA_DIR": "/t",
+            "SAGA_GROUPER_EMBEDDING_MODEL": "openai/text-embedding-3-small",
+            "SAGA_BILLING_URL": "http://billing:8000",
+        }
+    )
+    assert every.breakers() == ("llm", "embedding", "billing")

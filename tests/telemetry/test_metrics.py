@@ -19,6 +19,7 @@ from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.queries import queue_stats
+from saga.steps.config import StepConfig
 from saga.telemetry.metrics import DURATION_BUCKETS_S, Metrics, metric_names
 from saga.worker.health import HealthState, serve_health
 
@@ -215,7 +216,8 @@ async def orders_and_documents(redis: Any, keys: Keys, orders: Keys) -> None:
 async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
     redis_url: str, redis: Any, keys: Keys
 ) -> None:
-    """`serve()` wires the metrics observer, /metrics and the gauge refresh loop."""
+    """`serve()` wires the metrics observer, /metrics and the gauge refresh loop (with
+    every breaker the settings use: an embedding model adds `embedding`)."""
     from saga.worker.service import serve
 
     settings = Settings(
@@ -224,6 +226,7 @@ async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
         block_ms=50,
         promote_interval_s=0.05,
         health_port=0,
+        step_config=StepConfig(embedding_model="openai/text-embedding-3-small"),
     )
     ready: list[int] = []
     with capture_logs() as events:
@@ -246,6 +249,7 @@ async def test_the_worker_service_serves_metrics_and_refreshes_gauges(
             tg.cancel_scope.cancel()
     assert ("saga_stream_length", EXTRACT) in samples
     assert value(samples, "saga_circuit_state", dependency="llm") == 0
+    assert value(samples, "saga_circuit_state", dependency="embedding") == 0
     assert ready == [1]  # once, before the work (the CLI settles the collector there)
 
 
