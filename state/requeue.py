@@ -71,6 +71,9 @@ async def requeue_idle(
         raise ValueError(f"at most {MAX_BATCH} entries per call, got {len(entries)}")
     k = sm.keys
     keys = [k.ready(partition, step), k.quarantine(partition)]
+    # The cap's keys always (empty without a cap): a dropped entry's slot is freed even
+    # when this process's settings do not know the workers' cap.
+    keys += [k.inflight(partition, step), k.deferred(partition, step)]
     keys += [k.saga(record_id) for _, record_id in entries]
     args: list[Any] = [GROUP, min_idle_ms, op or new_op(), step]
     for entry_id, record_id in entries:

@@ -47,7 +47,9 @@
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
 --    input, document, trace, created_ms, pages|nil, expired, extra_1..extra_n}
 --    (expired: attempts at this step in this epoch that ended by lease expiry)
---   {RC.NOT_FOUND, entry, record}      no saga: entry quarantined and acknowledged
+--   {RC.NOT_FOUND, entry, record}      no saga: entry quarantined and acknowledged; with
+--                                      the cap on, a slot of the record at this step (a
+--                                      released entry's reservation) is freed
 --   {RC.STALE_ENTRY, entry, record, state}  superseded entry (or a released deferral of an
 --                                      older epoch): acknowledged, dropped; with the cap
 --                                      on, a slot its saga holds at this step without
@@ -160,6 +162,11 @@ for i = 1, n do
       redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
                  'rid', record, 'reason', 'saga not found', 't', now)
       redis.call('XACK', ready, group, entry)
+      -- A released entry's reserved slot is not held for a saga that is gone: found by
+      -- its record (the user went with the hash), handed on (includes/user_cap).
+      if cap > 0 then
+        free_orphan_slot({inflight = inflight, deferred = deferred, ready = ready}, record, now)
+      end
     end
     replies[i] = {RC.NOT_FOUND, entry, record}
   elseif schema_newer(s[1]) then

@@ -2,7 +2,10 @@
 -- acknowledge it, so it can never crash or loop an executor and is never lost.
 -- When the entry names a saga whose current entry it is, that saga would wait for it
 -- forever, unseen: it is dead-lettered ('Quarantined'), visible and retryable (a
--- compensating saga waiting on an undo entry ends compensation_failed).
+-- compensating saga waiting on an undo entry ends compensation_failed). A saga deferred
+-- by the per-user cap (pending, no entry) waits on its released entry only if that entry
+-- carries the saga's epoch ('ep', read from the stream for such a saga only); an entry
+-- with no readable epoch is taken as its own (includes/user_cap stale_release).
 --
 -- KEYS[1]  ready stream the entry came from
 -- KEYS[2]  quarantine stream of the partition
@@ -27,6 +30,7 @@
 --@include state_index
 --@include attempts
 --@include dead_letter
+--@include user_cap
 
 -- Idempotent without an op id: only a pending entry is quarantined, and quarantining
 -- acknowledges it.
@@ -42,9 +46,13 @@ if #KEYS >= 12 then
   local step = ARGV[5]
   local s = redis.call('HMGET', KEYS[3], 'state', 'step', 'entry', 'uid', 'rid', 'epoch',
                        'att:' .. step)
-  -- A pending saga with no entry was deferred by the user cap: a released entry is its
-  -- own (claim_steps takes it), so quarantining it strands the saga as well.
-  local waits = s[3] == ARGV[2] or (s[3] == '' and s[1] == STATE.PENDING)
+  -- A pending saga with no entry was deferred by the user cap: a released entry of its
+  -- epoch is its own (claim_steps takes it), so quarantining it strands the saga as well;
+  -- one of an older epoch (the saga retried or deferred again since) is not. An entry
+  -- whose epoch cannot be read (gone, or 'ep' missing or no number: often why it is
+  -- quarantined) is taken as the saga's: failed visibly rather than left waiting unseen.
+  local waits = s[3] == ARGV[2] or (s[3] == '' and s[1] == STATE.PENDING
+                                    and not stale_release(KEYS[1], ARGV[2], s[6]))
   if waits and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING
                                  or s[1] == STATE.COMPENSATING) then
     local to = STATE.FAILED

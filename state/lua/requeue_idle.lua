@@ -8,10 +8,16 @@
 -- running, so the claim of the new entry takes it over ('reclaimed') and applies
 -- the same dead-letter rule as a worker's recovery. An undo step's entry is requeued the
 -- same way for a compensating saga (its lease is in the same fields).
+-- An entry dropped (stale, or its saga gone) frees the slot the per-user cap reserved
+-- for it at this step, as a claim does (includes/user_cap): a released entry of an older
+-- epoch would otherwise hold its user's slot until its term ends. The slot keys come
+-- always (with no cap on the step they are empty: one ZSCORE per dropped entry).
 --
 -- KEYS[1]  ready stream of the step
 -- KEYS[2]  quarantine stream of the partition
--- KEYS[2+i] saga hash of entry i
+-- KEYS[3]  users' slots of the step      {p}:inflight:<step>  (includes/user_cap)
+-- KEYS[4]  entries deferred by the cap   {p}:deferred:<step>
+-- KEYS[4+i] saga hash of entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  minimum idle time (ms): the step's lease plus a margin
 -- ARGV[3]  operation id
@@ -21,18 +27,23 @@
 --   {RC.OK, entry, new_entry}       requeued: the old entry acknowledged, the saga points at the new
 --   {RC.DUPLICATE, entry, new_entry} this op id requeued it already: nothing written
 --   {RC.BUSY, entry}                no longer pending or idle (a worker took it): untouched
---   {RC.NOT_FOUND, entry}           no saga: entry quarantined and acknowledged
+--   {RC.NOT_FOUND, entry}           no saga: entry quarantined and acknowledged; a slot
+--                                  of the record at the step is freed
 --   {RC.STALE_ENTRY, entry, state}  the saga no longer expects it (or it is a deferred
---                                  saga's release of an older epoch): acknowledged, dropped
+--                                  saga's release of an older epoch): acknowledged,
+--                                  dropped; a slot its saga holds at this step without
+--                                  running here is freed (free_slot)
 --   {RC.LEASE_HELD, entry, worker}  the saga's lease is still live: left pending
 --   {RC.SCHEMA_NEWER, entry}        the saga was written by a newer release: left pending
--- Emits:   a ready entry {rid, ep, v} per requeued saga; a quarantine entry per missing saga
+-- Emits:   a ready entry {rid, ep, v} per requeued saga; a quarantine entry per missing saga;
+--          a ready entry for a deferred entry a freed slot went to
 --@include now
 --@include op
 --@include schema
 --@include user_cap
 
 local ready, quarantine = KEYS[1], KEYS[2]
+local cap_keys = {inflight = KEYS[3], deferred = KEYS[4], ready = ready}
 local group, min_idle, op, step = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local n = math.floor((#ARGV - 4) / 2)
 if n > 100 then return redis.error_reply('requeue_idle: at most 100 entries per call') end
@@ -41,18 +52,20 @@ local replies = {}
 
 for i = 1, n do
   local entry, record = ARGV[3 + 2 * i], ARGV[4 + 2 * i]
-  local saga = KEYS[2 + i]
+  local saga = KEYS[4 + i]
   local replay = op_replay(saga, op, 'rq')
   if replay then
     replies[i] = replay
   elseif #redis.call('XPENDING', ready, group, 'IDLE', min_idle, entry, entry, 1) == 0 then
     replies[i] = {RC.BUSY, entry}
   else
-    local s = redis.call('HMGET', saga, 'v', 'state', 'step', 'entry', 'lease', 'epoch', 'worker')
+    local s = redis.call('HMGET', saga, 'v', 'state', 'step', 'entry', 'lease', 'epoch', 'worker',
+                         'uid')
     if not s[2] then
       redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
                  'rid', record, 'reason', 'saga not found', 't', now)
       redis.call('XACK', ready, group, entry)
+      free_orphan_slot(cap_keys, record, now)
       replies[i] = {RC.NOT_FOUND, entry}
     elseif schema_newer(s[1]) then
       replies[i] = {RC.SCHEMA_NEWER, entry}
@@ -64,6 +77,11 @@ for i = 1, n do
                and s[2] ~= STATE.COMPENSATING)
            or (s[4] == '' and stale_release(ready, entry, s[6])) then
       redis.call('XACK', ready, group, entry)
+      -- (the entry was pending: checked above, so this runs once; as in claim_steps, a
+      -- running attempt's slot here stays its own)
+      if not (s[2] == STATE.RUNNING and s[3] == step) then
+        free_slot(cap_keys, s[8], record, now)
+      end
       replies[i] = {RC.STALE_ENTRY, entry, s[2]}
     elseif s[2] ~= STATE.PENDING and tonumber(s[5] or 0) > now then
       replies[i] = {RC.LEASE_HELD, entry, s[7] or ''}

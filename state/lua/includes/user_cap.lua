@@ -70,17 +70,44 @@ local function free_slot(k, user, record, now)
   return release_user(k.deferred, k.inflight, k.ready, user, 1, now, until_ms - now)
 end
 
--- Whether a deferred saga's released entry (read from the stream) is of another epoch
--- than the saga's: released for an older epoch (the saga was retried, or deferred again,
--- since), it is not the saga's to take. Callers read it only for a deferred saga (pending,
--- no entry), so the usual claim costs no command more. An unreadable entry is taken.
-local function stale_release(ready, entry, epoch)
+-- A slot of `record` at the step whatever its user: for a claim or requeue that finds the
+-- saga gone (its hash deleted by retention or an operator), which took the user id with
+-- it. Ids hold no '|' and no glob characters (state/ids.py), so MATCH '*|<record>' finds
+-- that record's member only; a live one is handed on as free_slot does, so the slot a
+-- released entry reserved is not held for nobody until its term ends. At most 32 scan
+-- calls of 128, as user_slots (a partition's slots are its running attempts).
+local function free_orphan_slot(k, record, now)
+  local cursor = '0'
+  for _ = 1, 32 do
+    local page = redis.call('ZSCAN', k.inflight, cursor, 'MATCH', '*|' .. record, 'COUNT', 128)
+    local member = page[2][1]
+    if member then return free_slot(k, string.match(member, '^([^|]*)|'), record, now) end
+    cursor = page[1]
+    if cursor == '0' then break end
+  end
+  return 0
+end
+
+-- The epoch ('ep') a ready entry carries, read from the stream: nil when the entry is gone
+-- or its epoch is no number.
+local function entry_epoch(ready, entry)
   local found = redis.call('XRANGE', ready, entry, entry)[1]
-  if not found then return false end
+  if not found then return nil end
   local f = found[2]
   for j = 1, 15, 2 do  -- an entry has a few fields: rid, ep, v
     if f[j] == nil then break end
-    if f[j] == 'ep' then return tonumber(f[j + 1]) ~= tonumber(epoch) end
+    if f[j] == 'ep' then return tonumber(f[j + 1]) end
   end
-  return false
+  return nil
+end
+
+-- Whether a deferred saga's released entry (read from the stream) is of another epoch
+-- than the saga's: released for an older epoch (the saga was retried, or deferred again,
+-- since), it is not the saga's to take. Callers read it only for a deferred saga (pending,
+-- no entry), so the usual claim costs no command more. An entry with no readable epoch
+-- is taken as the saga's (claims and requeues see only parsed entries; a quarantine
+-- rather fails the saga, visibly, than leaves it waiting for nothing).
+local function stale_release(ready, entry, epoch)
+  local ep = entry_epoch(ready, entry)
+  return ep ~= nil and ep ~= tonumber(epoch)
 end
