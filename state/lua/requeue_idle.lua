@@ -43,7 +43,6 @@
 --@include user_cap
 
 local ready, quarantine = KEYS[1], KEYS[2]
-local cap_keys = {inflight = KEYS[3], deferred = KEYS[4], ready = ready}
 local group, min_idle, op, step = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local n = math.floor((#ARGV - 4) / 2)
 if n > 100 then return redis.error_reply('requeue_idle: at most 100 entries per call') end
@@ -65,7 +64,7 @@ for i = 1, n do
       redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
                  'rid', record, 'reason', 'saga not found', 't', now)
       redis.call('XACK', ready, group, entry)
-      free_orphan_slot(cap_keys, record, now)
+      free_orphan_slot({inflight = KEYS[3], deferred = KEYS[4], ready = ready}, record, now)
       replies[i] = {RC.NOT_FOUND, entry}
     elseif schema_newer(s[1]) then
       replies[i] = {RC.SCHEMA_NEWER, entry}
@@ -80,7 +79,7 @@ for i = 1, n do
       -- (the entry was pending: checked above, so this runs once; as in claim_steps, a
       -- running attempt's slot here stays its own)
       if not (s[2] == STATE.RUNNING and s[3] == step) then
-        free_slot(cap_keys, s[8], record, now)
+        free_slot({inflight = KEYS[3], deferred = KEYS[4], ready = ready}, s[8], record, now)
       end
       replies[i] = {RC.STALE_ENTRY, entry, s[2]}
     elseif s[2] ~= STATE.PENDING and tonumber(s[5] or 0) > now then

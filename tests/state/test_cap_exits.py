@@ -89,7 +89,9 @@ async def test_a_released_entry_of_an_older_epoch_is_not_requeued_as_the_sagas(
     sm: StateMachine, keys: Keys, redis: Any
 ) -> None:
     """The controller's requeue of a released entry (read, not claimed) of an older epoch
-    drops it, as the claim would: the saga stays deferred on its epoch-2 deferral."""
+    drops it, as the claim would, and hands the slot reserved for it on at once: a2's
+    epoch-2 deferral is released into it (not held until the slot's term ends); a re-sent
+    requeue writes nothing."""
     first = await _a1_running_a2_deferred(sm)
     await operator.retry(sm, "a2", "router", "_input")
     assert [(o.record_id, o.code) for o in await claim_all(sm)] == [("a2", RC.DEFERRED)]
@@ -98,8 +100,33 @@ async def test_a_released_entry_of_an_older_epoch_is_not_requeued_as_the_sagas(
     [out] = await requeue_idle(sm, "router", 0, entries, min_idle_ms=0, op="op-rq")
     assert out.code == RC.STALE_ENTRY
     assert text(await redis.hget(keys.saga("a2"), "entry")) == ""
-    [member] = await _members(redis, keys.deferred(0, "router"))
-    assert member.endswith("|a2|2")
+    assert await _members(redis, keys.deferred(0, "router")) == []
+    assert await _members(redis, keys.inflight(0, "router")) == ["a|a2"]
+    [(_, fields)] = await redis.xrevrange(keys.ready(0, "router"), count=1)
+    assert (fields[b"rid"], fields[b"ep"]) == (b"a2", b"2")  # the epoch-2 deferral's entry
+    before = await snapshot(redis, keys.prefix)
+    await requeue_idle(sm, "router", 0, entries, min_idle_ms=0, op="op-rq")
+    assert await snapshot(redis, keys.prefix) == before
+    [new] = await claim_all(sm)
+    assert (new.record_id, new.code) == ("a2", RC.OK) and new.claim is not None
+    assert new.claim.epoch == 2
+
+
+async def test_a_cancelled_sagas_released_entry_requeued_hands_its_slot_on(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """a2 and a3 wait deferred; a2 is cancelled and a1's commit releases it: the
+    controller's requeue drops a2's entry and hands its slot to a3 at once."""
+    first = await _a1_running_a2_deferred(sm)
+    await started(sm, ("a3", "a"))
+    assert [(o.record_id, o.code) for o in await claim_all(sm)] == [("a3", RC.DEFERRED)]
+    await operator.cancel(sm, "a2")
+    await sm.commit(first, CommitRequest(output=b"{}", next_step="parser"))
+    entries = [(e, r) for e, r in await read_ready(redis, keys, "router", "w1") if r == "a2"]
+    [out] = await requeue_idle(sm, "router", 0, entries, min_idle_ms=0, op="op-rq")
+    assert (out.code, out.detail) == (RC.STALE_ENTRY, "cancelled")
+    assert await _members(redis, keys.inflight(0, "router")) == ["a|a3"]
+    assert await _members(redis, keys.deferred(0, "router")) == []
 
 
 async def test_a_cancelled_sagas_released_entry_hands_its_slot_on(

@@ -81,7 +81,10 @@ local function free_orphan_slot(k, record, now)
   for _ = 1, 32 do
     local page = redis.call('ZSCAN', k.inflight, cursor, 'MATCH', '*|' .. record, 'COUNT', 128)
     local member = page[2][1]
-    if member then return free_slot(k, string.match(member, '^([^|]*)|'), record, now) end
+    if member then
+      return free_slot({inflight = k.inflight, deferred = k.deferred, ready = k.ready},
+                       string.match(member, '^([^|]*)|'), record, now)
+    end
     cursor = page[1]
     if cursor == '0' then break end
   end
