@@ -175,13 +175,16 @@ class RedisMachine(RuleBasedStateMachine):
     def _after_claim(
         self, step: str, rid: str, code: RC, detail: str, undoable: tuple[str, ...], capped: bool
     ) -> str:
-        """A dropped entry or a dead letter frees the saga's slot (capped claims); a dead
+        """A dropped entry (stale, or its saga gone) or a dead letter frees the saga's slot
+        (capped claims); a dead
         letter with the steps to undo named compensates when one has its output stored.
         Returns what happened, for the run's statistics ("" when nothing more)."""
         m, note = self.model[rid], ""
         if capped and (code == RC.DEAD_LETTERED or (
                 code == RC.STALE_ENTRY and not m.running(step))):  # fmt: skip
             note = f"claim {code.name}: freed {len(self.fair.free(step, rid))}"
+        if capped and code == RC.NOT_FOUND:  # the saga pruned: its slot found by record
+            note = f"claim NOT_FOUND: freed {len(self.fair.free(step, rid))}"
         if code == RC.DEAD_LETTERED and undoable and any(s in m.outputs for s in UNDOABLE):
             m.begin_compensation(lambda: self._entry_of(rid))
             note = f"claim dead-lettered into {m.state.value}"

@@ -216,7 +216,7 @@ async def check_refusal(
     after = await snapshot(client, keys.prefix)
     hist = keys.history(rid)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-    if code == RC.DUPLICATE:
+    if code in (RC.DUPLICATE, RC.NOT_FOUND):  # (not found: the saga was pruned)
         assert changed == set()
         return
     saga = keys.saga(rid)

@@ -86,6 +86,9 @@ class Rec:
     """Step -> review reason its last commit flagged (rv:<step> in the hash)."""
     plan: list[str] = field(default_factory=list)
     """Compensating: the steps left to undo, the current one first."""
+    gone: bool = False
+    """Pruned at its retention's end (hash and history deleted): never started again, so
+    a deferral of an older epoch still waiting is released for a saga that is gone."""
 
     @property
     def undo_waiting(self) -> bool:
@@ -101,7 +104,7 @@ class Rec:
     def claimable(self, step: str, entry: str, ep: int | None = None) -> bool:
         """Waits on ``entry`` at ``step``; a deferred saga (pending, no entry) takes an
         entry of its record at the step as its released one if the entry is of its epoch
-        (``ep``: claim_steps and requeue_idle read it; quarantine_entry takes any: None)."""
+        (``ep``: claim_steps, requeue_idle and quarantine_entry read it; None: any)."""
         if self.step != step:
             return False
         if self.entry == "" and self.state == P and not step.startswith("undo:"):
@@ -130,6 +133,8 @@ class Rec:
         """The outcome of the controller's requeue of ``entry`` (of epoch ``ep``), pending
         at ``step``."""
         m = self
+        if m.gone:
+            return RC.NOT_FOUND
         if not m.claimable(step, entry, ep):
             return RC.STALE_ENTRY
         if m.running(step) and m.lease_live:
@@ -151,6 +156,8 @@ class Rec:
         """The outcome of claiming ``entry`` (of epoch ``ep``) at ``step``; the model
         follows it (but for compensation after a dead letter: the caller's)."""
         m = self
+        if m.gone:
+            return RC.NOT_FOUND
         if m.state == P and m.entry == "" and m.dfr == entry and m.step == step:
             return RC.DEFERRED  # a re-sent batch
         if not m.claimable(step, entry, ep):
@@ -169,10 +176,11 @@ class Rec:
         m.state, m.token, m.lease_live = CG if undo else R, f"{m.epoch}:{m.seq}", True
         return RC.OK
 
-    def predict_quarantine(self, step: str, entry: str) -> bool:
-        """Quarantining ``entry`` dead-letters the saga if it waits on that very entry."""
+    def predict_quarantine(self, step: str, entry: str, ep: int) -> bool:
+        """Quarantining ``entry`` (of epoch ``ep``) dead-letters the saga if it waits on
+        that very entry (a deferred saga: a release of its epoch)."""
         m = self
-        if m.claimable(step, entry):
+        if m.claimable(step, entry, ep):
             m.state = CF if step.startswith("undo:") else F
             m.token, m.entry, m.lease_live = "", "", False
             return True
@@ -194,6 +202,8 @@ class Rec:
         m.lease_live = m.due_past = False
 
     def predict_commit(self, step: str, token: str) -> RC:
+        if self.gone:
+            return RC.NOT_FOUND
         if self.done.get(step) == token:
             return RC.DUPLICATE
         if self.running(step) and self.token == token:
@@ -221,6 +231,8 @@ class Rec:
             m.state, m.entry = C, ""
 
     def predict_fail(self, step: str, token: str) -> RC:
+        if self.gone:
+            return RC.NOT_FOUND
         if self.failtok == token:
             return RC.DUPLICATE
         if self.running(step) and self.token == token:

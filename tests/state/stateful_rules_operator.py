@@ -102,10 +102,12 @@ class OperatorRules(RedisMachine):
     @rule(step=st.sampled_from(WORK), resend=st.booleans())
     def quarantine_ready(self, step: str, resend: bool) -> None:
         """Read new entries and quarantine them all as malformed (naming their record): a
-        saga whose current entry it was is dead-lettered; a re-send writes nothing."""
+        saga whose current entry it was (a deferred saga: a release of its epoch) is
+        dead-lettered; a re-send writes nothing."""
         entries = self.run(read_ready(self.client, self.keys, step, "w-q", count=10))
-        for entry, rid in entries:
-            strands = self.model[rid].predict_quarantine(step, entry)
+        eps = self.run(self._epochs(step, entries))
+        for (entry, rid), ep in zip(entries, eps, strict=True):
+            strands = self.model[rid].predict_quarantine(step, entry, ep)
             self.run(quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid))
             harness.event(f"quarantine: {'dead-lettered' if strands else 'entry only'}")
             if resend:
