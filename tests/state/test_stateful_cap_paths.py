@@ -2,8 +2,9 @@
 reach rarely: a cancel, retry or compensation handing a user's slot on at once; a
 released entry of an older epoch dropped by the claim, its slot going to the newer
 deferral; a capped takeover dead-lettering into compensation; an undo parked for the
-budget and woken when it is raised. The model must follow
-Redis at each step and the invariants hold."""
+budget and woken when it is raised; an older epoch's release requeued (its slot handed
+on) or quarantined (its saga left deferred); a release whose saga was pruned. The model
+must follow Redis at each step and the invariants hold."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
 from saga.state.model import Claim, FailAction
 from tests.state import stateful_model as model
+from tests.state.helpers import read_ready
 
 
 @pytest.fixture
@@ -128,4 +130,68 @@ def test_an_undo_parked_for_the_budget_wakes_when_it_is_raised(m: stateful.SagaM
     for _ in range(3):
         m.work("w-u", None, undos=True)
     assert m.model["r0"].state == model.CD
+    _check(m)
+
+
+def _r1_deferred_in_two_epochs(m: stateful.SagaMachine) -> tuple[str, Claim]:
+    """r0 runs the router; r1 deferred in epoch 1, retried and deferred again in epoch 2
+    (r2's retry entry behind); r0's commit then releases r1's epoch-1 deferral."""
+    held = _r0_running_r1_deferred(m)
+    m.retry("r1", "router", force=False, resend=False)
+    m.retry("r2", "router", force=False, resend=False)
+    assert _claims(m.claim_capped("w-a", 1)) == []  # r2's old entry: stale
+    assert _claims(m.claim_capped("w-a", 1)) == []  # r1's epoch-2 entry: deferred again
+    m.commit(held, resend=False, review="", wrong_next=False)  # releases r1's epoch 1
+    _check(m)
+    return held
+
+
+def test_a_requeued_release_of_an_older_epoch_hands_its_slot_on(m: stateful.SagaMachine) -> None:
+    """The router's entries are read and left (their worker died): the controller's
+    requeue drops r1's epoch-1 release and hands its slot to r1's epoch-2 deferral at
+    once, which is then claimed in epoch 2."""
+    _r1_deferred_in_two_epochs(m)
+    m.run(read_ready(m.client, m.keys, "router", "w-x", count=10))
+    m.requeue(expire_all=False, resend=True)
+    assert m.fair.deferred["router"] == set()
+    assert set(m.fair.inflight["router"]) == {"u-a|r1"}
+    _check(m)
+    [r1] = [c for _, c in _claims(m.claim_ready("w-b")) if c.record_id == "r1"]
+    assert (r1.step, r1.epoch) == ("router", 2)
+    _check(m)
+
+
+def test_a_quarantined_release_of_an_older_epoch_leaves_its_saga_deferred(
+    m: stateful.SagaMachine,
+) -> None:
+    """Quarantining r1's epoch-1 release (and r2's current entry) fails r2 only: r1 still
+    waits on its epoch-2 deferral."""
+    _r1_deferred_in_two_epochs(m)
+    m.quarantine_ready("router", resend=True)
+    assert (m.model["r1"].state, m.model["r1"].entry) == (model.P, "")
+    assert m.model["r2"].state == model.F
+    assert any(mem.endswith("|r1|2") for mem in m.fair.deferred["router"])
+    _check(m)
+
+
+def test_a_release_for_a_pruned_saga_hands_its_slot_on(m: stateful.SagaMachine) -> None:
+    """r1, deferred in epoch 1, is retried, runs to completion in epoch 2 and is pruned at
+    its retention's end; r0's commit then releases r1's epoch-1 deferral into u-a's slot:
+    the capped claim of that entry finds r1's saga gone and frees the slot (found by its
+    record: the user went with the hash) instead of holding it for nobody."""
+    held = _r0_running_r1_deferred(m)
+    m.retry("r1", "router", force=False, resend=False)  # epoch 2: its epoch-1 deferral stays
+    for _ in range(2):  # router, then parser, uncapped
+        for h in _claims(m.claim_ready("w-b")):
+            if h[1].record_id == "r1":
+                m.commit(h, resend=False, review="", wrong_next=False)
+    assert m.model["r1"].state == model.C
+    m.prune("r1")
+    assert m.model["r1"].gone
+    _check(m)
+    m.commit(held, resend=False, review="", wrong_next=False)  # releases r1's epoch 1
+    assert "u-a|r1" in m.fair.inflight["router"]
+    _check(m)
+    m.claim_capped("w-a", 2)  # r1's release: NOT_FOUND, its slot freed
+    assert "u-a|r1" not in m.fair.inflight["router"]
     _check(m)
