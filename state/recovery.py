@@ -79,7 +79,9 @@ async def quarantine(
         rk = k.record(record_id)
         keys += [rk.saga, rk.history, k.dead(partition, step), k.stats(partition)]
         keys += k.state_indexes(partition)
-        args += [step, sm.limits.history_maxlen]
+        # The cap's keys always (empty without one): the slot the saga holds there goes.
+        keys += [k.inflight(partition, step), k.deferred(partition, step)]
+        args += [step, sm.limits.history_maxlen, record_id]
     reply = await sm._resend(lambda: evalsha(sm.client, "quarantine_entry", keys, args))
     to_code(reply[0])
     return text(reply[1])

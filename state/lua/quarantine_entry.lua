@@ -14,17 +14,25 @@
 -- KEYS[5]  dead-letter stream of the step
 -- KEYS[6]  partition counters
 -- KEYS[7..12] state indexes, in SagaState order
+-- KEYS[13] users' slots of the step      {p}:inflight:<step>  (includes/user_cap)
+-- KEYS[14] entries deferred by the cap   {p}:deferred:<step>
 -- ARGV[1]  consumer group
 -- ARGV[2]  entry id
 -- ARGV[3]  reason
 -- ARGV[4]  the entry's raw fields, encoded (JSON with base64 for non-UTF-8)
 -- ARGV[5]  step name (with KEYS[3..])
 -- ARGV[6]  history MAXLEN (with KEYS[3..])
+-- ARGV[7]  the record id (with KEYS[3..])
 -- Returns: {RC.OK, quarantine_entry_id, dead_letter_id or ''}
 --          {RC.DUPLICATE, ''}  the entry is not pending (any more): a re-sent call, or
 --                              another executor quarantined it first; nothing written
 -- Emits:   a quarantine entry {entry, stream, reason, raw, t}, once per entry; for a
---          saga stranded by it, a dead letter and history 'dead_lettered'
+--          saga stranded by it, a dead letter and history 'dead_lettered'; a ready entry
+--          for a deferred entry a freed slot went to
+-- With a record, the slot it holds at the step (per-user cap) is freed unless its saga
+-- still runs there, as a claim frees a dropped entry's (a quarantined release's
+-- reservation, or a dead-lettered saga's) and hands a live one on; a saga gone: the
+-- record's slot (free_orphan_slot). The keys come always: empty without a cap.
 --@include now
 --@include history
 --@include state_index
@@ -42,7 +50,7 @@ local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[
                       'stream', KEYS[1], 'reason', ARGV[3], 'raw', ARGV[4], 't', now)
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 local dead_id = ''
-if #KEYS >= 12 then
+if #KEYS >= 14 then
   local step = ARGV[5]
   local s = redis.call('HMGET', KEYS[3], 'state', 'step', 'entry', 'uid', 'rid', 'epoch',
                        'att:' .. step)
@@ -51,10 +59,10 @@ if #KEYS >= 12 then
   -- one of an older epoch (the saga retried or deferred again since) is not. An entry
   -- whose epoch cannot be read (gone, or 'ep' missing or no number: often why it is
   -- quarantined) is taken as the saga's: failed visibly rather than left waiting unseen.
-  local waits = s[3] == ARGV[2] or (s[3] == '' and s[1] == STATE.PENDING
-                                    and not stale_release(KEYS[1], ARGV[2], s[6]))
-  if waits and s[2] == step and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING
-                                 or s[1] == STATE.COMPENSATING) then
+  local waits = s[2] == step and (s[3] == ARGV[2] or (s[3] == '' and s[1] == STATE.PENDING
+                                   and not stale_release(KEYS[1], ARGV[2], s[6])))
+  if waits and (s[1] == STATE.PENDING or s[1] == STATE.RUNNING
+                or s[1] == STATE.COMPENSATING) then
     local to = STATE.FAILED
     if s[1] == STATE.COMPENSATING then to = STATE.COMPENSATION_FAILED end
     local epoch = tonumber(s[6])
@@ -66,6 +74,11 @@ if #KEYS >= 12 then
                            to = to})
     history_append(KEYS[4], ARGV[6], {'e', 'dead_lettered', 's', step, 'a', attempt,
                                       'ep', epoch, 't', now, 'ec', 'Quarantined', 'em', em})
+  end
+  if not s[1] then
+    free_orphan_slot({inflight = KEYS[13], deferred = KEYS[14], ready = KEYS[1]}, ARGV[7], now)
+  elseif dead_id ~= '' or not (s[1] == STATE.RUNNING and s[2] == step) then
+    free_slot({inflight = KEYS[13], deferred = KEYS[14], ready = KEYS[1]}, s[4], ARGV[7], now)
   end
 end
 return {RC.OK, id, dead_id}

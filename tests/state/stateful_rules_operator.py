@@ -103,13 +103,16 @@ class OperatorRules(RedisMachine):
     def quarantine_ready(self, step: str, resend: bool) -> None:
         """Read new entries and quarantine them all as malformed (naming their record): a
         saga whose current entry it was (a deferred saga: a release of its epoch) is
-        dead-lettered; a re-send writes nothing."""
+        dead-lettered; the slot of a saga that does not run at the step goes on; a re-send
+        writes nothing."""
         entries = self.run(read_ready(self.client, self.keys, step, "w-q", count=10))
         eps = self.run(self._epochs(step, entries))
         for (entry, rid), ep in zip(entries, eps, strict=True):
             strands = self.model[rid].predict_quarantine(step, entry, ep)
             self.run(quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid))
             harness.event(f"quarantine: {'dead-lettered' if strands else 'entry only'}")
+            if not self.model[rid].running(step):  # as a claim's dropped entry: its slot goes
+                harness.event(f"quarantine: freed {len(self.fair.free(step, rid))}")
             if resend:
                 again = quarantine(self.sm, step, 0, entry, "malformed (test)", {}, rid)
                 assert self.run(unchanged(self.client, self.keys, again)) == ""

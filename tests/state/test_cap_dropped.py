@@ -1,7 +1,8 @@
 """The per-user cap when a released entry is dropped without being claimed: its saga is
-gone (a claim or the controller's requeue finds no hash), so the slot reserved for it
-is found by its record and handed on; and the quarantine of a released entry, which
-fails a deferred saga only if the entry is of the saga's epoch (or has none readable)."""
+gone (a claim, the controller's requeue or a quarantine finds no hash), so the slot
+reserved for it is found by its record and handed on; and the quarantine of a released
+entry, which fails a deferred saga only if the entry is of the saga's epoch (or has none
+readable), and hands the slot reserved for it on either way."""
 
 from __future__ import annotations
 
@@ -101,8 +102,9 @@ async def test_quarantining_an_older_epochs_release_leaves_the_saga_deferred(
     sm: StateMachine, keys: Keys, redis: Any
 ) -> None:
     """a2 deferred in epoch 1, retried and deferred again in epoch 2: quarantining its
-    epoch-1 release does not fail it (it waits on its epoch-2 deferral); quarantining a
-    release of its own epoch does."""
+    epoch-1 release does not fail it, and hands the slot reserved for that release to
+    its epoch-2 deferral at once; quarantining that release (of its own epoch) fails it
+    and frees the slot (no deferral is left to take it)."""
     sm.user_caps["router"] = (CAP, LEASE_MS)
     await started(sm, ("a1", "a"), ("a2", "a"))
     first = (await claim_all(sm))[0].claim
@@ -113,11 +115,27 @@ async def test_quarantining_an_older_epochs_release_leaves_the_saga_deferred(
     await quarantine(sm, "router", 0, old, "malformed (test)", {}, "a2")
     assert await redis.hmget(keys.saga("a2"), ["state", "entry"]) == [b"pending", b""]
     assert await stream_rows(redis, keys.dead(0, "router")) == []
-    assert await redis.zcard(keys.deferred(0, "router")) == 1  # its epoch-2 deferral
-    await sm.release_deferred("router", 0, cap=0, lease_ms=LEASE_MS, most=10, idle=True)
+    assert await _members(redis, keys.deferred(0, "router")) == []  # epoch 2's released
+    assert await _members(redis, keys.inflight(0, "router")) == ["a|a2"]
     own = await _read_release(sm, "a2")
+    [(_, fields)] = await redis.xrange(keys.ready(0, "router"), own, own)
+    assert fields[b"ep"] == b"2"
     await quarantine(sm, "router", 0, own, "malformed (test)", {}, "a2")
     assert await redis.hmget(keys.saga("a2"), ["state", "ec"]) == [b"failed", b"Quarantined"]
+    assert await _members(redis, keys.inflight(0, "router")) == []
+
+
+async def test_quarantining_a_release_whose_saga_is_gone_hands_its_slot_on(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """A released entry quarantined (by a worker or the controller) after its saga was
+    deleted: the slot reserved for it goes to a3, found by the record."""
+    await _a2_released_a3_deferred(sm)
+    await redis.delete(keys.saga("a2"))
+    entry = await _read_release(sm, "a2")
+    await quarantine(sm, "router", 0, entry, "malformed (test)", {}, "a2")
+    assert await _members(redis, keys.inflight(0, "router")) == ["a|a3"]
+    assert await _members(redis, keys.deferred(0, "router")) == []
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,8 @@ reach rarely: a cancel, retry or compensation handing a user's slot on at once; 
 released entry of an older epoch dropped by the claim, its slot going to the newer
 deferral; a capped takeover dead-lettering into compensation; an undo parked for the
 budget and woken when it is raised; an older epoch's release requeued (its slot handed
-on) or quarantined (its saga left deferred); a release whose saga was pruned. The model
-must follow Redis at each step and the invariants hold."""
+on) or quarantined (its saga left deferred, its slot handed on); a release whose saga
+was pruned. The model must follow Redis at each step and the invariants hold."""
 
 from __future__ import annotations
 
@@ -164,13 +164,17 @@ def test_a_requeued_release_of_an_older_epoch_hands_its_slot_on(m: stateful.Saga
 def test_a_quarantined_release_of_an_older_epoch_leaves_its_saga_deferred(
     m: stateful.SagaMachine,
 ) -> None:
-    """Quarantining r1's epoch-1 release (and r2's current entry) fails r2 only: r1 still
-    waits on its epoch-2 deferral."""
+    """Quarantining r1's epoch-1 release (and r2's current entry) fails r2 only; the slot
+    reserved for that release goes to r1's epoch-2 deferral at once, which is claimed."""
     _r1_deferred_in_two_epochs(m)
     m.quarantine_ready("router", resend=True)
     assert (m.model["r1"].state, m.model["r1"].entry) == (model.P, "")
     assert m.model["r2"].state == model.F
-    assert any(mem.endswith("|r1|2") for mem in m.fair.deferred["router"])
+    assert m.fair.deferred["router"] == set()
+    assert set(m.fair.inflight["router"]) == {"u-a|r1"}
+    _check(m)
+    [r1] = [c for _, c in _claims(m.claim_ready("w-b")) if c.record_id == "r1"]
+    assert (r1.step, r1.epoch) == ("router", 2)
     _check(m)
 
 
