@@ -203,7 +203,8 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
                 if expected == RC.NOT_FOUND or (
                     expected == RC.STALE_ENTRY and not m.running(step)
                 ):  # fmt: skip
-                    harness.event(f"requeue {expected.name}: freed {len(self.fair.free(step, rid))}")
+                    freed = self.fair.free(step, rid)
+                    harness.event(f"requeue {expected.name}: freed {len(freed)}")
                 if expected == RC.OK:
                     self.model[rid].entry = out.detail
             if resend and entries:
