@@ -70,9 +70,9 @@ local function free_slot(k, user, record, now)
   return release_user(k.deferred, k.inflight, k.ready, user, 1, now, until_ms - now)
 end
 
--- A slot of `record` at the step whatever its user: for a claim or requeue that finds the
--- saga gone (its hash deleted by retention or an operator), which took the user id with
--- it. Ids hold no '|' and no glob characters (state/ids.py), so MATCH '*|<record>' finds
+-- A slot of `record` at the step whatever its user: for a claim, requeue or quarantine
+-- that finds the saga gone (its hash deleted by retention or an operator), which took the
+-- user id with it. Ids hold no '|' and no glob characters (state/ids.py), so MATCH '*|<record>' finds
 -- that record's member only; a live one is handed on as free_slot does, so the slot a
 -- released entry reserved is not held for nobody until its term ends. At most 32 scan
 -- calls of 128, as user_slots (a partition's slots are its running attempts).
