@@ -9,6 +9,7 @@ one pipeline for every partition and saga type.
 from __future__ import annotations
 
 import calendar
+import itertools
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -193,20 +194,23 @@ async def _unpark_type(sm: StateMachine, user_id: str, why: str, batch: int, op:
     """``unpark_user`` for the saga type of ``sm.keys``."""
     keys, client = sm.keys, sm.client
     woken = 0
+    page = 500  # the user's index a page at a time: a user may have a long history
     for p in keys.all_partitions():
-        records = [text(r) for r in await client.zrange(keys.user_index(p, user_id), 0, -1)]
-        by_step: dict[str, list[str]] = defaultdict(list)
-        for i in range(0, len(records), 500):
-            chunk = records[i : i + 500]
+        for start in itertools.count(0, page):
+            got = await client.zrange(keys.user_index(p, user_id), start, start + page - 1)
+            chunk = [text(r) for r in got]
             pipe = client.pipeline(transaction=False)
             for rid in chunk:
                 pipe.hmget(keys.saga(rid), ["state", "step", "ec", "pec"])
+            by_step: dict[str, list[str]] = defaultdict(list)
             for rid, (state, step, ec, pec) in zip(chunk, await pipe.execute(), strict=True):
                 if parked_for_budget(text(state), text(ec), text(pec)):
                     by_step[text(step)].append(rid)
-        for step, rids in by_step.items():
-            for i in range(0, len(rids), batch):
-                woken += await _unpark(sm, p, step, rids[i : i + batch], why, op or new_op())
+            for step, rids in by_step.items():
+                for i in range(0, len(rids), batch):
+                    woken += await _unpark(sm, p, step, rids[i : i + batch], why, op or new_op())
+            if len(chunk) < page:
+                break
     return woken
 
 

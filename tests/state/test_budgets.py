@@ -222,3 +222,18 @@ async def test_set_and_wake_wakes_only_when_the_new_budget_is_not_spent(
     assert await budgets.clear_and_wake(sm, "u1") == (True, 1)
     assert (await saga_hash(redis, keys, "s1"))["state"] == SagaState.PENDING
     assert await budgets.clear_and_wake(sm, "u1") == (False, 0)
+
+
+async def test_unpark_reads_a_long_history_a_page_at_a_time(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """A user with more sagas than a page (500) of the user's index: the parked saga
+    among the last is found and woken."""
+    for i in range(620):
+        await sm.start(f"h{i:04d}", "u1", "router")
+    await redis.delete(keys.ready(0, "router"))  # those wait forever: only the parked one runs
+    await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
+    await _budget_parked(sm, "zz-last")
+    assert await redis.zrank(keys.user_index(0, "u1"), "zz-last") >= 500
+    assert await budgets.unpark_user(sm, "u1", "budget raised") == 1
+    assert (await saga_hash(redis, keys, "zz-last"))["state"] == SagaState.PENDING
