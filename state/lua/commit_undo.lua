@@ -1,7 +1,7 @@
 -- commit_undo: the exactly-once end of an undo attempt (commit_steps for a compensating
 -- saga). Token-checked; in one script it drops the undone step's output (its effect no
 -- longer stands), acknowledges the entry, enqueues the next undo of the plan or ends the
--- saga 'compensated', attributes the attempt's LLM cost as commit_step does (the saga's
+-- saga 'compensated', attributes the attempt's LLM cost as commit_steps does (the saga's
 -- cost:undo:<step>, the day's totals, the user's spend that budgets check), and appends
 -- the history. A second commit of the same attempt returns the recorded result, writing
 -- nothing. The error that led to the compensation

@@ -71,7 +71,7 @@ async def test_since_reaches_older_days_and_partitions(redis: Any, redis_url: st
     """Older days count only from --since on; every partition's totals are summed."""
     keys = Keys(prefix=f"t{uuid.uuid4().hex[:10]}", partitions=3)
     old = (dt.datetime.now(dt.UTC) - dt.timedelta(days=40)).date()
-    for p in keys.all_partitions():  # as commit_step writes them, on a day long past
+    for p in keys.all_partitions():  # as commit_steps writes them, on a day long past
         await redis.hincrbyfloat(keys.costs(p, old.isoformat()), "u-1|parser", 0.25)
         await redis.hincrby(keys.costs(p, old.isoformat()), "u-1|parser|n", 1)
     assert cli_json(keys, redis_url, "costs")["rows"] == []
