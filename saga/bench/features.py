@@ -198,8 +198,9 @@ def _otlp_encoding(n: int) -> list[Row]:
 
 
 def _commit_packing(n: int) -> float:
-    """Packing one commit EVALSHA (31 keys and arguments) into RESP, as the engine's
-    connections do (hiredis's C packer, ``saga.state.connection``)."""
+    """Packing a commit_steps EVALSHA of 64 attempts into RESP, per attempt (its 5 keys
+    and 15 arguments, and a 64th of the call's 11 keys and 6 arguments), as the
+    engine's connections do (hiredis's C packer, ``saga.state.connection``)."""
     from redis.asyncio.connection import Connection
 
     from saga.state.connection import _hiredis_packing
@@ -207,11 +208,16 @@ def _commit_packing(n: int) -> float:
 
     conn = _hiredis_packing(Connection)()
     k = Keys()
-    rk = k.record("mr-2024-0001")
-    keys = [rk.saga, rk.history, k.ready(0, "router"), k.ready(0, "parser"), rk.pages,
-            k.stats(0), k.costs(0, "2026-11-30"), k.retired(0), *k.state_indexes(0)]  # fmt: skip
-    args = ("EVALSHA", "0" * 40, len(keys), *keys, *range(17))
-    return _per_call(lambda: conn.pack_commands([args]), n)
+    keys = [k.stats(0), k.costs(0, "2026-11-30"), k.retired(0), *k.state_indexes(0),
+            k.review_index(0), k.spend(0, "2026-11")]  # fmt: skip
+    args: list[object] = ["executors", 1000, 86400, 604800, "30", 64]
+    for i in range(64):
+        rk = k.record(f"mr-2024-{i:04d}")
+        keys += [rk.saga, rk.history, rk.pages, k.ready(0, "router"), k.ready(0, "parser")]
+        args += ["router", "1:1", f"1764590000000-{i}", "parser", b'{"pages":2}',
+                 f"op{i:x}", "", "0", "0.0", "", "w-1", 0, 0, "", 0]  # fmt: skip
+    command = ("EVALSHA", "0" * 40, len(keys), *keys, *args)
+    return _per_call(lambda: conn.pack_commands([command]), max(n // 64, 1)) / 64
 
 
 async def worker_rows(n: int) -> list[Row]:
@@ -223,7 +229,7 @@ async def worker_rows(n: int) -> list[Row]:
         ("worker", "task per attempt: anyio task group + Event", await _anyio_task(n)),
         ("worker", "tracing on: span per attempt (no exporter)", _tracing(n)),
         *_otlp_encoding(n),
-        ("worker", "packing one commit EVALSHA (hiredis)", _commit_packing(n)),
+        ("worker", "packing one attempt of a commit_steps call (hiredis)", _commit_packing(n)),
     ]
 
 
