@@ -208,9 +208,9 @@ def _commit_packing(n: int) -> float:
 
     conn = _hiredis_packing(Connection)()
     k = Keys()
-    keys = [k.stats(0), k.costs(0, "2026-11-30"), k.retired(0), *k.state_indexes(0),
+    keys: list[str] = [k.stats(0), k.costs(0, "2026-11-30"), k.retired(0), *k.state_indexes(0),
             k.review_index(0), k.spend(0, "2026-11")]  # fmt: skip
-    args: list[object] = ["executors", 1000, 86400, 604800, "30", 64]
+    args: list[str | bytes | int] = ["executors", 1000, 86400, 604800, "30", 64]
     for i in range(64):
         rk = k.record(f"mr-2024-{i:04d}")
         keys += [rk.saga, rk.history, rk.pages, k.ready(0, "router"), k.ready(0, "parser")]
