@@ -58,6 +58,12 @@ def loaded_litellm() -> Any:
                 quiet_litellm()
                 import litellm
 
+                # saga passes max_retries=0 on every call (the executor and the breaker
+                # decide about retries), but litellm's OpenAI embeddings take 0 as "unset"
+                # (`max_retries or DEFAULT_MAX_RETRIES`, litellm 1.110): a failed call was
+                # three requests with backoff. Read at call time; 0 where it is unset.
+                if isinstance(getattr(litellm, "DEFAULT_MAX_RETRIES", None), int):
+                    litellm.DEFAULT_MAX_RETRIES = 0
                 _module.append(litellm)
                 _log.info("litellm_loaded", duration_seconds=round(time.monotonic() - started, 3))
     return _module[0]

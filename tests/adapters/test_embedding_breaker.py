@@ -99,3 +99,20 @@ async def test_llm_outage_leaves_embeddings_working(redis: Any, keys: Keys) -> N
     states = await read_all(redis, keys, NAMES)
     assert states[LLM].state is BreakerState.OPEN
     assert (states[EMBEDDING].state, states[EMBEDDING].failures) == (BreakerState.CLOSED, 0)
+
+
+async def test_a_failed_embedding_is_one_request(redis: Any, keys: Keys) -> None:
+    """A 503 from the embeddings API is one HTTP request, not three: litellm 1.110 turns
+    max_retries=0 into its default of 2 for OpenAI embeddings (``max_retries or
+    DEFAULT_MAX_RETRIES``); saga sets that default to 0, since the executor and the
+    breaker decide about retries."""
+    with serve(provider(embeddings_down=True)) as stub:
+        ports = DefaultPorts(settings(stub.url), redis, keys)
+        try:
+            embedder = attempt(ports, "rec-once").embedder
+            assert embedder is not None
+            with pytest.raises(RetryableError):
+                await embedder.embed(["zinc"])
+        finally:
+            await ports.aclose()
+        assert stub.count("/v1/embeddings") == 1
