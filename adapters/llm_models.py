@@ -63,7 +63,7 @@ def loaded_litellm() -> Any:
                 # (`max_retries or DEFAULT_MAX_RETRIES`, litellm 1.110): a failed call was
                 # three requests with backoff. Read at call time; 0 where it is unset.
                 if isinstance(getattr(litellm, "DEFAULT_MAX_RETRIES", None), int):
-                    litellm.DEFAULT_MAX_RETRIES = 0
+                    setattr(litellm, "DEFAULT_MAX_RETRIES", 0)  # noqa: B010 (not exported)
                 _module.append(litellm)
                 _log.info("litellm_loaded", duration_seconds=round(time.monotonic() - started, 3))
     return _module[0]
