@@ -74,7 +74,7 @@ def _app(name: str) -> saga.App:
         trip = out.trip
         if trip.hang_undo and not (ledger() / f"hung@{ctx.record_id}").exists():
             (ledger() / f"hung@{ctx.record_id}").touch()
-            await asyncio.sleep(600)  # killed here
+            await asyncio.Event().wait()  # hangs until the test kills the worker
         if trip.undo_fails < 0:
             raise saga.PermanentError("the hotel refuses to cancel")
         if ctx.attempt <= trip.undo_fails:
@@ -95,7 +95,7 @@ def _app(name: str) -> saga.App:
     async def pay(ctx: saga.StepContext, b: Booked) -> Booked:
         if b.trip.hang_pay and not (ledger() / f"paying@{ctx.record_id}").exists():
             (ledger() / f"paying@{ctx.record_id}").touch()
-            await asyncio.sleep(600)  # killed here
+            await asyncio.Event().wait()  # hangs until the test kills the worker
         if b.trip.fail_at == "pay":
             raise saga.PermanentError("card declined")
         return Booked(trip=b.trip, what=[*b.what, "paid"])

@@ -11,8 +11,8 @@ import time
 import pytest
 import redis
 
-from tests.executor.support import Worker, free_port, status, wait_claimed, wait_until
-from tests.faults.harness import FaultRun
+from tests.executor.support import Worker, free_port, states, status, wait_claimed, wait_until
+from tests.faults.harness import TERMINAL, FaultRun
 from tests.faults.proxy import Faults, Proxy
 from tests.faults.runlog import RunLog
 
@@ -44,7 +44,12 @@ async def test_script_flush_storm(run: FaultRun) -> None:
     flusher.start()
     try:
         await run.start(rids)
-        time.sleep(4)  # noqa: ASYNC251 - the storm runs in its thread meanwhile
+
+        async def stormed() -> bool:  # the storm ran while a third of the sagas committed
+            ended = [s for s in await states(run.redis, run.keys, rids) if s in TERMINAL]
+            return counts[0] >= 40 and len(ended) >= len(rids) // 3
+
+        await wait_until(stormed, within=60, what="40 flushes and a third of the sagas done")
     finally:
         stop.set()
         flusher.join()
@@ -71,7 +76,11 @@ async def test_sigterm_during_startup(run: FaultRun) -> None:
             return await status(w.port, "/livez") != 0
 
         await wait_until(serving, within=30, what="the worker to serve /livez")
-        time.sleep(1)  # noqa: ASYNC251 - a retry or two of its start-up
+
+        async def retrying(w: Worker = w) -> bool:  # its start-up has failed once at least
+            return "waiting_for_redis" in w.log.read_text()
+
+        await wait_until(retrying, within=30, what="the worker to retry its start-up")
         w.signal(sig)
         run.faults += 1
         started = time.monotonic()
