@@ -41,7 +41,7 @@ async def reshard_under_load(
         async with anyio.create_task_group() as tg:
             tg.start_soon(churn.run)
             for i in range(moves):
-                await anyio.sleep(4)
+                await started_more(churn, 100)  # ~4 s of churn under each layout
                 slot = key_slot(keys.ready(i % keys.partitions, "router").encode())
                 src = await anyio.to_thread.run_sync(cluster.owner_of_slot, slot)
                 dst = (src + 1) % cluster.primaries
@@ -51,7 +51,7 @@ async def reshard_under_load(
                 print(f"\nslot {slot} (partition {i % keys.partitions}): {moved} keys, "
                       f"node {src} -> node {dst}")  # fmt: skip
                 assert await anyio.to_thread.run_sync(cluster.owner_of_slot, slot) == dst
-            await anyio.sleep(2)
+            await started_more(churn, 50)  # and after the last move
             churn.stop.set()
 
         async def done() -> bool:
@@ -90,3 +90,13 @@ async def test_every_partition_moves_under_load(cluster: LocalCluster, tmp_path:
     """Soak: the slots of eight partitions move one after another, two keys per MIGRATE."""
     keys = Keys(prefix=f"rS{tmp_path.name[-6:]}", partitions=8)
     await reshard_under_load(cluster, keys, tmp_path, moves=8, batch=2)
+
+
+async def started_more(churn: Churn, n: int) -> None:
+    """Wait until the churn has started ``n`` more sagas (at its rate of 25 a second)."""
+    mark = len(churn.acked)
+
+    async def more() -> bool:
+        return len(churn.acked) >= mark + n
+
+    await wait_until(more, within=60, what=f"{n} more sagas started")

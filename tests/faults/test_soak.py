@@ -28,7 +28,6 @@ pytestmark = pytest.mark.anyio
 
 WAVES = 5
 RETENTION = {"SAGA_RETENTION_DAYS": "0.0005"}  # 43 s: completed sagas are deleted in the run
-AFTER_WAVE_S = 46  # past the retention: the maintenance passes (3 workers, 60 s each) delete them
 SHORT_RETENTION = {"SAGA_RETENTION_DAYS": "0.000139"}  # 12 s (whole seconds, rounded down)
 
 
@@ -56,7 +55,11 @@ async def fault(
             run.spawn(**retention)
     elif kind == "drop":
         proxy.faults = Faults(drop=0.03)
-        await anyio.sleep(2)
+
+        async def dropped() -> bool:
+            return proxy.counts["dropped"] >= 10
+
+        await wait_until(dropped, within=60, what="10 replies dropped")
         proxy.faults = Faults()
         run.faults += proxy.counts["dropped"]
         proxy.counts.clear()
@@ -64,7 +67,7 @@ async def fault(
         lossy = time.monotonic() - 2
         run.server.stop(signal.SIGKILL)
         run.faults += 1
-        await anyio.sleep(2)
+        await anyio.sleep(2)  # the outage's length is the fault, not a wait for anything
         await run.restart_server()
     run.extra.setdefault("fault_kinds", []).append(kind)
     return lossy
@@ -96,7 +99,9 @@ async def test_soak_random_faults_memory_flat(run: FaultRun) -> None:
             lossy = await fault(run, proxy, rng, wave, RETENTION)
             run.fault_end = time.monotonic()
             await run.finish(rids, within=600, lossy_since=lossy)  # a summary row per wave
-            await anyio.sleep(AFTER_WAVE_S)
+            # The wave's retention ends, and the workers' maintenance passes delete it.
+            await wait_until(retention_over(run), within=90, what="the wave's retention to end")
+            await wait_until(expired(run, rids), within=120, what="the wave deleted", every=1)
             marks.append(await memory(run, process))
     finally:
         proxy.stop()
