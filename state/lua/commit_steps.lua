@@ -74,14 +74,13 @@ local now_s = string.format('%d', now)
 -- Commits per step in this call: one HINCRBY per step, not per attempt.
 local committed, steps = {}, {}
 
-local function commit_one(b, a)
+-- b, a: the attempt's first key and argument; its cap's lease (0: none) and first cached
+-- answer's key come from the one place that walks the layout, the loop below.
+local function commit_one(b, a, cap_lease, first_cost)
   local saga, hist, pages_key = KEYS[b], KEYS[b + 1], KEYS[b + 2]
   local ready, next_ready = KEYS[b + 3], KEYS[b + 4]
   local step, token, entry, next_step = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local op, worker, review = ARGV[a + 5], ARGV[a + 10], ARGV[a + 13]
-  local cap_lease = tonumber(ARGV[a + 14]) or 0
-  local first_cost = b + 5
-  if cap_lease > 0 then first_cost = b + 7 end
 
   local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
                        'claimed', 'done:' .. step, 'att:' .. step)
@@ -165,9 +164,11 @@ local replies = {}
 local b, a = 12, 7
 for i = 1, 64 do
   if i > n then break end
-  replies[i] = commit_one(b, a)
-  b = b + 5 + tonumber(ARGV[a + 12])
-  if (tonumber(ARGV[a + 14]) or 0) > 0 then b = b + 2 end
+  local cap_lease = tonumber(ARGV[a + 14]) or 0
+  local first_cost = b + 5  -- after saga, history, pages, ready, next ready
+  if cap_lease > 0 then first_cost = b + 7 end  -- and the cap's two keys
+  replies[i] = commit_one(b, a, cap_lease, first_cost)
+  b = first_cost + (tonumber(ARGV[a + 12]) or 0)
   a = a + 15
 end
 for j = 1, 64 do  -- #steps: at most n
