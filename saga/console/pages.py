@@ -9,7 +9,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import msgspec
-
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
