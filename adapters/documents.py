@@ -184,11 +184,11 @@ class DocumentFetcher:
         try:
             target = httpx.URL(url)
             for hops in range(self.max_redirects + 1):
-                where = shown if hops == 0 else f"{redact(str(target))} (from {shown})"
-                self.policy.check_url(str(target), label=_label(hops))
+                where = shown if hops == 0 else f"{redact(str(target))} (redirected from {shown})"
                 try:
+                    self.policy.check_url(str(target), label=_label(hops))
                     fetched = await self._get(target, hops)
-                except PolicyError as exc:  # the address check, at connection time
+                except PolicyError as exc:  # the URL's check, or its address's at connection
                     raise PolicyError(str(exc), detail=f"{exc.detail}; fetching {where}") from None
                 if isinstance(fetched, Document):
                     return fetched

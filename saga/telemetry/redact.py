@@ -83,9 +83,10 @@ _SECRETS = [
 MASK = "***"
 
 
-def scrub_text(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` with every key-like substring masked, cut to ``limit`` characters."""
-    for pattern in _SECRETS:
+def scrub_text(text: str, limit: int = TEXT_LIMIT, *, opaque: bool = True) -> str:
+    """``text`` with every key-like substring masked, cut to ``limit`` characters.
+    ``opaque=False`` keeps long runs without a key's prefix (a path, in a sealed detail)."""
+    for pattern in _SECRETS if opaque else _SECRETS[:-1]:
         if pattern.groups == 2:
             text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
         else:
@@ -259,8 +260,8 @@ def error_detail_of(exc: BaseException, refs: list[str]) -> str:
     key). Keys are masked even here."""
     said = str(exc)[:1000]
     if not isinstance(exc, SagaError):
-        return scrub_text(f"{type(exc).__name__}: {said}", 2000)
+        return scrub_text(f"{type(exc).__name__}: {said}", 2000, opaque=False)
     detail = str(getattr(exc, "detail", "") or "")
     if not detail and without_references(said, refs) != said:
         detail = said
-    return scrub_text(detail, 2000)
+    return scrub_text(detail, 2000, opaque=False)
