@@ -248,6 +248,7 @@ def reference_forms(ref: str) -> set[str]:
     if query:
         whole |= {query, unquote(query)}
         parts |= {v for _, v in parse_qsl(query, keep_blank_values=True)}
+        parts |= {pair.partition("=")[2] for pair in query.split("&")}  # as written: a+b
     forms = {f for f in whole if f and f != "/"} | {p for p in parts if len(p) >= _MIN_PART}
     return {f.strip() for f in forms if f.strip() and f.strip() != "/"}
 
