@@ -424,9 +424,10 @@ def check_classes(ended: dict[str, Any]) -> None:
 
 
 def check_texts(texts: dict[str, str]) -> None:
-    """Logs of every process, metrics, traces, errors, dead letters, lists, viewer's pages."""
-    for what, text in texts.items():
-        assert not hits(text), f"{NAME} in {what}: {where(text)!r}"
+    """Logs of every process, metrics, traces, errors, dead letters, lists, viewer's pages:
+    every place the name is found is reported at once."""
+    found = {what: where(text) for what, text in texts.items() if hits(text)}
+    assert not found, f"{NAME} found in {sorted(found)}: {found}"
 
 
 def check_redis(stored: list[tuple[str, str, bytes]], sealed: bool) -> None:
