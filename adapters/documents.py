@@ -240,7 +240,7 @@ class DocumentFetcher:
 
 def _label(hops: int) -> str:
     """How a message names the URL fetched after ``hops`` redirects (never the URL)."""
-    return DOCUMENT if hops == 0 else f"the URL redirect {hops} of {DOCUMENT} led to"
+    return DOCUMENT if hops == 0 else f"the target of redirect {hops} of {DOCUMENT}"
 
 
 def check_status(status: int, label: str = DOCUMENT, *, detail: str = "") -> None:
