@@ -151,7 +151,13 @@ class AttemptRunner:
         try:
             inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
-            raise InvalidInputError(f"input of step {spec.name!r} is invalid: {exc}") from None
+            # msgspec quotes a bad enum or literal value: only the field's place is shown
+            at = str(exc).rpartition(" - at ")[2] if " - at " in str(exc) else ""
+            raise InvalidInputError(
+                f"input of step {spec.name!r} is invalid ({type(exc).__name__}"
+                f"{' at ' + at if at else ''})",
+                detail=str(exc),
+            ) from None
         error: Exception | None = None
         result: Any = None
         try:

@@ -37,8 +37,10 @@ from tests.faults.harness import FaultRun, read_metrics
 pytestmark = pytest.mark.anyio
 
 NAME = "Zyxwert Quondam"
-NEEDLE = b"zyxwert"
-"""Searched for case-insensitively: it is in every spelling of the name (%20, +, lower)."""
+NEEDLES = (b"zyxwert", b"quondam")
+"""Either word, searched for case-insensitively: in every spelling of the name (%20, +,
+lower case), and in a part of it left over by a mask (main's scrubber hid a long run that
+ended in "Zyxwert" and showed "Quondam")."""
 
 
 # -- the documents ------------------------------------------------------------------------
@@ -219,12 +221,13 @@ def clear_by_design(key: str, field: str) -> bool:
 
 
 def hits(text: bytes | str) -> bool:
-    data = text.encode() if isinstance(text, str) else text
-    return NEEDLE in data.lower()
+    data = (text.encode() if isinstance(text, str) else text).lower()
+    return any(needle in data for needle in NEEDLES)
 
 
 def where(text: str) -> str:
-    at = text.lower().find(NEEDLE.decode())
+    low = text.lower()
+    at = max(low.find(needle.decode()) for needle in NEEDLES)
     return text[max(0, at - 200) : at + 80]
 
 
