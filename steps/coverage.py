@@ -58,9 +58,8 @@ _UNIT_AFTER_NUMBER = re.compile(
 )
 # a number and a flag word, or a flag glued to it ("212  HIGH", "118L", "11.8H", "7.1 *")
 _FLAGGED_NUMBER = re.compile(
-    rf"(?<![\w.])(?:\d+(?:[.,]\d+)*)\s*(?:HH|LL|H|L|A|\*|!|\u2191|\u2193|\u25b2|\u25bc)(?!\w)"
-    rf"|(?<![\w.])(?:\d+(?:[.,]\d+)*)\s+(?:high|low|abnormal|critical|abn|crit|panic)\b",
-    re.IGNORECASE,
+    r"(?<![\w.])(?:\d+(?:[.,]\d+)*)\s*(?:HH|LL|H|L|A|\*|!|\u2191|\u2193|\u25b2|\u25bc)(?!\w)"
+    r"|(?<![\w.])(?:\d+(?:[.,]\d+)*)\s+(?i:high|low|abnormal|critical|abn|crit|panic)\b"
 )
 _RANGE = re.compile(
     rf"(?<![\w.])(?:{NUM})\s*(?:-|\u2013|\u2014|to|bis|a)\s*(?:{NUM})(?![\w.])"

@@ -62,7 +62,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from msgspec.structs import replace
+
 from saga.steps.cards import card_rows
+from saga.steps.categories import is_category_line
+from saga.steps.coverage import NOTE_SEPARATOR
 from saga.steps.lab_cells import Header, parse_header, table_cells
 from saga.steps.lab_rows import Row, parse_rows, parse_table_row
 from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
@@ -110,6 +114,7 @@ class _Page:
         self.prose = Paragraph()
         self.skip: set[int] = set()
         self.previous: SourceLine | None = None  # the last line that gave nothing
+        self.last: int | None = None  # the page's last result, which notes attach to
 
     def read(self) -> None:
         for index, line in enumerate(self.lines):
@@ -119,6 +124,9 @@ class _Page:
 
     def _line(self, line: SourceLine, index: int) -> None:
         text = line.work.strip()
+        if is_category_line(text):
+            self._attach(line)  # "High: >=240" under a result is its category, not a result
+            return
         if (header := parse_header(text)) is not None:
             self._flush_prose()
             self.table = header
@@ -134,6 +142,15 @@ class _Page:
             if self.table.piped and "|" not in text:
                 self.table = None  # a pipe table ends at the first line without a pipe
         self._item(line, index)
+
+    def _attach(self, line: SourceLine) -> None:
+        """The line as part of the note of the page's last result, when there is one."""
+        self._flush_prose()
+        if self.last is None:
+            return  # no result above it on this page: coverage counts it as unexplained
+        found = self.found.biomarkers[self.last]
+        note = f"{found.note}{NOTE_SEPARATOR}{line.raw}" if found.note else line.raw
+        self.found.biomarkers[self.last] = replace(found, note=note)
 
     def _open(self, section: Section, rest: str) -> None:
         self.fragments.clear()
@@ -232,6 +249,7 @@ class _Page:
         self.previous = None
 
     def _add(self, row: Row, name: str, line: SourceLine) -> None:
+        self.last = len(self.found.biomarkers)
         self.found.biomarkers.append(located(row, name, line))
 
     def _flush_prose(self) -> None:

@@ -55,6 +55,8 @@ _NUMBER_THEN_UNIT = re.compile(r"(?<!\S)\d+(?:[.,]\d+)?\s.*(?:/|%)")
 _DATE_CELL = re.compile(r"\(?(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2})\)?")
 _NUMBER_CELL = re.compile(r"[<>]?\d+(?:[.,]\d+)?")
 _CODE_CELL = re.compile(r"\d{1,3}")
+_LAB_CODE = re.compile(r"[A-Z][A-Z0-9]{0,3}|[0-9][A-Z][A-Z0-9]{0,2}")
+_METHOD = re.compile(r"[A-Za-z][A-Za-z\-]{1,24}(?: [A-Za-z][A-Za-z\-]{1,24}){0,2}")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
 _UNIT_CELL = re.compile(r"(?:x\s?)?10\^?\d+/\S+|\S*/\S*(?:l|L)\b|%|[a-zA-Zµμ]{1,4}/[a-zA-Zµμ]{1,4}")
 
@@ -162,14 +164,37 @@ def clean_cells(cells: list[Cell]) -> list[Cell]:
             kept.pop()
             continue
         kept.append(each)
-    if len(kept) >= 4 and _CODE_CELL.fullmatch(kept[-1].text):
+    if len(kept) >= 4 and _is_code(kept[-1].text):
         kept.pop()
     return kept
+
+
+def _is_code(text: str) -> bool:
+    """A performing-lab or method code (``01``, ``EZ``, ``Q3``): no flag, unit or number."""
+    if _CODE_CELL.fullmatch(text):
+        return True
+    return bool(
+        _LAB_CODE.fullmatch(text)
+        and flag_of(text) is None
+        and unit_key(text) not in KNOWN_UNITS
+        and not text.isdigit()
+    )
+
+
+def _method_dropped(cells: list[Cell]) -> list[Cell] | None:
+    """The cells without a trailing word column (a method: ``Photometry``, ``HPLC``)."""
+    last = cells[-1].text if len(cells) >= 4 else ""
+    if not _METHOD.fullmatch(last) or flag_of(last) is not None or unit_key(last) in KNOWN_UNITS:
+        return None
+    return cells[:-1]
 
 
 def _cells_row(line: str, cells: list[Cell]) -> Row | None:
     cells = clean_cells(cells)
     result = parse_result(" ".join(c.text for c in cells[1:]))
+    if result is None and (fewer := _method_dropped(cells)) is not None:
+        cells = fewer
+        result = parse_result(" ".join(c.text for c in cells[1:]))
     if result is not None:
         return _row(line, cells[1].start, biomarker(cells[0].text, result))
     return _qualitative_row(line, cells)

@@ -15,7 +15,11 @@ from saga.steps.models import Biomarker, Flag
 
 NUM = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+"
 # "> OR = 60" is how some US labs print >=
-CMP = "<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
+CMP = (
+    "less\\s+than\\s+or\\s+equal\\s+to|greater\\s+than\\s+or\\s+equal\\s+to"
+    "|less\\s+than|greater\\s+than|more\\s+than|up\\s+to"
+    "|<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
+)
 _VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})", re.IGNORECASE)
 _RANGE_BODY = (
     rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
@@ -57,7 +61,10 @@ _FLAGS: dict[str, Flag | str] = {
     ),
     **dict.fromkeys(["N", "(N)", "NORMAL", "Normal", "normal", "(Normal)"], Flag.NORMAL),
     # an abnormal marker without a direction: the direction comes from the range
-    **dict.fromkeys(["*", "!", "A", "ABN", "Abnormal", "ABNORMAL", "abnormal", "(A)"], _ABNORMAL),
+    **dict.fromkeys(
+        "* ! A ABN Abnormal ABNORMAL abnormal (A) CRITICAL Critical critical CRIT PANIC".split(),
+        _ABNORMAL,
+    ),
 }
 QUALITATIVE = words(
     "negative positive reactive non-reactive nonreactive detected not-detected trace "
@@ -66,6 +73,8 @@ QUALITATIVE = words(
 )
 _COMPARATORS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">="}
 _COMPARATORS |= {"\u2264": "<=", "\u2265": ">=", "<or=": "<=", ">or=": ">="}
+_COMPARATORS |= {"lessthan": "<", "greaterthan": ">", "morethan": ">", "upto": "<="}
+_COMPARATORS |= {"lessthanorequalto": "<=", "greaterthanorequalto": ">="}
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +198,20 @@ def parse_tail(text: str) -> tuple[str, Range | None, Flag | str | None] | None:
         token = rest.split(maxsplit=1)[0]
         if match and rng is None:
             rng, rest = _range_of(match), rest[match.end() :]
-        elif token in _FLAGS and (flag is None or _FLAGS[token] == flag):
-            flag, rest = _FLAGS[token], rest[len(token) :]
+        elif token in _FLAGS and _flags_agree(flag, _FLAGS[token]):
+            flag = flag if isinstance(flag, Flag) else _FLAGS[token]
+            rest = rest[len(token) :]
         elif (unit_match := _UNIT.match(rest)) and _is_unit(unit_match.group(0), unit):
             unit, rest = unit_match.group(0), rest[unit_match.end() :]
         else:
             return None
         rest = rest.strip()
     return unit, rng, flag
+
+
+def _flags_agree(held: Flag | str | None, token: Flag | str) -> bool:
+    # "CRITICAL HIGH": a directionless marker and a direction agree; HIGH and LOW do not
+    return held is None or held == token or _ABNORMAL in (held, token)
 
 
 def _is_unit(token: str, unit: str) -> bool:
@@ -209,9 +224,12 @@ def _is_unit(token: str, unit: str) -> bool:
     )
 
 
+_GLUED = re.compile(r"(\d)([%*!]|HH|LL|H|L)(?=\s|$)")
+
+
 def _split_attached(text: str) -> str:
-    # "6.1%" and "105*" carry a unit or flag glued to the number
-    return re.sub(r"(\d)([%*])(?=\s|$)", r"\1 \2", text)
+    # "6.1%", "105*", "118L", "11.8H" carry a unit or flag glued to the number
+    return _GLUED.sub(r"\1 \2", text)
 
 
 def parse_result(text: str) -> Result | None:

@@ -17,6 +17,8 @@ misread and are not marked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from msgspec.structs import replace
 
 from saga.steps.analytes import bounds_in
@@ -27,40 +29,43 @@ RANGE_FACTOR = 50.0
 against <5 is real; a 1000x misread is not)."""
 
 
-def vouchers(found: Biomarker) -> list[str]:
+def vouchers(found: Biomarker, page: Sequence[str] = ()) -> list[str]:
     """The checks that confirm ``found``'s value (empty: none could)."""
     if found.value is None:
         return []
     vouched = []
     if found.unit and bounds_in(found.canonical_name, found.unit) is not None:
         vouched.append("analyte")
-    if _range_vouches(found):
+    if _range_vouches(found, page):
         vouched.append("range")
     return vouched
 
 
-def _range_vouches(found: Biomarker) -> bool:
+def _range_vouches(found: Biomarker, page: Sequence[str]) -> bool:
     low, high, value = found.reference_low, found.reference_high, found.value
     if value is None or (low is None and high is None) or not found.reference_text:
         return False
     where = found.provenance
-    if where is not None and not _stated_near(found.reference_text, where.line):
-        return False  # a range the cited line does not print vouches for nothing
+    if where is not None and not _printed(found.reference_text, [where.line, *page]):
+        return False  # a range the page does not print vouches for nothing
     if high is not None and value > max(high, 0) * RANGE_FACTOR + 1e-9:
         return False
     return not (low is not None and low > 0 and value < low / RANGE_FACTOR)
 
 
-def _stated_near(reference: str, line: str) -> bool:
-    return " ".join(reference.split()) in " ".join(line.split())
+def _printed(reference: str, lines: Sequence[str]) -> bool:
+    wanted = " ".join(reference.split())
+    return any(wanted in " ".join(line.split()) for line in lines)
 
 
-def verified(found: Biomarker) -> Biomarker:
-    """``found`` with its provenance saying what vouched for it, or that nothing did."""
+def verified(found: Biomarker, pages: Sequence[Sequence[str]] = ()) -> Biomarker:
+    """``found`` with its provenance saying what vouched for it, or that nothing did
+    (``pages``: each page's lines, where a range printed apart from its value is found)."""
     where = found.provenance
     if where is None or found.value is None:
         return found
-    vouched = vouchers(found)
+    page = pages[where.page - 1] if 0 < where.page <= len(pages) else ()
+    vouched = vouchers(found, page)
     return replace(found, provenance=replace(where, vouched_by=vouched, unverified=not vouched))
 
 

@@ -50,7 +50,7 @@ def vet(extraction: Extraction, pages: Sequence[str]) -> Extraction:
             rejected.append(_rejected(named, reason))
             continue
         doubts = [*named.warnings, *(w for w in warnings_for(named) if w not in named.warnings)]
-        accepted.append(verified(replace(named, warnings=doubts)))
+        accepted.append(verified(replace(named, warnings=doubts), lines))
     return replace(extraction, biomarkers=accepted, rejected=rejected)
 
 
