@@ -138,7 +138,6 @@ _SAME_UNIT = {
     "ukat/l": "ukat/l",
     "tsd/ul": _COUNT,
     "mio/ul": _RBC,
-    "mil/ul": _RBC,
     "giga/l": _COUNT,
     "tera/l": _RBC,
     "10^3/ml": "/ul",

@@ -47,8 +47,8 @@ from saga.steps.numbers import NumberFormat, read, read_value_text
 ANY = NumberFormat()
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_RANGE_END = re.compile(rf"(?:{NUM})\s*(?:-|\u2013|\u2014|to|bis)\s*$", re.IGNORECASE)
-_RANGE_START = re.compile(rf"^\s*(?:-|\u2013|\u2014|to|bis)\s*(?:{NUM})", re.IGNORECASE)
+_RANGE_END = re.compile(rf"(?:{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*$", re.IGNORECASE)
+_RANGE_START = re.compile(rf"^\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?:{NUM})", re.IGNORECASE)
 EDGE_WARNING = "the flag disagrees with the range at its edge (inclusive or exclusive bound?)"
 NO_UNIT_WARNING = "no unit is written next to the value"
 

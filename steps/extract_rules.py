@@ -68,7 +68,8 @@ from saga.steps.cards import card_rows
 from saga.steps.categories import is_category_line
 from saga.steps.coverage import NOTE_SEPARATOR
 from saga.steps.lab_cells import Header, parse_header, table_cells
-from saga.steps.lab_rows import Row, parse_rows, parse_table_row
+from saga.steps.cumulative import DatedHeader, parse_dated_header
+from saga.steps.lab_rows import Row, dated_row, parse_rows, parse_table_row
 from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
 from saga.steps.page_layout import SourceLine, document_lines
 from saga.steps.prose import Paragraph
@@ -110,6 +111,7 @@ class _Page:
         self.found, self.lines = found, lines
         self.section = Section.LABS
         self.table: Header | None = None
+        self.dated: DatedHeader | None = None  # a cumulative table's dated columns
         self.fragments = Fragments()
         self.prose = Paragraph()
         self.skip: set[int] = set()
@@ -129,11 +131,19 @@ class _Page:
             return
         if (header := parse_header(text)) is not None:
             self._flush_prose()
-            self.table = header
+            self.table, self.dated = header, None
             self.fragments.clear()
+            return
+        if (dated := parse_dated_header(line.work)) is not None:
+            self._flush_prose()
+            self.table, self.dated = None, dated
+            return
+        if self.dated is not None and (row := dated_row(self.dated, line.work)) is not None:
+            self._results([row], line, index)
             return
         if (opened := heading(text)) is not None:
             self._flush_prose()
+            self.dated = None
             self._open(opened[0], opened[1])
             return
         if self.table is not None:

@@ -34,7 +34,8 @@ from saga.steps.lab_values import (
     parse_result,
     words,
 )
-from saga.steps.models import Biomarker, Flag
+from saga.steps.cumulative import DatedHeader, place
+from saga.steps.models import Biomarker, Flag, PreviousValue
 
 MAX_NAME_WORDS = 8
 MAX_CELLS = 16
@@ -305,3 +306,24 @@ def _range_cell(text: str) -> Range | None:
     if not text:
         return None
     return parse_range(text) or Range(" ".join(text.split()))
+
+
+def dated_row(header: DatedHeader, line: str) -> Row | None:
+    """A cumulative table's row: the value under the latest date, the others ``previous``."""
+    placed = place(header, line)
+    if placed is None or header.current not in placed:
+        return None
+    name, written = placed[0].text, placed[header.current]
+    if not is_analyte_name(name):
+        return None
+    tail = [placed[i].text for i in sorted(placed) if i and i not in header.dates]
+    result = parse_result(" ".join([written.text, *tail]))
+    if result is None:
+        return None
+    earlier = [
+        PreviousValue(value_text=placed[i].text, date=header.dates[i])
+        for i in sorted(header.dates)
+        if i != header.current and i in placed
+    ]
+    found = with_fields(biomarker(name, result), previous=earlier)
+    return _row(line, written.start, found)

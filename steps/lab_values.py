@@ -22,7 +22,7 @@ CMP = (
 )
 _VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})", re.IGNORECASE)
 _RANGE_BODY = (
-    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
+    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
 )
 _RANGE_BODY_RE = re.compile(_RANGE_BODY, re.IGNORECASE)
 # "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"
