@@ -7,7 +7,8 @@ into a ``Rejected`` entry with that reason, so nothing is dropped silently. None
 of them needs the analyte's name to be known, except the two per-analyte ones:
 
 1. ``not_a_category``: ``High``, ``Deficiency``, ``Optimal``, ``Note`` name a
-   reference category or a comment, never an analyte.
+   reference category or a comment, never an analyte; ``name_holds_no_values``:
+   a name with results in it (``Haemoglobin 109L 121``) is a misread row.
 2. ``value_matches_text``: the number is the one the written value states under
    the document's format; a numeral the format leaves ambiguous is refused.
 3. ``range_matches_text``: the range's bounds are read from its text the same way.
@@ -43,12 +44,15 @@ from saga.steps.categories import is_category
 from saga.steps.lab_values import NUM, Range, compute_flag, parse_range
 from saga.steps.models import Biomarker, Flag
 from saga.steps.numbers import NumberFormat, read, read_value_text
+from saga.steps.synonyms import canonical_name
 
 ANY = NumberFormat()
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _RANGE_END = re.compile(rf"(?:{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*$", re.IGNORECASE)
-_RANGE_START = re.compile(rf"^\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?:{NUM})", re.IGNORECASE)
+_RANGE_START = re.compile(
+    rf"^\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?:{NUM})", re.IGNORECASE
+)
 EDGE_WARNING = "the flag disagrees with the range at its edge (inclusive or exclusive bound?)"
 NO_UNIT_WARNING = "no unit is written next to the value"
 
@@ -185,9 +189,28 @@ def not_a_category(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
     return None
 
 
+_VALUE_TOKEN = re.compile(r"^[<>]?\d+(?:[.,]\d+)?(?:HH|LL|H|L|\*)?$")
+_FLAGGED_TOKEN = re.compile(r"^\d+(?:[.,]\d+)?(?:HH|LL|H|L|\*)$")
+
+
+def name_holds_no_values(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
+    """A name with results in it (``Haemoglobin 109L 121``) means the row was misread: the
+    value taken is then one of several (a cumulative report's earlier column)."""
+    tokens = found.name.split()
+    numbers = [t for t in tokens[1:] if _VALUE_TOKEN.match(t)]
+    if len(numbers) >= 2 or any(_FLAGGED_TOKEN.match(t) for t in tokens[1:]):
+        return f"the name {found.name!r} holds numbers that read as results: the row was misread"
+    if numbers and tokens[-1] == numbers[-1] and canonical_name(found.name) is None:
+        bare = " ".join(tokens[:-1])
+        if canonical_name(bare) is not None:  # "Platelets 388", not "CA 125"
+            return f"the name {found.name!r} is {bare!r} and a number: an earlier result?"
+    return None
+
+
 Check = Callable[[Biomarker, NumberFormat], str | None]
 CHECKS: tuple[Check, ...] = (
     not_a_category,
+    name_holds_no_values,
     value_matches_text,
     range_matches_text,
     not_a_reference_bound,

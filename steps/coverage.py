@@ -32,7 +32,9 @@ _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
 _NOT_RESULTS = re.compile(
     rf"\b\d+(?:-\d+){{2,}}\b|\b\d{{1,4}}[./-]\d{{1,2}}[./-]\d{{1,4}}\b"
     rf"|\b\d{{1,2}}:\d{{2}}(?::\d{{2}})?\b|\b\d{{3,}}-\d{{3,}}\b"
-    rf"|\b\d{{1,2}}[/ -]{_MONTH}[/ -]\d{{2,4}}\b",
+    rf"|\b\d{{1,2}}[/ -]{_MONTH}[/ -]\d{{2,4}}\b"
+    r"|\b(?:acct|account|mrn|id|no|nr|n[\u00ba\u00b0]|dob|accession|specimen|order|requisition"
+    r"|phone|tel|fax|ph|historia|pedido|lab\s+no)\.?\s*[:#]?\s*[\w./-]*\d[\w./-]*",
     re.IGNORECASE,
 )
 # "Reference: 0-99 mg/dL" states a range, not a result

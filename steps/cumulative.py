@@ -6,7 +6,7 @@ as ``name value ...`` would take whichever number comes first; here the value is
 the cell under the **latest** date, and the other dated cells are kept as
 ``previous`` with their dates. When the dates cannot be ordered (``03/04/24`` and
 ``04/03/24`` read either way), or a row's cells cannot be placed under the header's
-columns, nothing is read: the line stays result-like and unexplained, and the
+columns for certain, nothing is read: the line stays result-like and unexplained, and the
 parser asks for review.
 """
 
@@ -60,10 +60,35 @@ def _readings(text: str) -> list[dt.date]:
     return found
 
 
+def _orders(dates: dict[int, str]) -> tuple[int, ...]:
+    """The day/month orders the dates allow together: one date with a day over 12
+    (``20/10/23``) settles the order for all of them."""
+    readings = [_readings(text) for text in dates.values()]
+    if all(len(r) == 1 for r in readings):
+        return (0,)
+    day_first = all(len(r) >= 1 for r in readings)
+    settled = [_DATE.fullmatch(t.strip()) for t in dates.values()]
+    firsts = [
+        int(m.group("a"))
+        for m in settled
+        if m and m.group("b").isdigit() and len(m.group("a")) <= 2
+    ]
+    seconds = [
+        int(m.group("b"))
+        for m in settled
+        if m and m.group("b").isdigit() and len(m.group("a")) <= 2
+    ]
+    if day_first and any(a > 12 for a in firsts):
+        return (0,)
+    if any(b > 12 for b in seconds):
+        return (1,)
+    return (0, 1)
+
+
 def _latest(dates: dict[int, str]) -> int | None:
     """The column of the latest date, when every way of reading the dates agrees."""
     picks = set()
-    for order in (0, 1):
+    for order in _orders(dates):
         chosen = {}
         for column, text in dates.items():
             readings = _readings(text)
@@ -87,12 +112,20 @@ def parse_dated_header(line: str) -> DatedHeader | None:
 
 
 def place(header: DatedHeader, line: str) -> dict[int, Cell] | None:
-    """The row's cells by header column, or None when a cell stands under no column."""
+    """The row's cells by header column, or None when they cannot be placed for certain.
+
+    A row with as many cells as the header maps one to one. A row with fewer (an
+    empty earlier result) is placed by where its cells start, when the text keeps
+    the columns' positions; otherwise which column is empty cannot be told, and
+    guessing could make an earlier result the current one.
+    """
+    cells = cells_of(line)
+    if len(cells) == len(header.starts):
+        return dict(enumerate(cells))
     placed: dict[int, Cell] = {}
-    for each in cells_of(line):
+    for each in cells:
         column = min(range(len(header.starts)), key=lambda i: abs(header.starts[i] - each.start))
-        near = abs(header.starts[column] - each.start) <= ALIGN_SLACK
-        if column in placed or (not near and column != 0):
+        if column in placed or abs(header.starts[column] - each.start) > ALIGN_SLACK:
             return None
         placed[column] = each
     return placed if 0 in placed else None

@@ -138,8 +138,11 @@ class _Page:
             self._flush_prose()
             self.table, self.dated = None, dated
             return
-        if self.dated is not None and (row := dated_row(self.dated, line.work)) is not None:
-            self._results([row], line, index)
+        if self.dated is not None and heading(text) is None:
+            # in a cumulative table only a placed row is read: any other reading of
+            # "Platelets  388  341" could take an earlier column for the current one
+            if (row := dated_row(self.dated, line.work)) is not None:
+                self._results([row], line, index)
             return
         if (opened := heading(text)) is not None:
             self._flush_prose()

@@ -59,6 +59,7 @@ _CODE_CELL = re.compile(r"\d{1,3}")
 _LAB_CODE = re.compile(r"[A-Z][A-Z0-9]{0,3}|[0-9][A-Z][A-Z0-9]{0,2}")
 _METHOD = re.compile(r"[A-Za-z][A-Za-z\-]{1,24}(?: [A-Za-z][A-Za-z\-]{1,24}){0,2}")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
+_VALUES_IN_NAME = re.compile(r"(?<!\S)\d+(?:HH|LL|H|L|\*)(?!\S)|(?<!\S)\d+\s+\d+(?!\S)")
 _UNIT_CELL = re.compile(r"(?:x\s?)?10\^?\d+/\S+|\S*/\S*(?:l|L)\b|%|[a-zA-Zµμ]{1,4}/[a-zA-Zµμ]{1,4}")
 
 
@@ -89,6 +90,7 @@ def is_analyte_name(name: str) -> bool:
         and not name.rstrip().endswith(("-", "\u2013", "/"))
         and not _FLAG_IN_NAME.search(name)  # "Glucose 160 ▲ (H) mg/dL"
         and not _NUMBER_THEN_UNIT.search(name)  # "162 mg/dL" is a result, not a name
+        and not _VALUES_IN_NAME.search(name)  # "Haemoglobin 109L 121": earlier results
     )
 
 

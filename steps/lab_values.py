@@ -21,9 +21,7 @@ CMP = (
     "|<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
 )
 _VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})", re.IGNORECASE)
-_RANGE_BODY = (
-    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
-)
+_RANGE_BODY = rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
 _RANGE_BODY_RE = re.compile(_RANGE_BODY, re.IGNORECASE)
 # "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"
 _RANGE = re.compile(
@@ -31,9 +29,10 @@ _RANGE = re.compile(
     rf"(?:{_RANGE_BODY})\s*[)\]]?(?=\s|$)",
     re.IGNORECASE,
 )
+_SUPER = "\u00b2\u00b3\u00b9\u2070\u2074-\u2079"
 _UNIT = re.compile(
-    r"(?:%|(?:x\s?)?10[\^*eE]?\d+/[A-Za-zµμ]+|mL/min/1\.73\s?m[2²]"
-    r"|/?[A-Za-zµμ][A-Za-z0-9µμ/^*.%²³]*)(?=\s|$)"
+    rf"(?:%|(?:[xX]\s?)?10[\^*eE]?[\d{_SUPER}]+/[^\W\d_]+|mL/min/1\.73\s?m[2²]"
+    rf"|/?[^\W\d_][\w/^*.%{_SUPER}]*)(?=\s|$)"
 )
 # a value's span where a row's result starts (comparator, number, as written)
 VALUE_AT = re.compile(rf"\s*(?P<v>(?:(?:{CMP})\s*)?(?:{NUM}))", re.IGNORECASE)
