@@ -19,25 +19,24 @@ import functools
 import re
 import unicodedata
 
-_WORDS = frozenset(
-    """
+_CATEGORY_WORDS = """
     high low very borderline optimal near above below desirable undesirable normal abnormal
     elevated increased decreased diabetic diabetes prediabetic prediabetes pre non nondiabetic
     risk average moderate mild severe deficiency deficient insufficiency insufficient
     sufficiency sufficient toxicity toxic potential possible probable ideal acceptable target
-    goal goals therapeutic critical indeterminate equivocal intermediate inconclusive
-    adult adults male males female females men women man woman child children infant infants
-    newborn newborns neonate neonates pregnancy pregnant trimester first second third st nd rd
-    th follicular luteal phase ovulation ovulatory midcycle postmenopausal premenopausal
-    menopause fasting random values value range ranges reference interval category
-    note notes comment comments footnote footnotes remark remarks interpretation method
-    and or to of the in for with yrs years year age ages over under from inadequate adequate
-    excess excessive optimum recommended healthy unhealthy negative positive uncertain
-    alto alta bajo baja deficiencia insuficiencia suficiencia toxicidad optimo deseable
-    limitrofe riesgo elevado carence insuffisance souhaitable eleve faible risque
-    mangel hoch niedrig erhoht grenzwertig wunschenswert optimal normalwert
-    """.split()
-)
+    goal goals therapeutic critical indeterminate equivocal intermediate inconclusive adult
+    adults male males female females men women man woman child children infant infants newborn
+    newborns neonate neonates pregnancy pregnant trimester first second third st nd rd th
+    follicular luteal phase ovulation ovulatory midcycle postmenopausal premenopausal menopause
+    fasting random values value range ranges reference interval category note notes comment
+    comments footnote footnotes remark remarks interpretation method and or to of the in for
+    with yrs years year age ages over under from inadequate adequate excess excessive optimum
+    recommended healthy unhealthy negative positive uncertain alto alta bajo baja deficiencia
+    insuficiencia suficiencia toxicidad optimo deseable limitrofe riesgo elevado carence
+    insuffisance souhaitable eleve faible risque mangel hoch niedrig erhoht grenzwertig
+    wunschenswert optimal normalwert
+"""
+_WORDS = frozenset(_CATEGORY_WORDS.split())
 _BULLET = re.compile(r"^[\s\-*\u2022\u00b7>]*")
 _NUMBER = re.compile(r"\d")
 # the label is what precedes the first comparator, range or number on the line

@@ -4,8 +4,9 @@ A *result-like* line holds a label and a number with a unit (``140 mmol/L``,
 ``6.1 %``), a flag (``212 HIGH``, ``118L``) or a reference range (``135-145``,
 ``< 5.7``, ``Less than 200``, ``70 to 99``), after dates, times, page furniture,
 commentary and reference categories (``High: >=240``) are set aside. The count
-asks nothing of the extractor's rules: a line no rule read still counts. A line is *explained* when an accepted or a
-rejected result cites it as its provenance. Coverage is explained over
+asks nothing of the extractor's rules: a line no rule read still counts. A line
+is *explained* when an accepted or a rejected result cites it as its provenance
+(or as part of its note). Coverage is explained over
 result-like lines; it stands in for recall, which needs a ground truth that
 production does not have.
 """

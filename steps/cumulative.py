@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from saga.steps.lab_cells import Cell, cells_of
 
 _DATE = re.compile(
-    r"(?P<a>\d{1,4})[./-](?P<b>\d{1,2}|[A-Za-z]{3})[./-](?P<c>\d{2,4})(?:\s+\d{1,2}:\d{2})?"
+    r"(?P<a>\d{1,4})[./-](?P<b>\d{1,2}|[A-Za-z]{3})[./-](?P<c>\d{2,4})"
+    r"(?:\s+\d{1,2}:\d{2})?"
 )
-_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_MONTH_NAMES = "jan feb mar apr may jun jul aug sep oct nov dec"
+_MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
 ALIGN_SLACK = 3
 """Characters a row's cell may start away from its header cell and still be under it."""
 

@@ -67,8 +67,8 @@ from msgspec.structs import replace
 from saga.steps.cards import card_rows
 from saga.steps.categories import is_category_line
 from saga.steps.coverage import NOTE_SEPARATOR
-from saga.steps.lab_cells import Header, parse_header, table_cells
 from saga.steps.cumulative import DatedHeader, parse_dated_header
+from saga.steps.lab_cells import Header, parse_header, table_cells
 from saga.steps.lab_rows import Row, dated_row, parse_rows, parse_table_row
 from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
 from saga.steps.page_layout import SourceLine, document_lines

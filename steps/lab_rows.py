@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from msgspec.structs import replace as with_fields
 
 from saga.steps.analytes import KNOWN_UNITS, unit_key
+from saga.steps.cumulative import DatedHeader, place
 from saga.steps.lab_cells import Cell, Header, cell, cells_of, row_cells
 from saga.steps.lab_values import (
     QUALITATIVE,
@@ -34,7 +35,6 @@ from saga.steps.lab_values import (
     parse_result,
     words,
 )
-from saga.steps.cumulative import DatedHeader, place
 from saga.steps.models import Biomarker, Flag, PreviousValue
 
 MAX_NAME_WORDS = 8

@@ -21,7 +21,11 @@ CMP = (
     "|<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
 )
 _VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})", re.IGNORECASE)
-_RANGE_BODY = rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
+# "a to b" in English, German (bis), Spanish/Portuguese (a), French (à), Dutch (tot)
+_RANGE_BODY = (
+    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?P<hi>{NUM})"
+    rf"|(?P<op>{CMP})\s*(?P<bound>{NUM})"
+)
 _RANGE_BODY_RE = re.compile(_RANGE_BODY, re.IGNORECASE)
 # "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"
 _RANGE = re.compile(
@@ -49,6 +53,10 @@ _NOT_UNITS = words(
     "weeks week years year hours hour minutes times und oder"
 )
 _ABNORMAL = "abnormal"
+_DIRECTIONLESS_FLAGS = (
+    "* ! A ABN Abnormal ABNORMAL abnormal (A) CRITICAL Critical critical CRIT PANIC"
+)
+_DIRECTIONLESS = _DIRECTIONLESS_FLAGS.split()
 _UP, _DOWN, _MINUS = "\u25b2 \u2191", "\u25bc \u2193", "\u2212"
 _FLAGS: dict[str, Flag | str] = {
     **dict.fromkeys(
@@ -61,7 +69,7 @@ _FLAGS: dict[str, Flag | str] = {
     **dict.fromkeys(["N", "(N)", "NORMAL", "Normal", "normal", "(Normal)"], Flag.NORMAL),
     # an abnormal marker without a direction: the direction comes from the range
     **dict.fromkeys(
-        "* ! A ABN Abnormal ABNORMAL abnormal (A) CRITICAL Critical critical CRIT PANIC".split(),
+        _DIRECTIONLESS,
         _ABNORMAL,
     ),
 }

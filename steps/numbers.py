@@ -28,6 +28,7 @@ COMMA, POINT, UNDECIDED = ",", ".", ""
 _DATE = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
 _TOKEN = re.compile(r"(?<![\d.,])\d+(?:[.,]\d+)*(?!\d|[.,]\d)")
 NUMERAL = re.compile(r"\d+(?:[.,]\d+)*")
+_SWAP = str.maketrans(",.", ".,")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,6 @@ def to_working(line: str, fmt: NumberFormat) -> str:
         number, _ = read(text, fmt)
         if number is None:
             return text
-        return text.translate(str.maketrans({",": ".", ".": ","}))
+        return text.translate(_SWAP)
 
     return _TOKEN.sub(swap, line)
