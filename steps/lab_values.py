@@ -35,7 +35,7 @@ _RANGE = re.compile(
 )
 _SUPER = "\u00b2\u00b3\u00b9\u2070\u2074-\u2079"
 _UNIT = re.compile(
-    rf"(?:%|(?:[xX]\s?)?10[\^*eE]?[\d{_SUPER}]+/[^\W\d_]+|mL/min/1\.73\s?m[2²]"
+    rf"(?:%|(?:[xX\u00d7]\s?)?10\s?[\^*eE]?[\d{_SUPER}]+\s?/\s?[^\W\d_]+|mL/min/1\.73\s?m[2²]"
     rf"|/?[^\W\d_][\w/^*.%{_SUPER}]*)(?=\s|$)"
 )
 # a value's span where a row's result starts (comparator, number, as written)
