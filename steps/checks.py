@@ -198,7 +198,10 @@ def name_holds_no_values(found: Biomarker, fmt: NumberFormat = ANY) -> str | Non
     value taken is then one of several (a cumulative report's earlier column)."""
     tokens = found.name.split()
     numbers = [t for t in tokens[1:] if _VALUE_TOKEN.match(t)]
-    if len(numbers) >= 2 or any(_FLAGGED_TOKEN.match(t) for t in tokens[1:]):
+    with_unit = any(
+        _VALUE_TOKEN.match(t) and ("/" in u or u == "%") for t, u in zip(tokens, tokens[1:])
+    )
+    if with_unit or len(numbers) >= 2 or any(_FLAGGED_TOKEN.match(t) for t in tokens[1:]):
         return f"the name {found.name!r} holds numbers that read as results: the row was misread"
     if numbers and tokens[-1] == numbers[-1] and canonical_name(found.name) is None:
         bare = " ".join(tokens[:-1])

@@ -52,13 +52,15 @@ _DANGLING = words("in of at to for and or the was is are on by with from up afte
 _ANY_NUMBER = re.compile(r"\d+")
 _STANDALONE_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?=\s|$)")
 _FLAG_IN_NAME = re.compile(r"[\u25b2\u25bc\u2191\u2193]|\((?:H|L|HH|LL)\)")
-_NUMBER_THEN_UNIT = re.compile(r"(?<!\S)\d+(?:[.,]\d+)?\s.*(?:/|%)")
+_NUMBER_THEN_UNIT = re.compile(r"(?<!\S)[<>\u2264\u2265]?\d+(?:[.,]\d+)?\s.*(?:/|%)")
 _DATE_CELL = re.compile(r"\(?(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2})\)?")
 _NUMBER_CELL = re.compile(r"[<>]?\d+(?:[.,]\d+)?")
 _CODE_CELL = re.compile(r"\d{1,3}")
 _LAB_CODE = re.compile(r"[A-Z][A-Z0-9]{0,3}|[0-9][A-Z][A-Z0-9]{0,2}")
 _METHOD = re.compile(r"[A-Za-z][A-Za-z\-]{1,24}(?: [A-Za-z][A-Za-z\-]{1,24}){0,2}")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
+# where a cell's name ends: a run of spaces, or the space before its value
+_NAME_PART = re.compile(r"\s{2,}|\s(?=[<>\u2264\u2265]?\d)")
 _VALUES_IN_NAME = re.compile(r"(?<!\S)\d+(?:HH|LL|H|L|\*)(?!\S)|(?<!\S)\d+\s+\d+(?!\S)")
 _UNIT_CELL = re.compile(r"(?:x\s?)?10\^?\d+/\S+|\S*/\S*(?:l|L)\b|%|[a-zA-Zµμ]{1,4}/[a-zA-Zµμ]{1,4}")
 
@@ -118,7 +120,7 @@ def _may_open_result(text: str) -> bool:
         and "-".join(text.lower().split()) not in QUALITATIVE
         and not _UNIT_CELL.fullmatch(first)
         and unit_key(first) not in KNOWN_UNITS
-        and is_analyte_name(text.split("  ", maxsplit=1)[0])
+        and is_analyte_name(_NAME_PART.split(text, maxsplit=1)[0])
     )
 
 
