@@ -137,6 +137,10 @@ _SAME_UNIT = {
     "ui/l": "u/l",
     "ukat/l": "ukat/l",
     "tsd/ul": _COUNT,
+    "gm/dl": "g/dl",
+    "gms/dl": "g/dl",
+    "gm/l": "g/l",
+    "lakh/ul": "lakhs/ul",
     "milh\u00f5es/ul": _RBC,
     "milhoes/ul": _RBC,
     "millones/ul": _RBC,
@@ -196,7 +200,7 @@ def unit_key(unit: str) -> str:
 
 
 # count units as multiples of one cell per uL (= per mm3 = 10^6/L)
-_PER_UL = {"/ul": 1.0, _COUNT: 1e3, _RBC: 1e6}
+_PER_UL = {"/ul": 1.0, _COUNT: 1e3, _RBC: 1e6, "lakhs/ul": 1e5}
 WHOLE_COUNTS = frozenset({"/ul"})
 """Units in which a result is a count of cells: a whole number (``7.5 /mm3`` is a misread)."""
 NEGATIVE_UNITS = frozenset({"mmol/l", "meq/l", ""})

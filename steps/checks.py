@@ -13,7 +13,9 @@ of them needs the analyte's name to be known, except the two per-analyte ones:
    the document's format; a numeral the format leaves ambiguous is refused.
 3. ``range_matches_text``: the range's bounds are read from its text the same way.
 4. ``not_a_reference_bound``: the value was not read from inside the reference
-   range (``12.0 - 15.5`` must never give 15.5 as the result).
+   range (``12.0 - 15.5`` must never give 15.5 as the result);
+   ``nothing_between_name_and_value``: no other number stands between the name
+   and the value on the line (``Quuxase  104  97``: which is the result?).
 5. ``flag_agrees``: a written high/low/normal flag agrees with the value and the
    range. A disagreement means one of the three was misread: rejected. At the
    range's edge (value equal to a bound) labs differ on inclusive bounds, so the
@@ -204,9 +206,30 @@ def name_holds_no_values(found: Biomarker, fmt: NumberFormat = ANY) -> str | Non
     if with_unit or len(numbers) >= 2 or any(_FLAGGED_TOKEN.match(t) for t in tokens[1:]):
         return f"the name {found.name!r} holds numbers that read as results: the row was misread"
     if numbers and tokens[-1] == numbers[-1] and canonical_name(found.name) is None:
-        bare = " ".join(tokens[:-1])
-        if canonical_name(bare) is not None:  # "Platelets 388", not "CA 125"
-            return f"the name {found.name!r} is {bare!r} and a number: an earlier result?"
+        # "Platelets 388" or "Quuxase 104" then 97: a result (this one or the last) may
+        # be in the name; "CA 125" looks the same, so an unknown one is refused too
+        return f"the name {found.name!r} ends in a number that may be a result"
+    return None
+
+
+_BETWEEN = re.compile(r"(?<![\w.,^/*])\d+(?:[.,]\d+)*(?:HH|LL|H|L)?(?![\w.,^/]|[.,]\d)")
+
+
+def nothing_between_name_and_value(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
+    """No other number stands between the name, where the line prints it, and the value:
+    in ``Quuxase  104  97  U/L`` the result is 104 or 97, and taking 97 (last time's) is the
+    silent error a cumulative column makes. Earlier results kept as ``previous`` may."""
+    where = found.provenance
+    if where is None or where.end <= where.start:
+        return None
+    at = where.line.casefold().find(found.name.casefold())
+    if at < 0 or at + len(found.name) > where.start:
+        return None
+    between = where.line[at + len(found.name) : where.start]
+    earlier = {p.value_text for p in found.previous}
+    stray = [m.group(0) for m in _BETWEEN.finditer(between) if m.group(0) not in earlier]
+    if stray:
+        return f"{stray[0]} stands between the name and the value: which one is the result?"
     return None
 
 
@@ -217,6 +240,7 @@ CHECKS: tuple[Check, ...] = (
     value_matches_text,
     range_matches_text,
     not_a_reference_bound,
+    nothing_between_name_and_value,
     flag_agrees,
     unit_plausible,
     value_possible,

@@ -191,3 +191,28 @@ async def test_an_llm_value_nothing_vouches_for_is_unverified() -> None:
     (found,) = out.extraction.biomarkers
     assert found.provenance is not None and found.provenance.unverified
     assert out.review == "1 value unverified (no check could vouch for them)"
+
+
+async def test_a_number_between_name_and_value_is_refused() -> None:
+    """``Quuxase  104  97  U/L`` (a current and a previous column, no dates): neither 104 nor
+    97 is taken silently, whatever the name; before, 97 (last time's) was accepted."""
+    out = await read([["Test  Current  Previous  Units  Range", "Quuxase  104  97  U/L  70-99"]])
+    assert not out.extraction.biomarkers and "rejected by the checks" in out.review
+    line = "Quuxase  104  97  U/L  70-99"
+    answer = {"biomarkers": [lab("Quuxase", 97, "97", line, unit="U/L", reference_low=70,
+                                 reference_high=99, reference_text="70-99")]}  # fmt: skip
+    llm = await read([[line]], MockResponseLLM(json.dumps(answer)))
+    (refused,) = llm.extraction.rejected
+    assert "104 stands between the name and the value" in refused.reason
+
+
+async def test_lakhs_and_gm_dl_of_indian_reports() -> None:
+    """``2.5 lakhs/cumm`` platelets are 250,000 /uL and ``gm/dl`` is g/dL: checked, accepted."""
+    out = await read(
+        [[
+            "Haemoglobin  13.2  gm/dl  13.0 - 17.0",
+            "Platelet Count  2.5  lakhs/cumm  1.5 - 4.5",
+        ]]
+    )  # fmt: skip
+    assert [b.canonical_name for b in out.extraction.biomarkers] == ["Hemoglobin", "Platelet count"]
+    assert out.review == ""
