@@ -39,6 +39,11 @@ _CATEGORY_WORDS = """
 _WORDS = frozenset(_CATEGORY_WORDS.split())
 _BULLET = re.compile(r"^[\s\-*\u2022\u00b7>]*")
 _NUMBER = re.compile(r"\d")
+_BOUND = re.compile(
+    r"\s*(?:<|>|\u2264|\u2265|=|less\b|greater\b|more\b|up\b|below\b|above\b"
+    r"|\d+(?:[.,]\d+)?\s*(?:-|\u2013|to\b|a\b|bis\b)\s*\d)",
+    re.IGNORECASE,
+)
 # the label is what precedes the first comparator, range or number on the line
 _LABEL = re.compile(
     r"^(?P<label>[^\d<>=\u2264\u2265]*?)\s*[:=]?\s*"
@@ -67,4 +72,5 @@ def is_category_line(line: str) -> bool:
     if match is None or not _NUMBER.search(text):
         return False
     label = match.group("label").strip(" :=-")
-    return bool(label) and is_category(label)
+    # a bound, not a value: "Fasting  92 mg/dL" is a result, whatever its name
+    return bool(label) and is_category(label) and bool(_BOUND.match(text, match.end()))
