@@ -11,9 +11,9 @@ Handles
 * Page furniture removed first (``saga.steps.page_layout``): ``Page 2 of 3``,
   ``Printed ...`` lines, and lines repeated word for word at the top or bottom of
   several pages (letterheads, disclaimers); dot leaders (``Sodium .......``).
-* Numbers decided per document: a document that writes more ``13,2`` than
-  ``13.2`` uses decimal commas (``7,500 /nl`` is 7.5), otherwise ``1,250`` is a
-  thousands separator.
+* Numbers decided per document (``saga.steps.numbers``): in a document that
+  writes decimals with commas ``7,500 /nl`` is 7.5 and ``245.000`` is 245000; in
+  one with points ``1,250`` is 1250; where nothing tells, the checks refuse both.
 * Aligned rows ``Hemoglobin  11.2 g/dL  12.0 - 15.5 g/dL  L`` (the unit may come
   again after the range, before or after the value's flag), colon rows
   ``Chloride: 101 mmol/L (ref 98-107)``, single-space rows ``Glucose 105 mg/dL
@@ -24,10 +24,16 @@ Handles
   in the name column (``Hemoglobin (g/dL)``) is the result's unit.
 * Values: numbers, censored results (``<0.3``: value 0.3, comparator ``<``),
   word results (``NON-REACTIVE``, ``Negative``, ``2+``, ``Trace``).
-* Ranges ``a-b``, ``a - b``, ``a to b`` (hyphen or en dash), ``<x``, ``>x``, ``≤x``,
-  ``> OR = x``, ``(Normal: a - b)``, ``[a - b]``; flags ``H``/``L``/``HH``,
-  ``High``/``(High)``, ``▲``/``▼``/``↑``/``↓``, ``+`` and the minus sign, ``*``/``!``/``A``.
+* Ranges ``a-b``, ``a - b``, ``a to b`` (hyphen or en dash; ``bis``, ``a``, ``à``,
+  ``tot``), ``<x``, ``>x``, ``≤x``, ``> OR = x``, ``Less than x``, ``Greater than x``,
+  ``Less than or equal to x``, ``up to x``, ``(Normal: a - b)``, ``[a - b]``; flags
+  ``H``/``L``/``HH`` (also glued: ``118L``), ``High``/``(High)``, ``CRITICAL``,
+  ``▲``/``▼``/``↑``/``↓``, ``+`` and the minus sign, ``*``/``!``/``A``.
   A written high/low/normal flag wins; a directionless one is computed.
+* Category lines under a result (``High: >=240``, ``Deficiency: <20 ng/mL``)
+  become its ``note`` (``saga.steps.categories``); a trailing lab-code or method
+  column is dropped; a cumulative table is read under its latest date, the
+  earlier columns kept as ``previous`` (``saga.steps.cumulative``).
 * Result cards (names on one line, ``value unit`` under each, then
   ``Reference: a-b`` and ``Above range``), names wrapped over two or three lines
   (``Anti-CCP (high`` / ``sensitivity)``, ``Gamma-Glutamyl`` / ``Transferase``).
