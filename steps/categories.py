@@ -20,6 +20,8 @@ import re
 import unicodedata
 
 _CATEGORY_WORDS = """
+    limite muy moderado leve severo normales referencia adultos hombres mujeres ninos
+    valeur valeurs hommes femmes enfants
     high low very borderline optimal near above below desirable undesirable normal abnormal
     elevated increased decreased diabetic diabetes prediabetic prediabetes pre non nondiabetic
     risk average moderate mild severe deficiency deficient insufficiency insufficient

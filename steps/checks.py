@@ -212,6 +212,11 @@ def name_holds_no_values(found: Biomarker, fmt: NumberFormat = ANY) -> str | Non
     return None
 
 
+_SET_ASIDE = re.compile(
+    rf"\([^()]*\)|\[[^\[\]]*\]|(?:{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?:{NUM})"
+    r"|(?:<=|>=|<|>|\u2264|\u2265)\s*\d+(?:[.,]\d+)?|\d+-[A-Za-z]\w*",
+    re.IGNORECASE,
+)
 _BETWEEN = re.compile(r"(?<![\w.,^/*])\d+(?:[.,]\d+)*(?:HH|LL|H|L)?(?![\w.,^/]|[.,]\d)")
 
 
@@ -226,6 +231,8 @@ def nothing_between_name_and_value(found: Biomarker, fmt: NumberFormat = ANY) ->
     if at < 0 or at + len(found.name) > where.start:
         return None
     between = where.line[at + len(found.name) : where.start]
+    # a bracketed qualifier ("(25-OH)"), or a range printed before the value, is no result
+    between = _SET_ASIDE.sub(" ", between)
     earlier = {p.value_text for p in found.previous}
     stray = [m.group(0) for m in _BETWEEN.finditer(between) if m.group(0) not in earlier]
     if stray:

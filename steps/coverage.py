@@ -21,6 +21,7 @@ from saga.steps.checks import NO_UNIT_WARNING
 from saga.steps.lab_values import CMP, NUM
 from saga.steps.models import Coverage, Extraction, Provenance
 from saga.steps.page_layout import document_lines
+from saga.steps.synonyms import canonical_name
 from saga.steps.verify import unverified_count
 
 NOTE_SEPARATOR = " | "
@@ -72,11 +73,14 @@ _RANGE = re.compile(
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"[^\W\d_]{2,}")
+_NAME_THEN_NUMBER = re.compile(
+    r"\s*(?P<name>[^\W\d_][^\d:]{0,40}?)\s*:?\s+[<>]?\d+(?:[.,]\d+)?(?:\s|$)"
+)
 
 
 def is_result_like(line: str) -> bool:
-    """A labelled line with a number and a unit, a flag or a range: a result, whatever the
-    layout, unless it is a date or id line, a reference-only line, commentary, or a
+    """A labelled line with a number and a unit, a flag or a range (or a name the synonym
+    table knows and a number): a result, whatever the layout, unless it is a date or id line, a reference-only line, commentary, or a
     reference category (``High: >=240``, ``saga.steps.categories``).
 
     Independent of the extractor's rules: it asks only what any result line shows.
@@ -85,8 +89,17 @@ def is_result_like(line: str) -> bool:
         return False
     text = _REFERENCE_ONLY.sub(" ", _NOT_RESULTS.sub(" ", line))
     return bool(
-        _UNIT_AFTER_NUMBER.search(text) or _FLAGGED_NUMBER.search(text) or _RANGE.search(text)
+        _UNIT_AFTER_NUMBER.search(text)
+        or _FLAGGED_NUMBER.search(text)
+        or _RANGE.search(text)
+        or _known_name_then_number(text)
     )
+
+
+def _known_name_then_number(text: str) -> bool:
+    """``INR  1.1``, ``pH 7.35``: a name the synonym table knows, then a bare number."""
+    match = _NAME_THEN_NUMBER.match(text)
+    return match is not None and canonical_name(match.group("name")) is not None
 
 
 def measure(pages: Sequence[str], extraction: Extraction) -> Coverage:
