@@ -31,6 +31,7 @@ What no check vouches for is marked unverified (``saga.steps.verify``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -201,7 +202,7 @@ def name_holds_no_values(found: Biomarker, fmt: NumberFormat = ANY) -> str | Non
     tokens = found.name.split()
     numbers = [t for t in tokens[1:] if _VALUE_TOKEN.match(t)]
     with_unit = any(
-        _VALUE_TOKEN.match(t) and ("/" in u or u == "%") for t, u in zip(tokens, tokens[1:])
+        _VALUE_TOKEN.match(t) and ("/" in u or u == "%") for t, u in itertools.pairwise(tokens)
     )
     if with_unit or len(numbers) >= 2 or any(_FLAGGED_TOKEN.match(t) for t in tokens[1:]):
         return f"the name {found.name!r} holds numbers that read as results: the row was misread"

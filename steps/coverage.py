@@ -80,8 +80,9 @@ _NAME_THEN_NUMBER = re.compile(
 
 def is_result_like(line: str) -> bool:
     """A labelled line with a number and a unit, a flag or a range (or a name the synonym
-    table knows and a number): a result, whatever the layout, unless it is a date or id line, a reference-only line, commentary, or a
-    reference category (``High: >=240``, ``saga.steps.categories``).
+    table knows and a number): a result, whatever the layout, unless it is a date or id
+    line, a reference-only line, commentary, or a reference category (``High: >=240``,
+    ``saga.steps.categories``).
 
     Independent of the extractor's rules: it asks only what any result line shows.
     """
