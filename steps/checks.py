@@ -15,7 +15,9 @@ of them needs the analyte's name to be known, except the two per-analyte ones:
 4. ``not_a_reference_bound``: the value was not read from inside the reference
    range (``12.0 - 15.5`` must never give 15.5 as the result);
    ``nothing_between_name_and_value``: no other number stands between the name
-   and the value on the line (``Quuxase  104  97``: which is the result?).
+   and the value on the line (``Quuxase  104  97``: which is the result?);
+   ``value_line_names_it``: on a line that does not print the result's name, the
+   label before the value names the same analyte (``Potassium 4.1`` is no Sodium).
 5. ``flag_agrees``: a written high/low/normal flag agrees with the value and the
    range. A disagreement means one of the three was misread: rejected. At the
    range's edge (value equal to a bound) labs differ on inclusive bounds, so the
@@ -36,6 +38,7 @@ import re
 from collections.abc import Callable
 
 from saga.steps.analytes import (
+    KNOWN_UNITS,
     NEGATIVE_UNITS,
     WHOLE_COUNTS,
     bounds_in,
@@ -44,7 +47,7 @@ from saga.steps.analytes import (
     unit_magnitude,
 )
 from saga.steps.categories import is_category
-from saga.steps.lab_values import NUM, Range, compute_flag, parse_range
+from saga.steps.lab_values import NUM, Range, compute_flag, flag_of, parse_range
 from saga.steps.models import Biomarker, Flag
 from saga.steps.numbers import NumberFormat, read, read_value_text
 from saga.steps.synonyms import canonical_name
@@ -241,6 +244,48 @@ def nothing_between_name_and_value(found: Biomarker, fmt: NumberFormat = ANY) ->
     return None
 
 
+_LAST_NUMBER = re.compile(r".*\d")
+_WORD = re.compile(r"[^\s()\[\],:;]+")
+_STOP = frozenset("was is are of the and at on in result results level value test".split())
+
+
+def value_line_names_it(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
+    """The label printed just before the value, when the line does not print the result's
+    name, names the same analyte (or is part of a wrapped name): ``Potassium 4.1`` does
+    not give Sodium 4.1, whichever line a model took it from."""
+    where = found.provenance
+    if where is None or where.end <= where.start or _names_on(found.name, where.line):
+        return None
+    before = where.line[: where.start]
+    label = before[m.end() :] if (m := _LAST_NUMBER.match(before)) else before
+    words = [w for w in _WORD.findall(label) if _is_label_word(w)]
+    if not words:
+        return None
+    written = " ".join(words)
+    own = {w.casefold() for w in _WORD.findall(found.name)}
+    if all(w.casefold() in own for w in words):
+        return None  # the end of a wrapped name ("Transferase 45 U/L")
+    known = canonical_name(written)
+    if known is not None and known == (canonical_name(found.name) or found.canonical_name):
+        return None
+    return f"its line labels the value {written!r}, not {found.name!r}"
+
+
+def _names_on(name: str, line: str) -> bool:
+    return bool(name.strip()) and name.casefold() in line.casefold()
+
+
+def _is_label_word(word: str) -> bool:
+    return (
+        len(word) >= 2
+        and word[0].isalpha()
+        and "/" not in word
+        and word.casefold() not in _STOP
+        and flag_of(word) is None
+        and unit_key(word) not in KNOWN_UNITS
+    )
+
+
 Check = Callable[[Biomarker, NumberFormat], str | None]
 CHECKS: tuple[Check, ...] = (
     not_a_category,
@@ -249,6 +294,7 @@ CHECKS: tuple[Check, ...] = (
     range_matches_text,
     not_a_reference_bound,
     nothing_between_name_and_value,
+    value_line_names_it,
     flag_agrees,
     unit_plausible,
     value_possible,

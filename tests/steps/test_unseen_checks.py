@@ -216,3 +216,16 @@ async def test_lakhs_and_gm_dl_of_indian_reports() -> None:
     )  # fmt: skip
     assert [b.canonical_name for b in out.extraction.biomarkers] == ["Hemoglobin", "Platelet count"]
     assert out.review == ""
+
+
+async def test_an_llm_value_from_the_next_row_is_refused() -> None:
+    """A model gives Quuxase the value printed on Blorbase's row, one line below (names the
+    table does not know, a range that fits): the value's line labels it Blorbase, rejected;
+    before, grounding let a name one or two lines above vouch for it."""
+    lines = ["Quuxase  140  U/L  100-200", "Blorbase  150  U/L  100-200"]
+    answer = {"biomarkers": [lab("Quuxase", 150, "150", lines[0], unit="U/L", reference_low=100,
+                                 reference_high=200, reference_text="100-200")]}  # fmt: skip
+    out = await read([lines], MockResponseLLM(json.dumps(answer)))
+    assert not out.extraction.biomarkers
+    (refused,) = out.extraction.rejected
+    assert "labels the value 'Blorbase'" in refused.reason
