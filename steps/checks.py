@@ -246,7 +246,24 @@ def nothing_between_name_and_value(found: Biomarker, fmt: NumberFormat = ANY) ->
 
 _LAST_NUMBER = re.compile(r".*\d")
 _WORD = re.compile(r"[^\s()\[\],:;]+")
-_STOP = frozenset("was is are of the and at on in result results level value test".split())
+_STOP = frozenset(
+    [
+        "was",
+        "is",
+        "are",
+        "of",
+        "the",
+        "and",
+        "at",
+        "on",
+        "in",
+        "result",
+        "results",
+        "level",
+        "value",
+        "test",
+    ]
+)
 
 
 def value_line_names_it(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
