@@ -54,8 +54,8 @@ def _range_vouches(found: Biomarker, page: Sequence[str]) -> bool:
 
 
 def _printed(reference: str, lines: Sequence[str]) -> bool:
-    wanted = " ".join(reference.split())
-    return any(wanted in " ".join(line.split()) for line in lines)
+    wanted = "".join(reference.split())  # "30-100" is printed "30 - 100" too
+    return any(wanted in "".join(line.split()) for line in lines)
 
 
 def verified(found: Biomarker, pages: Sequence[Sequence[str]] = ()) -> Biomarker:
