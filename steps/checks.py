@@ -72,12 +72,17 @@ def value_matches_text(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
     """
     if found.value is None or not found.value_text:
         return None
-    stated, why = read_value_text(found.value_text, fmt)
+    stated, why = read_value_text(found.value_text, fmt, whole=_counts(found))
     if why:
         return f"the value cannot be read: {why}"
     if stated is None or _close(found.value, stated):
         return None
     return f"the value {found.value:g} is not what the text {found.value_text!r} states"
+
+
+def _counts(found: Biomarker) -> bool:
+    """A unit that counts cells: its numbers are whole (``7,500 /uL`` is 7500)."""
+    return bool(found.unit) and unit_key(found.unit) in WHOLE_COUNTS
 
 
 def range_matches_text(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
@@ -86,7 +91,7 @@ def range_matches_text(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
         return None
     stated = []
     for numeral in _NUMBER.findall(found.reference_text):
-        number, why = read(numeral, fmt)
+        number, why = read(numeral, fmt, whole=_counts(found))
         if why:
             return f"the range {found.reference_text!r} cannot be read: {why}"
         stated.append(number)

@@ -84,8 +84,12 @@ def _grouped(whole: str, mark: str) -> bool:
     return bool(re.fullmatch(rf"[1-9]\d{{0,2}}(?:{re.escape(mark)}\d{{3}})+", whole))
 
 
-def read(numeral: str, fmt: NumberFormat) -> tuple[float | None, str]:
-    """The number ``numeral`` states under ``fmt``, or None and why it cannot be read."""
+def read(numeral: str, fmt: NumberFormat, *, whole: bool = False) -> tuple[float | None, str]:
+    """The number ``numeral`` states under ``fmt``, or None and why it cannot be read.
+
+    ``whole``: the unit counts things (cells per uL), so the number is whole and an
+    undecided ``7,500`` or ``7.500`` can only be 7500.
+    """
     if not NUMERAL.fullmatch(numeral):
         return None, f"{numeral!r} is not a number"
     marks = {ch for ch in numeral if ch in ".,"}
@@ -94,6 +98,8 @@ def read(numeral: str, fmt: NumberFormat) -> tuple[float | None, str]:
     decimal = fmt.decimal
     if decimal == UNDECIDED:
         vote = _vote(numeral)
+        if vote == UNDECIDED and whole:
+            return float(numeral.replace(",", "").replace(".", "")), ""
         if vote == UNDECIDED:
             return None, (
                 f"{numeral!r} could be a decimal or a thousands separator, and the "
@@ -114,12 +120,14 @@ def _writes(decimal: str) -> str:
     return "writes decimals with commas" if decimal == COMMA else "writes decimals with points"
 
 
-def read_value_text(value_text: str, fmt: NumberFormat) -> tuple[float | None, str]:
+def read_value_text(
+    value_text: str, fmt: NumberFormat, *, whole: bool = False
+) -> tuple[float | None, str]:
     """The first numeral of a written value (``<0,3``, ``245.000``) read under ``fmt``."""
     match = NUMERAL.search(value_text)
     if match is None:
         return None, ""
-    return read(match.group(0), fmt)
+    return read(match.group(0), fmt, whole=whole)
 
 
 def to_working(line: str, fmt: NumberFormat) -> str:

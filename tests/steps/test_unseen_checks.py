@@ -229,3 +229,13 @@ async def test_an_llm_value_from_the_next_row_is_refused() -> None:
     assert not out.extraction.biomarkers
     (refused,) = out.extraction.rejected
     assert "labels the value 'Blorbase'" in refused.reason
+
+
+async def test_a_count_per_microlitre_settles_an_undecided_numeral() -> None:
+    """No decimal in the document says which mark is which, but a count per µL is whole:
+    ``7,500 /uL`` can only be 7500; ``1,250 ng/mL`` stays refused."""
+    out = await read(
+        [["WBC  7,500  /uL  4,000-11,000", "Ferritin  1,250  ng/mL  30-400"]]
+    )  # fmt: skip
+    assert [(b.name, b.value) for b in out.extraction.biomarkers] == [("WBC", 7500)]
+    assert [r.name for r in out.extraction.rejected] == ["Ferritin"]
