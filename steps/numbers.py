@@ -107,12 +107,12 @@ def read(numeral: str, fmt: NumberFormat, *, whole: bool = False) -> tuple[float
             )
         decimal = vote
     grouping = POINT if decimal == COMMA else COMMA
-    whole, _, fraction = numeral.rpartition(decimal) if decimal in numeral else (numeral, "", "")
-    if grouping in whole and not _grouped(whole, grouping):
+    integral, _, fraction = numeral.rpartition(decimal) if decimal in numeral else (numeral, "", "")
+    if grouping in integral and not _grouped(integral, grouping):
         return None, f"{numeral!r} is not a number in a document that {_writes(decimal)}"
-    if decimal in whole or (fraction and not fraction.isdigit()):
+    if decimal in integral or (fraction and not fraction.isdigit()):
         return None, f"{numeral!r} is not a number in a document that {_writes(decimal)}"
-    digits = whole.replace(grouping, "")
+    digits = integral.replace(grouping, "")
     return float(f"{digits}.{fraction}" if fraction else digits), ""
 
 
