@@ -273,7 +273,10 @@ def parse_table_row(header: Header, line: str) -> Row | None:
         if _qualitative_key(written.text) not in QUALITATIVE:
             return None  # a disclaimer's words under the result column are no result
         return _word_row(line, name, written, rng.text if rng else "", flag)
-    return _row(line, written.start, _table_biomarker(name, result, rng, flag, header, cells))
+    found = _table_biomarker(name, result, rng, flag, header, cells)
+    if earlier := cell(header, cells, "previous").text:  # an earlier result's column
+        found = with_fields(found, previous=[PreviousValue(value_text=earlier)])
+    return _row(line, written.start, found)
 
 
 def _cells_fit(header: Header, cells: list[Cell]) -> bool:

@@ -169,3 +169,22 @@ async def test_names_in_more_languages(name: str, canonical: str, unit: str, loi
 def test_a_urine_prefix_is_another_test() -> None:
     """``U-Albumin`` is urine albumin: the prefix is not stripped, the name stays unknown."""
     assert canonical_name("U-Albumin") is None and canonical_name("P-Albumin") == "Albumin"
+
+
+async def test_a_previous_column_named_in_another_language_is_never_the_value() -> None:
+    """``Análise | Anterior | Resultado | Unidade | Valores ref.``: the earlier result's column
+    stands before the current one; the value is the ``Resultado`` cell, the other is kept
+    as ``previous`` (before: the header was not recognised and the rows went by content)."""
+    widths = (40, 22, 22, 26, 36)
+    out = await read(
+        [[
+            tuple(zip(widths, ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref."))),
+            tuple(zip(widths, ("Hemoglobina", "13,1", "12,8", "g/dL", "12,0 - 15,0"))),
+            tuple(zip(widths, ("Quuxase", "198", "210", "U/L", "150 - 400"))),
+        ]]
+    )  # fmt: skip
+    seen = {b.name: (b.value, b.reference_low, b.previous) for b in out.extraction.biomarkers}
+    assert seen == {
+        "Hemoglobina": (12.8, 12.0, [PreviousValue(value_text="13,1")]),
+        "Quuxase": (210, 150, [PreviousValue(value_text="198")]),
+    }
