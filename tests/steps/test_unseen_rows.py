@@ -178,9 +178,9 @@ async def test_a_previous_column_named_in_another_language_is_never_the_value() 
     widths = (40, 22, 22, 26, 36)
     out = await read(
         [[
-            tuple(zip(widths, ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref."))),
-            tuple(zip(widths, ("Hemoglobina", "13,1", "12,8", "g/dL", "12,0 - 15,0"))),
-            tuple(zip(widths, ("Quuxase", "198", "210", "U/L", "150 - 400"))),
+            tuple(zip(widths, ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref."), strict=True)),
+            tuple(zip(widths, ("Hemoglobina", "13,1", "12,8", "g/dL", "12,0 - 15,0"), strict=True)),
+            tuple(zip(widths, ("Quuxase", "198", "210", "U/L", "150 - 400"), strict=True)),
         ]]
     )  # fmt: skip
     seen = {b.name: (b.value, b.reference_low, b.previous) for b in out.extraction.biomarkers}
