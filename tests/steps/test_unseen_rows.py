@@ -176,9 +176,10 @@ async def test_a_previous_column_named_in_another_language_is_never_the_value() 
     stands before the current one; the value is the ``Resultado`` cell, the other is kept
     as ``previous`` (before: the header was not recognised and the rows went by content)."""
     widths = (40, 22, 22, 26, 36)
+    HEAD = ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref.")  # noqa: N806
     out = await read(
         [[
-            tuple(zip(widths, ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref."), strict=True)),
+            tuple(zip(widths, HEAD, strict=True)),
             tuple(zip(widths, ("Hemoglobina", "13,1", "12,8", "g/dL", "12,0 - 15,0"), strict=True)),
             tuple(zip(widths, ("Quuxase", "198", "210", "U/L", "150 - 400"), strict=True)),
         ]]
