@@ -176,7 +176,7 @@ async def test_a_previous_column_named_in_another_language_is_never_the_value() 
     stands before the current one; the value is the ``Resultado`` cell, the other is kept
     as ``previous`` (before: the header was not recognised and the rows went by content)."""
     widths = (40, 22, 22, 26, 36)
-    HEAD = ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref.")  # noqa: N806
+    HEAD = ("Análise", "Anterior", "Resultado", "Unidade", "Valores ref.")
     out = await read(
         [[
             tuple(zip(widths, HEAD, strict=True)),
