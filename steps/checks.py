@@ -17,7 +17,8 @@ of them needs the analyte's name to be known, except the two per-analyte ones:
    ``nothing_between_name_and_value``: no other number stands between the name
    and the value on the line (``Quuxase  104  97``: which is the result?);
    ``value_line_names_it``: on a line that does not print the result's name, the
-   label before the value names the same analyte (``Potassium 4.1`` is no Sodium).
+   label before the value names the same analyte (``Potassium 4.1`` is no Sodium);
+   ``unit_is_printed``: a line that prints a unit prints the result's.
 5. ``flag_agrees``: a written high/low/normal flag agrees with the value and the
    range. A disagreement means one of the three was misread: rejected. At the
    range's edge (value equal to a bound) labs differ on inclusive bounds, so the
@@ -308,6 +309,36 @@ def _is_label_word(word: str) -> bool:
     )
 
 
+def unit_is_printed(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
+    """The unit is the one the value's line prints, when the line prints one: a model that
+    gives ``mg/dL`` for ``Glucose 5.4 mmol/L`` has a plausible number in a wrong unit."""
+    where = found.provenance
+    if where is None or not found.unit:
+        return None
+    if _compact(found.unit) in _compact(where.line):
+        return None
+    wanted = unit_key(found.unit)
+    tokens = [t.strip("()[],;") for t in where.line.split()]
+    if any(unit_key(t) == wanted for t in tokens if t):
+        return None
+    after = [t.strip("()[],;") for t in where.line[where.end :].split()]  # units follow values
+    printed = [t for t in after if _looks_like_unit(t)]
+    if printed:
+        return f"the unit {found.unit!r} is not the one its line prints ({printed[0]!r})"
+    return None
+
+
+def _compact(text: str) -> str:
+    folded = "".join(text.split()).casefold().replace(",", ".")
+    return folded.replace("\u00b5", "u").replace("\u03bc", "u")
+
+
+def _looks_like_unit(token: str) -> bool:
+    if token == "%" or unit_key(token) in KNOWN_UNITS and any(c.isalpha() for c in token):
+        return flag_of(token) is None
+    return "/" in token and any(c.isalpha() for c in token) and not token[0].isdigit()
+
+
 Check = Callable[[Biomarker, NumberFormat], str | None]
 CHECKS: tuple[Check, ...] = (
     not_a_category,
@@ -317,6 +348,7 @@ CHECKS: tuple[Check, ...] = (
     not_a_reference_bound,
     nothing_between_name_and_value,
     value_line_names_it,
+    unit_is_printed,
     flag_agrees,
     unit_plausible,
     value_possible,

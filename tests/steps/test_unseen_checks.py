@@ -239,3 +239,13 @@ async def test_a_count_per_microlitre_settles_an_undecided_numeral() -> None:
     )  # fmt: skip
     assert [(b.name, b.value) for b in out.extraction.biomarkers] == [("WBC", 7500)]
     assert [r.name for r in out.extraction.rejected] == ["Ferritin"]
+
+
+async def test_an_llm_unit_the_line_does_not_print_is_refused() -> None:
+    """``Glucose 5.4 mmol/L``: a model answering 5.4 mg/dL has a possible number in the
+    wrong unit (mg/dL allows 5 to 3000); the line prints mmol/L, so it is refused."""
+    line = "Glucose  5.4  mmol/L  4.0-6.0"
+    answer = {"biomarkers": [lab("Glucose", 5.4, "5.4", line, unit="mg/dL")]}
+    out = await read([[line]], MockResponseLLM(json.dumps(answer)))
+    (refused,) = out.extraction.rejected
+    assert "is not the one its line prints ('mmol/L')" in refused.reason
