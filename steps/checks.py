@@ -334,7 +334,7 @@ def _compact(text: str) -> str:
 
 
 def _looks_like_unit(token: str) -> bool:
-    if token == "%" or unit_key(token) in KNOWN_UNITS and any(c.isalpha() for c in token):
+    if token == "%" or (unit_key(token) in KNOWN_UNITS and any(c.isalpha() for c in token)):
         return flag_of(token) is None
     return "/" in token and any(c.isalpha() for c in token) and not token[0].isdigit()
 
