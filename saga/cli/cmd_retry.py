@@ -33,7 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--user", help="bulk: only this user's sagas")
     p.add_argument("--since", help="bulk: created within, e.g. 2h, 7d, or an ISO date")
     p.add_argument("--limit", type=int, default=1000, help="bulk: at most N sagas")
-    p.add_argument("--dry-run", action="store_true", help="bulk: list what would be retried")
+    p.add_argument(
+        "--dry-run", action="store_true", help="bulk: list what would be retried (the default)"
+    )
+    p.add_argument("--yes", action="store_true", help="bulk: confirm, retry them (else a dry run)")
     add_type_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
@@ -44,10 +47,13 @@ def main(args: argparse.Namespace) -> int:
 
     if args.record_id is None and not args.step:
         raise CliError("give a record id, or --step for the bulk retry of dead letters", Exit.USAGE)
-    if args.record_id and (args.user or args.since or args.dry_run or args.review):
+    if args.record_id and (args.user or args.since or args.dry_run or args.review or args.yes):
         raise CliError(
-            "--user, --since, --review and --dry-run apply to the bulk form only", Exit.USAGE
+            "--user, --since, --review, --dry-run and --yes apply to the bulk form only",
+            Exit.USAGE,
         )
+    if args.record_id is None:  # a bulk action runs only when confirmed, as purge does
+        args.dry_run = args.dry_run or not args.yes
     if args.failed and args.review:
         raise CliError("give --failed or --review, not both", Exit.USAGE)
     settings = load_settings()
@@ -172,3 +178,5 @@ def _print_bulk(
         )
     for rid, err in errors:
         print(f"  {rid}: {err}")
+    if args.dry_run and rows and not args.yes:
+        print("nothing was retried: run it again with --yes to retry them")

@@ -14,7 +14,17 @@ import msgspec
 
 from saga.cli.tables import colour, table, tty
 
-__all__ = ["CliError", "Exit", "colour", "print_json", "run", "state_text", "table", "tty"]
+__all__ = [
+    "CliError",
+    "Exit",
+    "check_redis",
+    "colour",
+    "print_json",
+    "run",
+    "state_text",
+    "table",
+    "tty",
+]
 
 T = TypeVar("T")
 
@@ -73,6 +83,20 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
     import anyio
 
     return anyio.run(main)
+
+
+def check_redis(settings: Any) -> None:
+    """Reach Redis once (and check SAGA_PARTITIONS) before a long-running command says
+    it started: a bad REDIS_URL is then the same one sentence and exit code (2 or 3) as
+    for every other command, not a traceback in a log line after a URL was printed."""
+
+    async def go() -> None:
+        from saga.runtime import client_for
+
+        async with client_for(settings):
+            pass
+
+    run(go)
 
 
 def fmt_ms(ms: int) -> str:

@@ -85,7 +85,7 @@ async def test_bulk_retry_dry_run_then_real(redis: Any, keys: Keys, redis_url: s
     assert (await get_saga(redis, keys, "mr-a")).state == "failed"
     only_u2 = cli_json(keys, redis_url, "retry", "--step", "parser", "--user", "u-2", "--dry-run")
     assert only_u2["matched"] == ["mr-b"]
-    real = cli_json(keys, redis_url, "retry", "--step", "parser")
+    real = cli_json(keys, redis_url, "retry", "--step", "parser", "--yes")
     assert sorted(real["retried"]) == ["mr-a", "mr-b"]
     for rid in ("mr-a", "mr-b"):
         saga = await get_saga(redis, keys, rid)

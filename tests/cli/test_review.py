@@ -124,7 +124,7 @@ async def test_retry_review_reruns_flagged_sagas_from_a_step(
     await flagged_and_plain(await machine(redis, keys))
     dry = cli_json(keys, redis_url, "retry", "--review", "--step", "router", "--dry-run")
     assert dry["matched"] == ["mr-flag"] and dry["retried"] == []
-    done = cli_json(keys, redis_url, "retry", "--review", "--step", "router")
+    done = cli_json(keys, redis_url, "retry", "--review", "--step", "router", "--yes")
     assert done["retried"] == ["mr-flag"]
     saga = cli_json(keys, redis_url, "show", "mr-flag")["saga"]
     assert (saga["state"], saga["step"], saga["needs_review"]) == ("pending", "router", False)
