@@ -18,7 +18,15 @@ contain page text, prompts, completions or keys: they are stored in history.
 
 from __future__ import annotations
 
+import time
+
 from saga.state.errors import SagaError
+
+
+def utc_second(epoch_s: float) -> str:
+    """``2026-12-01 00:00:00 UTC``: the one format people read a resume time in (the
+    CLI's ``fmt_resume``, the console), never a raw epoch."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(round(epoch_s)))
 
 
 class StepError(SagaError):
@@ -37,7 +45,7 @@ class CircuitOpenError(StepError):
     """A dependency's circuit breaker is open; park until ``retry_at`` (epoch seconds)."""
 
     def __init__(self, dependency: str, retry_at: float) -> None:
-        super().__init__(f"circuit for {dependency} is open until {retry_at:.0f}")
+        super().__init__(f"circuit for {dependency} is open until {utc_second(retry_at)}")
         self.dependency = dependency
         self.retry_at = retry_at
 
@@ -49,7 +57,7 @@ class BudgetExceededError(StepError):
     def __init__(self, user_id: str, period: str, spent: float, limit: float, retry_at: float):
         super().__init__(
             f"the {period} LLM budget of user {user_id} is spent "
-            f"(${spent:.4f} of ${limit:.4f}); parked until {retry_at:.0f}"
+            f"(${spent:.4f} of ${limit:.4f}); parked until {utc_second(retry_at)}"
         )
         self.user_id = user_id
         self.period = period

@@ -68,8 +68,11 @@ STATE_COLOURS = {
 REVIEW_MARK = ", needs review"
 
 
-def state_text(state: str, review: bool = False) -> str:
-    """The state, coloured on a TTY; a saga flagged for review says so beside it."""
+def state_text(state: str, review: bool = False, parked: str = "") -> str:
+    """The state, coloured on a TTY; a saga flagged for review says so beside it, and a
+    parked one (``parked``: budget or circuit) reads ``parked (budget)``, as everywhere."""
+    if parked and state == "waiting_retry":
+        return colour(PARKED.format(parked), "33")
     if review:
         return colour(state + REVIEW_MARK, "33")
     return colour(state, STATE_COLOURS.get(state, "0"))
@@ -105,6 +108,22 @@ def fmt_ms(ms: int) -> str:
     if not ms:
         return "-"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+def fmt_resume(ms: int) -> str:
+    """When a parked saga runs again: UTC to the second (the budget periods and breaker
+    times are UTC), rounded so a due time a few ms off the period's start (the worker's
+    and the server's clocks) reads as the period's start. The one format for it in
+    `saga show`, `saga budget show`, the error message and the console."""
+    import time
+
+    if not ms:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(round(ms / 1000)))
+
+
+PARKED = "parked ({})"
+"""A saga waiting with its attempt refunded, for people: ``parked (budget)``."""
 
 
 def fmt_duration(seconds: float) -> str:

@@ -14,6 +14,7 @@ from starlette.routing import Route
 
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
+from saga.cli.common import fmt_resume
 from saga.console.draw import cost_chart, span_text, timeline, usd, when
 from saga.console.errors import ConsoleError, Unauthenticated
 from saga.console.service import Service
@@ -39,7 +40,7 @@ ACTIONS_TEXT = "action must be retry, cancel, compensate or accept"
 def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
     context.setdefault("who", getattr(request.state, "who", None))
     context["csrf"] = request.state.csrf
-    context["when"], context["usd"] = when, usd
+    context["when"], context["usd"], context["resume"] = when, usd, fmt_resume
     templates = request.app.state.templates
     return templates.TemplateResponse(request, name, context, status_code=status)  # type: ignore[no-any-return]
 
