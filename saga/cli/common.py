@@ -41,6 +41,9 @@ class Exit(IntEnum):
     """The record does not exist."""
     TIMEOUT = 5
     """``--wait --timeout S`` ran out: the saga is still on its way."""
+    NEEDS_REVIEW = 6
+    """``--wait``: the saga completed, but a step flagged its output for a person's review
+    (a script must not treat it as a clean success)."""
     INTERRUPTED = 130
     """Ctrl-C (128 + SIGINT), as shells report it."""
     STDOUT_CLOSED = 141
