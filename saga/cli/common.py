@@ -82,7 +82,25 @@ def state_text(state: str, review: bool = False, parked: str = "") -> str:
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(obj)).decode() + "\n")
+    write_out(msgspec.json.format(msgspec.json.encode(obj)) + b"\n")
+
+
+def write_out(data: bytes) -> None:
+    """``data`` onto stdout's file descriptor in a loop. Python's buffered stdout, given
+    more than a pipe holds, can take a partial write and drop the rest when the reader
+    left (`| head -1`), exiting 0; os.write raises BrokenPipeError instead, which the
+    entry point turns into the documented quiet exit 141."""
+    import os
+
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a StringIO (tests, in-process callers)
+        sys.stdout.write(data.decode())
+        return
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def run(main: Callable[[], Awaitable[T]]) -> T:

@@ -227,3 +227,16 @@ def test_a_taken_port_is_exit_2_for_the_console_as_for_a_worker(
         worker = cli(keys, redis_url, "worker", "router", "--health-port", port)
     assert (console.returncode, worker.returncode) == (2, 2), (console.stderr, worker.stderr)
     assert "pick another --port" in one_sentence(console)
+
+
+async def test_large_json_into_head_exits_141(redis: Any, keys: Keys, redis_url: str) -> None:
+    """`saga list --json | head -1` on an output far larger than a pipe's buffer: the
+    reader goes after one line; no message, exit 141, as documented."""
+    sm = await machine(redis, keys)
+    for i in range(400):
+        await start(sm, f"mr-{i:04d}")
+    script = f"{sys.executable} -m saga.cli.main list --json --limit 400 | head -1 >/dev/null; " \
+             "echo ${PIPESTATUS[0]}"  # fmt: skip
+    res = subprocess.run(["bash", "-c", script], env=env_for(keys, redis_url),
+                         capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert res.stderr == "" and res.stdout == "141\n", (res.stdout, res.stderr)
