@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
             if args.output:
                 from saga.cli.outputs import render_outputs
 
-                print("\n" + render_outputs(saga.outputs))
+                print("\n" + render_outputs(saga.outputs, saga.undone_outputs))
         return Exit.OK
 
     try:
@@ -97,7 +97,8 @@ def document(saga: Any, events: list[Any], now_ms: int, *, outputs: bool = False
     from saga.cli.outputs import decoded
 
     return ShowOutputDocument(
-        saga=view, attempts=attempts, events=events, outputs=decoded(saga.outputs)
+        saga=view, attempts=attempts, events=events, outputs=decoded(saga.outputs),
+        undone_outputs=decoded(saga.undone_outputs),
     )
 
 

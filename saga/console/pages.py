@@ -113,7 +113,7 @@ async def saga(request: Request, who: Identity | None) -> Response:
     keys = await svc.typed(params.saga_type(request.query_params.get("type")))
     s, events = await get_saga_and_history(svc.redis, keys, rid)
     now = _now_ms()
-    outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
+    outputs = render_outputs(s.outputs, s.undone_outputs) if w.role == Role.OPERATOR else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
