@@ -67,6 +67,7 @@ def main(args: argparse.Namespace) -> int:
             if args.step:
                 _known_step(sagas, args.step)
             if args.record_id:
+                before = await sagas.get(args.record_id) if args.step else None
                 res = await sagas.retry(
                     args.record_id, step=args.step, force=args.force, actor=actor()
                 )
@@ -84,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
                 else:
                     note = ""
                     if args.step and res.step != args.step:
-                        note = f" (its pages expired, so from {res.step}, which fetches them again)"
+                        note = _moved_back(args.step, res.step, before)
                     print(
                         f"saga {args.record_id} re-runs from {res.step} in epoch {res.epoch}{note}"
                     )
@@ -92,6 +93,16 @@ def main(args: argparse.Namespace) -> int:
             return await _bulk(sagas, args, since, actor())
 
     return run(go)
+
+
+def _moved_back(asked: str, step: str, before: object) -> str:
+    """Why the retry starts before the step asked: that step reads the document's pages,
+    which a step before it makes; either it never committed, or the pages are gone."""
+    outputs = getattr(before, "outputs", {})
+    if step not in outputs:
+        return (f" ({asked} needs the pages {step} makes, and {step} has not committed in "
+                f"this saga, so from {step})")  # fmt: skip
+    return f" (its pages expired, so from {step}, which fetches them again)"
 
 
 def _known_step(sagas: object, step: str) -> None:

@@ -179,3 +179,15 @@ async def test_demo_keeps_its_queues_from_a_running_worker(
     assert not [e for e in worker.events() if str(e.get("record_id", "")).startswith("sample-")]
     demo_keys = Keys(prefix=f"{keys.prefix}-demo", partitions=keys.partitions)
     assert len(cli_json(demo_keys, redis_url, "list")["sagas"]) == 5
+
+
+async def test_retry_from_parser_of_a_saga_failed_at_the_router_says_why(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """`retry --step parser` of a saga dead at the router re-runs from the router; the
+    sentence says the router never committed, not that pages expired."""
+    await run_to_dead(await machine(redis, keys), "mr-r", "router")
+    res = cli(keys, redis_url, "retry", "mr-r", "--step", "parser")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("saga mr-r re-runs from router in epoch 2"), res.stdout
+    assert "router has not committed" in res.stdout and "expired" not in res.stdout
