@@ -65,6 +65,8 @@ def main(args: argparse.Namespace) -> int:
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             first = args.input.encode() if args.input else None
+            if sagas.keys.saga_type == "documents":
+                _readable(document or _document_of(first))
             try:
                 res = await sagas.start(
                     args.record_id, args.user_id, document=document, input=first
@@ -83,6 +85,33 @@ def main(args: argparse.Namespace) -> int:
         return run(go)
     finally:
         stop_tracing()  # flushes the saga's root span
+
+
+SCHEMES = ("file", "http", "https")
+"""What the document pipeline's router fetches (saga.adapters.documents)."""
+
+
+def _document_of(first: bytes | None) -> str:
+    import msgspec
+
+    try:
+        found = msgspec.json.decode(first or b"{}", type=dict[str, Any]).get("document")
+    except msgspec.DecodeError:
+        return ""  # the client says what is wrong with the input
+    return found if isinstance(found, str) else ""
+
+
+def _readable(ref: str) -> None:
+    """A document the router cannot fetch can only dead-letter: refused at start."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(ref).scheme.lower() if "://" in ref else ""
+    if scheme and scheme not in SCHEMES:
+        raise CliError(
+            f"the document's scheme {scheme[:20]!r} is not one the router fetches; "
+            "use a path, file:// or http(s)://",
+            Exit.USAGE,
+        )
 
 
 def local_document(ref: str) -> str:
