@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from saga.cli.common import CliError, Exit, fmt_resume, print_json, run, table
+from saga.cli.common import CliError, Exit, fmt_resume, fmt_usd, print_json, run, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -130,7 +130,7 @@ def document(rows: list[Any]) -> Any:
 
 
 def _money(v: float | None) -> str:
-    return "-" if v is None else f"${v:,.4f}"
+    return "-" if v is None else f"${fmt_usd(v)}"
 
 
 def _limits(s: Any) -> str:

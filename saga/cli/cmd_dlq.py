@@ -132,12 +132,15 @@ async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
     if args.json:
         print_json(DeadLettersDocument(dead_letters=found))
         return Exit.OK
+    from saga.cli.tables import terminal_width, wrap
+
+    columns = terminal_width()  # the message wraps under its label, never past the width
     for d in found:
-        print(
-            f"record   {d.record_id}\nuser     {d.user_id}\nstep     {d.step}\n"
-            f"attempt  {d.attempt}\nepoch    {d.epoch}\ntime     {fmt_ms(d.at_ms)}\n"
-            f"error    {d.error_class}\nmessage  {d.error_message}\nentry    {d.id}"
-        )
+        fields = [("record", d.record_id), ("user", d.user_id), ("step", d.step),
+                  ("attempt", str(d.attempt)), ("epoch", str(d.epoch)),
+                  ("time", fmt_ms(d.at_ms)), ("error", d.error_class),
+                  ("message", d.error_message), ("entry", d.id)]  # fmt: skip
+        print("\n".join(line for k, v in fields for line in wrap(k, v or "-", columns)))
     return Exit.OK
 
 

@@ -131,6 +131,12 @@ def fmt_ms(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
+def fmt_usd(v: float) -> str:
+    """Dollars to four places, or to six under a hundredth of a cent, so an LLM call's
+    $0.000013 is not printed as 0.0000 (the timeline's ``money`` does the same)."""
+    return f"{v:,.6f}" if 0 < abs(v) < 0.0001 else f"{v:,.4f}"
+
+
 def fmt_resume(ms: int) -> str:
     """When a parked saga runs again: UTC to the second (the budget periods and breaker
     times are UTC), rounded so a due time a few ms off the period's start (the worker's

@@ -172,3 +172,19 @@ async def test_bulk_actions_without_yes_are_dry_runs(
     assert await snapshot(redis, keys) == before
     res = cli(keys, redis_url, "retry", "mr-1", "--yes")
     assert res.returncode == 2 and "bulk form only" in res.stderr
+
+
+async def test_show_fits_80_columns(redis: Any, keys: Keys, redis_url: str) -> None:
+    """`COLUMNS=80 saga dlq show` wraps a long message under its label: no line over 80."""
+    sm = await machine(redis, keys)
+    await start(sm, "mr-long")
+    from saga.state.model import FailAction
+    from tests.cli.inspect_support import fail
+
+    long = "the PDF has no extractable text (a scan without a text layer?); it needs OCR first"
+    await fail(sm, "router", FailAction.DEAD, error=("InvalidInputError", long))
+    res = cli(keys, redis_url, "dlq", "show", "mr-long", env={"COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, lines
+    assert " ".join(x.strip() for x in lines[7:9]) == f"message  {long}"
