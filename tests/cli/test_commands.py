@@ -155,6 +155,9 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
         assert "all sagas ended as expected" in res.stdout
         assert "dead-lettered at router as intended: InvalidInputError" in res.stdout
         assert "cost     $0.0000" in res.stdout  # the mocked LLM naming is billed
+        url = f"unix://{tmp_path / 'data' / 'saga.sock'}"
+        assert f"the embedded server keeps running at {url}" in res.stdout  # said, not hidden
+        assert "`saga server stop` stops it" in res.stdout
     finally:
         _embedded(tmp_path, "server", "stop")
 
