@@ -97,7 +97,10 @@ def document(saga: Any, events: list[Any], now_ms: int, *, outputs: bool = False
     from saga.cli.outputs import decoded
 
     return ShowOutputDocument(
-        saga=view, attempts=attempts, events=events, outputs=decoded(saga.outputs),
+        saga=view,
+        attempts=attempts,
+        events=events,
+        outputs=decoded(saga.outputs),
         undone_outputs=decoded(saga.undone_outputs),
     )
 

@@ -13,9 +13,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from saga.cli.common import fmt_resume
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
-from saga.cli.common import fmt_resume
 from saga.console.draw import cost_chart, span_text, timeline, usd, when
 from saga.console.errors import ConsoleError, Unauthenticated
 from saga.console.service import Service

@@ -150,7 +150,9 @@ async def test_bulk_retry_agrees_with_dlq_list_after_a_purge(
     assert sorted(dry["without_dead_letter"]) == ["mr-a", "mr-b", "mr-c"]
     text = cli(keys, redis_url, "retry", "--step", "parser", "--failed", "--dry-run").stdout
     assert "would retry 1 saga(s)" in text and "left out 3 failed saga(s)" in text
-    assert cli_json(keys, redis_url, "retry", "--step", "parser", "--failed", "--yes")["retried"] == ["mr-d"]
+    assert cli_json(keys, redis_url, "retry", "--step", "parser", "--failed", "--yes")[
+        "retried"
+    ] == ["mr-d"]
 
 
 async def test_bulk_actions_without_yes_are_dry_runs(

@@ -215,9 +215,7 @@ def test_up_with_a_bad_url_says_so_once(keys: Keys) -> None:
     assert "REDIS_URL" in one_sentence(res)
 
 
-def test_a_taken_port_is_exit_2_for_the_console_as_for_a_worker(
-    keys: Keys, redis_url: str
-) -> None:
+def test_a_taken_port_is_exit_2_for_the_console_as_for_a_worker(keys: Keys, redis_url: str) -> None:
     """A port in use is a setting to change (exit 2) for the console and a worker alike."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -237,6 +235,8 @@ async def test_large_json_into_head_exits_141(redis: Any, keys: Keys, redis_url:
         await start(sm, f"mr-{i:04d}")
     script = f"{sys.executable} -m saga.cli.main list --json --limit 400 | head -1 >/dev/null; " \
              "echo ${PIPESTATUS[0]}"  # fmt: skip
-    res = subprocess.run(["bash", "-c", script], env=env_for(keys, redis_url),
-                         capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    res = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(["bash", "-c", script], env=env_for(keys, redis_url),
+                               capture_output=True, text=True, timeout=60, check=False)
+    )  # fmt: skip
     assert res.stderr == "" and res.stdout == "141\n", (res.stdout, res.stderr)
