@@ -127,6 +127,9 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     attempts: dict[str, int] = {}
     outputs: dict[str, str] = {}
     """Step name to the raw JSON output it committed."""
+    undone_outputs: dict[str, str] = {}
+    """Step name to the output it had committed before its compensation undid it (kept
+    so that a compensated saga still shows what its steps produced)."""
     costs: dict[str, float] = {}
     review: dict[str, str] = {}
     """Step name to why its output needs a person's look; empty when nothing was flagged.
