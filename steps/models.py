@@ -62,6 +62,16 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     end: int = 0
 
 
+class Reviewed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A person's decision on a value: ``accepted``, ``corrected`` or ``added``."""
+
+    decision: str
+    by: str
+    at_ms: int = 0
+    machine: Biomarker | None = None
+    """corrected: the value as the machine read it."""
+
+
 class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One lab result as the document states it.
 
@@ -84,6 +94,9 @@ class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     reference_high: float | None = None
     reference_text: str = ""
     flag: Flag = Flag.UNKNOWN
+    reviewed: Reviewed | None = None
+    """Set when a person decided this value (``steps/review.py``); a correction keeps
+    the machine's original in ``reviewed.machine``."""
     canonical_name: str = ""
     loinc: str = ""
     provenance: Provenance | None = None
