@@ -34,8 +34,9 @@
 --          {RC.WRONG_STATE, 'not_flagged'}        the step is not flagged for review
 --          {RC.WRONG_STATE, state}                the saga has not completed
 --          {RC.CONFLICT, version}                 another decision came first (version now)
--- Emits:   history 'review_decided' {x, rvd, rvv}; completing: history 'review_completed'
---          {orig}, a ready entry {rid, ep, v} of ARGV[11]
+-- Emits:   history 'review_decided' {s: current step, rs: reviewed step, x, rvd, rvv};
+--          completing: history 'review_completed' {s: the step that re-runs (else the
+--          current one), ep: its epoch, rs, n, orig}, a ready entry {rid, ep, v} of ARGV[11]
 --@include now
 --@include history
 --@include state_index
@@ -45,7 +46,7 @@ local saga, hist, index = KEYS[1], KEYS[2], KEYS[3]
 local op, maxlen, who, step = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local replay = op_replay(saga, op, 'rvd_op')
 if replay then return replay end
-local s = redis.call('HMGET', saga, 'state', 'epoch', 'rid', 'rvv', 'rv:' .. step)
+local s = redis.call('HMGET', saga, 'state', 'epoch', 'rid', 'rvv', 'rv:' .. step, 'step')
 if not s[1] then return {RC.NOT_FOUND} end
 if not s[5] then return {RC.WRONG_STATE, 'not_flagged'} end
 if s[1] ~= STATE.COMPLETED then return {RC.WRONG_STATE, s[1]} end
@@ -55,7 +56,7 @@ if version ~= tonumber(ARGV[4]) then return {RC.CONFLICT, version} end
 local now, record, epoch = now_ms(), s[3], tonumber(s[2])
 version = version + 1
 redis.call('HSET', saga, 'rvd:' .. step, ARGV[7], 'rvv', version, 'updated', now)
-history_append(hist, maxlen, {'e', 'review_decided', 's', step, 'ep', epoch, 't', now,
+history_append(hist, maxlen, {'e', 'review_decided', 's', s[6], 'rs', step, 'ep', epoch, 't', now,
                               'x', ARGV[6] .. ' by ' .. who, 'rvd', ARGV[8], 'rvv', version,
                               'op', op})
 local entry = ''
@@ -63,8 +64,9 @@ if ARGV[9] == '1' then
   local original = redis.call('HGET', saga, 'out:' .. step) or ''
   redis.call('HSET', saga, 'orig:' .. step, original, 'out:' .. step, ARGV[10])
   redis.call('HDEL', saga, 'rv:' .. step)
-  local nxt = ARGV[11]
+  local nxt, at = ARGV[11], s[6]
   if nxt ~= '' then
+    at = nxt
     epoch = epoch + 1
     entry = redis.call('XADD', KEYS[4], '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
     redis.call('HSET', saga, 'state', STATE.PENDING, 'step', nxt, 'prev', step, 'epoch', epoch,
@@ -90,7 +92,8 @@ if ARGV[9] == '1' then
   if not left then redis.call('ZREM', index, record) end
   local why = 'reviewed by ' .. who
   if nxt ~= '' then why = why .. '; ' .. nxt .. ' re-runs on the reviewed values' end
-  history_append(hist, maxlen, {'e', 'review_completed', 's', step, 'ep', epoch, 't', now,
+  history_append(hist, maxlen, {'e', 'review_completed', 's', at, 'rs', step, 'ep', epoch,
+                                't', now,
                                 'x', why, 'n', nxt, 'orig', original, 'op', op})
 end
 return op_record(saga, op, {RC.OK, version, epoch, entry}, 'rvd_op')
