@@ -18,7 +18,7 @@ import msgspec
 from msgspec.structs import replace
 
 from saga.steps.lab_values import comparator_of, parse_range
-from saga.steps.models import Biomarker, Extraction, Flag, ParserOutput, Provenance, Reviewed
+from saga.steps.models import Biomarker, Flag, ParserOutput, Provenance, Reviewed
 from saga.steps.synonyms import canonical_name
 
 
@@ -91,11 +91,13 @@ def items(out: ParserOutput, made: Decisions | None) -> list[Item]:
         b = Biomarker(name=r.name, unit=r.unit, provenance=r.provenance,
                       canonical_name=canonical_name(r.name) or "")  # fmt: skip
         b = _with(b, Fix(value=r.value_text)) if r.value_text else b
+        d = last.get(f"r{i}")
         found.append(Item(id=f"r{i}", kind="rejected", value=b, provenance=r.provenance,
-                          flagged=True, reasons=[r.reason], decision=last.get(f"r{i}")))  # fmt: skip
+                          flagged=True, reasons=[r.reason], decision=d))  # fmt: skip
     for i, line in enumerate(ex.coverage.unexplained):
+        why = ["no value explains this line"]
         found.append(Item(id=f"u{i}", kind="line", value=None, provenance=line, flagged=True,
-                          reasons=["no value explains this line"], decision=last.get(f"u{i}")))  # fmt: skip
+                          reasons=why, decision=last.get(f"u{i}")))  # fmt: skip
     for a in _added_ids(made):
         d = last[a]
         first = next(x for x in made.decisions if x.item == a)  # type: ignore[union-attr]
@@ -137,7 +139,7 @@ def decide(item: Item, kind: Kind, by: str, at_ms: int, fix: Fix | None, note: s
     if kind == Kind.REJECT:
         new = None
     elif kind == Kind.ACCEPT:
-        new = replace(old, reviewed=Reviewed(decision="accepted", by=by, at_ms=at_ms))  # type: ignore[arg-type]
+        new = replace(old, reviewed=Reviewed(decision="accepted", by=by, at_ms=at_ms))  # type: ignore[type-var]
     elif kind == Kind.CORRECT:
         new = corrected(old, fix or Fix(), by, at_ms)  # type: ignore[arg-type]
     else:
@@ -161,7 +163,9 @@ def added(fix: Fix, where: Provenance | None, by: str, at_ms: int) -> Biomarker:
     if page < 1 or not line:
         raise ValueError("a missed value needs its page and line")
     at = line.find(fix.value)
-    prov = Provenance(page=page, line=line, start=max(at, 0), end=at + len(fix.value) if at >= 0 else 0)
+    prov = Provenance(
+        page=page, line=line, start=max(at, 0), end=at + len(fix.value) if at >= 0 else 0
+    )
     b = _with(Biomarker(name=fix.name, provenance=prov), fix)
     return replace(b, reviewed=Reviewed(decision="added", by=by, at_ms=at_ms))
 
@@ -214,9 +218,9 @@ def reviewed_output(out: ParserOutput, made: Decisions) -> ParserOutput:
         d = last.get(f"u{i}")
         if _taken(d):
             values.append(d.new)  # type: ignore[union-attr,arg-type]
-    values += [last[a].new for a in _added_ids(made) if last[a].new is not None]  # type: ignore[misc]
-    extraction = Extraction(biomarkers=values, diagnoses=ex.diagnoses, procedures=ex.procedures,
-                            genetics=ex.genetics, rejected=rejected, coverage=ex.coverage)  # fmt: skip
+    added = [last[a].new for a in _added_ids(made)]
+    values += [b for b in added if b is not None]
+    extraction = msgspec.structs.replace(ex, biomarkers=values, rejected=rejected)
     return ParserOutput.of(extraction, review="")
 
 

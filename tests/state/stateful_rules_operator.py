@@ -24,7 +24,17 @@ from tests.state.helpers import read_ready, snapshot
 from tests.state.stateful_harness import WORK, RedisMachine
 from tests.state.stateful_invariants import unchanged
 from tests.state.stateful_model import (
-    CD, CG, NEXT, PREV, RECORDS, STEPS, UNDO_STEPS, C, P, W, X,
+    CD,
+    CG,
+    NEXT,
+    PREV,
+    RECORDS,
+    STEPS,
+    UNDO_STEPS,
+    C,
+    P,
+    W,
+    X,
 )  # fmt: skip
 
 
@@ -126,7 +136,9 @@ class OperatorRules(RedisMachine):
                 self.run(call)
             return
         if step not in m.review or m.state != C or stale:
-            refused = ReviewConflictError if step in m.review and m.state == C else StepConflictError
+            refused = (
+                ReviewConflictError if step in m.review and m.state == C else StepConflictError
+            )
             harness.event(f"decide_review: refused ({refused.__name__})")
             self.run(unchanged(self.client, self.keys, _raises(call, refused)))
             return
@@ -140,7 +152,9 @@ class OperatorRules(RedisMachine):
                 m.apply_retry(NEXT[step], got.entry)
                 m.outputs.add(step)
         if resend:
-            self.run(unchanged(self.client, self.keys, review.decide(self.sm, rid, d, actor="t", op=op)))
+            self.run(
+                unchanged(self.client, self.keys, review.decide(self.sm, rid, d, actor="t", op=op))
+            )
 
     @precondition(lambda self: self._in(P, CG))
     @rule(step=st.sampled_from(WORK), resend=st.booleans())

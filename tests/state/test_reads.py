@@ -82,7 +82,9 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     # 'compensating' reads back in test_compensation (it needs a compensable step), the
     # review decisions in test_review_decide (they need a completed, flagged saga).
     assert set(EventType) - {e.event for e in events} == {
-        EventType.COMPENSATING, EventType.REVIEW_DECIDED, EventType.REVIEW_COMPLETED
+        EventType.COMPENSATING,
+        EventType.REVIEW_DECIDED,
+        EventType.REVIEW_COMPLETED,
     }
     reclaim = events[3]
     assert (reclaim.attempt, reclaim.previous_attempt, reclaim.previous_worker) == (2, 1, "w-a")

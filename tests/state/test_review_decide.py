@@ -45,7 +45,9 @@ async def _flagged_saga(sm: StateMachine, rid: str, complete: bool = True) -> No
     for step in STEPS if complete else STEPS[:2]:
         c = await claim_next(sm, step, "w-a")
         out = msgspec.json.encode(OUT) if step == "parser" else b"{}"
-        req = CommitRequest(output=out, next_step=NEXT[step], review=OUT.review if step == "parser" else "")
+        req = CommitRequest(
+            output=out, next_step=NEXT[step], review=OUT.review if step == "parser" else ""
+        )
         await sm.commit(c, req)
 
 
@@ -76,7 +78,9 @@ async def test_the_last_decision_reruns_the_grouper_on_the_reviewed_values(
     assert msgspec.json.decode(orig, type=ParserOutput) == OUT
     decided = [e for e in events if e.event == "review_decided"]
     assert [e.detail for e in decided] == [
-        "correct b1 by console ann", "reject r0 by console ann", "add u0 by console bob"
+        "correct b1 by console ann",
+        "reject r0 by console ann",
+        "add u0 by console bob",
     ]
     assert '"unit":"mg/dL"' in decided[0].review_decision
     assert [e.event for e in events][-1] == "review_completed"
@@ -118,7 +122,9 @@ async def test_refusals(sm: StateMachine, keys: Keys) -> None:
     with pytest.raises(ValueError, match="unexplained line"):
         await review.decide(sm, "r3", STEPS, "u0", Kind.ACCEPT, actor="a")
     with pytest.raises(ValueError, match="page and line"):
-        await review.decide(sm, "r3", STEPS, "new", Kind.ADD, actor="a", fix=Fix(name="K", value="4"))
+        await review.decide(
+            sm, "r3", STEPS, "new", Kind.ADD, actor="a", fix=Fix(name="K", value="4")
+        )
     assert SagaNotFoundError  # the state face's own check is in test_decide_codes
 
 
