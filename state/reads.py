@@ -82,6 +82,8 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         previous_worker=f.get("pw", ""),
         previous_claimed_ms=num(f.get("pt")),
         review=f.get("rv", ""),
+        review_decision=f.get("rvd", ""),
+        review_version=num(f.get("rvv")),
     )
 
 

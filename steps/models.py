@@ -74,6 +74,16 @@ class PreviousValue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     date: str = ""
 
 
+class Reviewed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A person's decision on a value: ``accepted``, ``corrected`` or ``added``."""
+
+    decision: str
+    by: str
+    at_ms: int = 0
+    machine: Biomarker | None = None
+    """corrected: the value as the machine read it."""
+
+
 class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """One lab result as the document states it.
 
@@ -96,6 +106,9 @@ class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     reference_high: float | None = None
     reference_text: str = ""
     flag: Flag = Flag.UNKNOWN
+    reviewed: Reviewed | None = None
+    """Set when a person decided this value (``steps/review.py``); a correction keeps
+    the machine's original in ``reviewed.machine``."""
     canonical_name: str = ""
     loinc: str = ""
     provenance: Provenance | None = None

@@ -14,7 +14,7 @@ from redis.exceptions import ResponseError
 import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
 from saga.state import scripts
-from saga.state.model import FailAction
+from saga.state.model import FailAction, SagaState
 
 MUTANTS = {
     "pipeline order": (
@@ -25,6 +25,18 @@ MUTANTS = {
     "undo twice": (
         "commit_undo.lua",
         "redis.call('HDEL', saga, 'out:' .. undone)",
+        "",
+    ),
+}
+REVIEW_MUTANTS = {
+    "no version check": (
+        "decide_review.lua",
+        "if version ~= tonumber(ARGV[4]) then return {RC.CONFLICT, version} end",
+        "",
+    ),
+    "flag kept at completion": (
+        "decide_review.lua",
+        "  redis.call('HDEL', saga, 'rv:' .. step)\n",
         "",
     ),
 }
@@ -51,7 +63,7 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     if name:
-        path, old, new = {**MUTANTS, **BATCH_MUTANTS}[name]
+        path, old, new = {**MUTANTS, **BATCH_MUTANTS, **REVIEW_MUTANTS}[name]
         real = scripts._read
 
         def read(p: str) -> str:
@@ -121,5 +133,42 @@ def test_a_broken_commit_batch_is_caught(redis_url: str, quiet_events: None, mut
             return
         with pytest.raises((AssertionError, ResponseError)):  # a misread key: WRONGTYPE
             _batch_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _review_scenario(m: stateful.SagaMachine) -> None:
+    """The router's commit flags the saga; once completed, one decision at the version
+    read, one at a stale version (refused), and the completing one, which re-runs the
+    parser in a new epoch."""
+    m.start_some({"r0"})
+    held = m.claim_ready("w-a")
+    (claim,) = list(getattr(held, "values", held))
+    m.commit(claim, resend=False, review="doubtful", wrong_next=False)
+    m.work("w-a", None, undos=False)  # parser: completed, needs review
+    m.decide_review("r0", "router", stale=False, complete=False, resend=True)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.decide_review("r0", "router", stale=True, complete=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.decide_review("r0", "router", stale=False, complete=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", None, undos=False)  # the parser re-runs on the reviewed output
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert m.model["r0"].state == SagaState.COMPLETED and not m.model["r0"].review
+
+
+@pytest.mark.parametrize("mutant", ["", *REVIEW_MUTANTS], indirect=True)
+def test_a_broken_review_decision_is_caught(
+    redis_url: str, quiet_events: None, mutant: str
+) -> None:
+    """The real decide_review passes; without its version check a stale decision lands
+    (the rule expects a conflict); a flag kept at completion fails the review invariant."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _review_scenario(m)
+            return
+        with pytest.raises((AssertionError, pytest.fail.Exception)):
+            _review_scenario(m)
     finally:
         m.teardown()
