@@ -8,6 +8,7 @@ from saga.evaluation.truth import ExpectedDocument
 from tests.corpus import (
     layouts_documents,
     layouts_german,
+    layouts_ocr,
     layouts_pages,
     layouts_rows,
     layouts_scans,
@@ -41,4 +42,5 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_documents.discharge_summary,
     layouts_scans.scanned_page_inside,
     layouts_scans.fax_scanned,
+    *layouts_ocr.SCANNED,
 )
