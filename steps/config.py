@@ -28,9 +28,10 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Address space of a PDF extraction process (its ``RLIMIT_AS``)."""
     extract_processes: int = 2
     """PDF extraction processes one worker runs at once."""
-    ocr: bool = True
+    ocr: bool = False
     """``SAGA_OCR``: read scanned pages and TIFF/PNG/JPEG documents with Tesseract (in the
-    extraction process); off refuses a document without a text layer."""
+    extraction process); off (the default until the scanned corpus passes its gates)
+    refuses a document without a text layer as before."""
     ocr_languages: str = "eng+deu+fra"
     """``SAGA_OCR_LANGUAGES``: Tesseract language data joined by ``+`` (each one read
     costs time on every page: name only those a deployment receives)."""

@@ -153,7 +153,7 @@ def read_words(grey: Image.Image, languages: str) -> list[Word]:
     words = []
     for i, text in enumerate(data["text"]):
         conf = float(data["conf"][i])
-        if conf < 0 or not text.strip():
+        if conf < 0 or not text.strip() or is_speck(text.strip(), conf):
             continue
         key = (data["block_num"][i] * 1000 + data["par_num"][i]) * 1000 + data["line_num"][i]
         words.append(
@@ -168,6 +168,20 @@ def read_words(grey: Image.Image, languages: str) -> list[Word]:
             )
         )
     return words
+
+
+SPECK_CONFIDENCE = 90
+"""A word of punctuation alone read under this confidence is taken for dirt."""
+
+
+def is_speck(text: str, confidence: float) -> bool:
+    """Dust, a staple's shadow or a fax line's dropout read as ``.``, ``|``, ``_``, ``©``.
+
+    Only marks without a letter or digit are dropped, and only when Tesseract doubts
+    them: a ``<`` or ``-`` it is sure of stays (a comparator, a German low flag)."""
+    if any(ch.isalnum() or ch in "<>=≤≥+-−*" for ch in text):
+        return False
+    return confidence < SPECK_CONFIDENCE
 
 
 def orientation(grey: Image.Image) -> int:

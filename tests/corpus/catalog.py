@@ -42,5 +42,6 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_documents.discharge_summary,
     layouts_scans.scanned_page_inside,
     layouts_scans.fax_scanned,
-    *layouts_ocr.SCANNED,
 )
+SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED
+"""Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""
