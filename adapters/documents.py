@@ -15,8 +15,12 @@ Failures map onto step errors so the executor knows what to do:
     unsupported scheme, a directory         InvalidInputError
     refused by the fetch policy             PolicyError       dead letter at once
 
-Error messages name the URL without its query string or credentials (signed
-URLs carry tokens there) and never quote the body.
+Error messages never name the path, URL, host or file name (they are often a
+patient's name, and signed URLs carry tokens): they say ``DOCUMENT`` ("the saga's
+document"). The path, or the URL without its query string and credentials, goes to
+the error's ``detail``, which only operators see (sealed; see ``saga.steps.errors``).
+A library's exception is named by its class, never by its message. No message quotes
+the body.
 """
 
 from __future__ import annotations
@@ -37,9 +41,10 @@ import httpx
 if TYPE_CHECKING:
     from saga.adapters.fetch_network import Resolver
 
-from saga.adapters.fetch_policy import FetchPolicy
+from saga.adapters.fetch_policy import FetchPolicy, redact_url
 from saga.steps.context import Document, DocumentSource
 from saga.steps.errors import (
+    DOCUMENT,
     InvalidInputError,
     NotFoundError,
     PayloadTooLargeError,
@@ -112,13 +117,16 @@ class DocumentFetcher:
             return await self._fetch_http(ref)
         if scheme == "file":
             if parts.netloc not in ("", "localhost"):
-                raise InvalidInputError("file:// URLs must name a local file (no host)")
+                raise InvalidInputError(
+                    "file:// URLs must name a local file (no host)", detail=redact_url(ref)
+                )
             path = Path(unquote(parts.path))
         elif not scheme:
             path = Path(ref)
         else:
-            raise InvalidInputError(
-                f"unsupported document scheme {scheme[:20]!r}: use a path, file:// or http(s)://"
+            raise InvalidInputError(  # even the "scheme" can be a name: "Jo:report.pdf"
+                "unsupported document scheme: use a path, file:// or http(s)://",
+                detail=f"unsupported document scheme {scheme[:20]!r}",
             )
         return await anyio.to_thread.run_sync(self._read_file, path)
 
@@ -132,13 +140,17 @@ class DocumentFetcher:
             finally:
                 os.close(fd)
         except FileNotFoundError:
-            raise NotFoundError(f"no document file at {path}") from None
+            raise NotFoundError(f"no file at {DOCUMENT}", detail=f"no file at {path}") from None
         except PermissionError:
-            raise PermanentError(f"permission denied reading {path}") from None
+            raise PermanentError(
+                f"permission denied reading {DOCUMENT}", detail=f"permission denied: {path}"
+            ) from None
         except OSError as exc:  # EIO on a network mount and friends: worth another try
+            why = exc.strerror or type(exc).__name__
             raise RetryableError(
-                f"could not read {path} ({exc.strerror or type(exc).__name__})"
-            ) from exc
+                f"could not read {DOCUMENT} ({type(exc).__name__})",
+                detail=f"could not read {path} ({why})",
+            ) from None
         return Document(
             name=path.name, media_type=media_type_of(content, "", path.name), content=content
         )
@@ -151,9 +163,13 @@ class DocumentFetcher:
             self.policy.check_path(Path(os.readlink(opened)))
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
-            raise InvalidInputError(f"{path} is a directory, not a document")
+            raise InvalidInputError(
+                f"{DOCUMENT} is a directory, not a document", detail=f"{path} is a directory"
+            )
         if not stat.S_ISREG(info.st_mode):
-            raise InvalidInputError(f"{path} is not a regular file")
+            raise InvalidInputError(
+                f"{DOCUMENT} is not a regular file", detail=f"{path} is not a regular file"
+            )
         if info.st_size > self.max_bytes:
             raise PayloadTooLargeError("document size in bytes", info.st_size, self.max_bytes)
         with open(fd, "rb", closefd=False) as handle:
@@ -163,37 +179,46 @@ class DocumentFetcher:
         return content
 
     async def _fetch_http(self, url: str) -> Document:
-        shown = redact(url)
+        shown = redact(url)  # for operators' details only
+        hops = 0
         try:
             target = httpx.URL(url)
-            for _ in range(self.max_redirects + 1):
-                hop = _hop(shown, target)
-                self.policy.check_url(str(target), shown=hop)
+            for hops in range(self.max_redirects + 1):
+                where = shown if hops == 0 else f"{redact(str(target))} (redirected from {shown})"
                 try:
-                    fetched = await self._get(target, shown)
-                except PolicyError as exc:  # the address check, at connection time
-                    raise (
-                        PolicyError(f"{exc}; a redirect from {shown} led there")
-                        if hop != shown
-                        else exc
-                    ) from None
+                    self.policy.check_url(str(target), label=_label(hops))
+                    fetched = await self._get(target, hops)
+                except PolicyError as exc:  # the URL's check, or its address's at connection
+                    raise PolicyError(str(exc), detail=f"{exc.detail}; fetching {where}") from None
                 if isinstance(fetched, Document):
                     return fetched
                 target = fetched  # a redirect: checked at the top of the loop
-            raise PermanentError(f"more than {self.max_redirects} redirects fetching {shown}")
-        except httpx.TimeoutException:
-            raise RetryableError(f"timed out fetching {shown}") from None
+            raise PermanentError(
+                f"more than {self.max_redirects} redirects fetching {DOCUMENT}",
+                detail=f"more than {self.max_redirects} redirects fetching {shown}",
+            )
+        except httpx.TimeoutException as exc:
+            raise RetryableError(
+                f"timed out fetching {_label(hops)} ({type(exc).__name__})",
+                detail=f"timed out fetching {shown}",
+            ) from None
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-            raise InvalidInputError(f"cannot fetch {shown} ({type(exc).__name__})") from None
+            raise InvalidInputError(
+                f"cannot fetch {_label(hops)} ({type(exc).__name__})",
+                detail=f"cannot fetch {shown}",
+            ) from None
         except httpx.HTTPError as exc:  # connection refused, reset, protocol errors
-            raise RetryableError(f"could not fetch {shown} ({type(exc).__name__})") from None
+            raise RetryableError(
+                f"could not fetch {_label(hops)} ({type(exc).__name__})",
+                detail=f"could not fetch {shown}",
+            ) from None
 
-    async def _get(self, target: httpx.URL, shown: str) -> Document | httpx.URL:
+    async def _get(self, target: httpx.URL, hops: int) -> Document | httpx.URL:
         """The document at ``target``, or the URL its redirect points to."""
         async with self._http().stream("GET", target) as response:
             if response.next_request is not None:
                 return response.next_request.url
-            check_status(response.status_code, shown)
+            check_status(response.status_code, _label(hops), detail=redact(str(target)))
             content = await self._read_body(response)
             name = document_name(response.headers.get("content-disposition", ""), response.url)
             content_type = response.headers.get("content-type", "")
@@ -213,29 +238,27 @@ class DocumentFetcher:
         return bytes(body)
 
 
-def _hop(shown: str, target: httpx.URL) -> str:
-    """How a URL is named in a refusal: the request's, or where its redirect led."""
-    here = redact(str(target))
-    return shown if here == shown else f"{here} (redirected from {shown})"
+def _label(hops: int) -> str:
+    """How a message names the URL fetched after ``hops`` redirects (never the URL)."""
+    return DOCUMENT if hops == 0 else f"the target of redirect {hops} of {DOCUMENT}"
 
 
-def check_status(status: int, shown: str) -> None:
-    """Raise the step error an HTTP status stands for; return on 2xx."""
+def check_status(status: int, label: str = DOCUMENT, *, detail: str = "") -> None:
+    """Raise the step error an HTTP status stands for; return on 2xx. ``detail`` (the
+    redacted URL) goes to the operators' detail only."""
     if 200 <= status < 300:
         return
+    said = f"HTTP {status} fetching {detail}" if detail else ""
     if status in (404, 410):
-        raise NotFoundError(f"no document at {shown} (HTTP {status})")
+        raise NotFoundError(f"no document at {label} (HTTP {status})", detail=said)
     if status >= 500 or status in _RETRYABLE_4XX:
-        raise RetryableError(f"HTTP {status} fetching {shown}")
-    raise PermanentError(f"HTTP {status} fetching {shown}")
+        raise RetryableError(f"HTTP {status} fetching {label}", detail=said)
+    raise PermanentError(f"HTTP {status} fetching {label}", detail=said)
 
 
 def redact(url: str) -> str:
     """``url`` without credentials, query string and fragment."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc, query="", fragment="").geturl()
+    return redact_url(url)
 
 
 def document_name(disposition: str, url: httpx.URL) -> str:

@@ -15,7 +15,9 @@ A worker reads a document only when the deployment allows it:
   and other non-public addresses need their network in ``SAGA_DOCUMENT_NETWORKS``.
 
 Refusals are ``PolicyError`` (permanent: dead-lettered at once) with one sentence
-that names the setting to change. ``saga.settings`` builds the policy once.
+that names the setting to change and never the path, URL or host (they can name a
+patient); those go to the error's operator-only detail (``saga.steps.errors``).
+``saga.settings`` builds the policy once.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from urllib.parse import SplitResult, unquote, urlsplit
 
 import msgspec
 
-from saga.steps.errors import PolicyError
+from saga.steps.errors import DOCUMENT, PolicyError
 
 PLACEHOLDER = "{record_id}"
 _WEB = ("http", "https")
@@ -48,41 +50,60 @@ class FetchPolicy(msgspec.Struct, frozen=True, kw_only=True):
     networks: tuple[str, ...] = ()
     """``SAGA_DOCUMENT_NETWORKS``: non-public networks (CIDR) a URL may reach."""
 
-    def check_url(self, url: str, *, shown: str) -> None:
-        """Raise PolicyError unless ``url`` is an http(s) URL under an allowed prefix."""
+    def check_url(self, url: str, *, label: str = DOCUMENT) -> None:
+        """Raise PolicyError unless ``url`` is an http(s) URL under an allowed prefix.
+
+        ``label`` names the URL in the message (``DOCUMENT``, or the hop of a redirect):
+        the URL itself goes only to the operators' detail, without its query."""
         parts = urlsplit(url)
+        seen = f"fetching {redact_url(url)}"
         if parts.scheme not in _WEB:
-            raise PolicyError(f"{shown} is not an http(s) URL; documents are fetched over http(s)")
+            raise PolicyError(
+                f"{label} is not an http(s) URL; documents are fetched over http(s)",
+                detail=f"{seen}: not http(s)",
+            )
         prefixes = self.all_prefixes()
         if not prefixes:
             raise PolicyError(
-                f"fetching {shown} refused: no URL is allowed here; "
-                "allow a prefix with SAGA_DOCUMENT_URL_PREFIXES"
+                f"fetching {label} refused: no URL is allowed here; "
+                "allow a prefix with SAGA_DOCUMENT_URL_PREFIXES",
+                detail=f"{seen} refused: no URL prefix is allowed",
             )
         if has_dot_segments(parts.path):
-            raise PolicyError(f"fetching {shown} refused: its path has '.' or '..' segments")
+            raise PolicyError(
+                f"fetching {label} refused: its path has '.' or '..' segments",
+                detail=f"{seen} refused: dot segments",
+            )
         if not any(under_prefix(parts, prefix) for prefix in prefixes):
             raise PolicyError(
-                f"fetching {shown} refused: it is under no allowed URL prefix "
-                "(SAGA_DOCUMENT_URL_PREFIXES)"
+                f"fetching {label} refused: it is under no allowed URL prefix "
+                "(SAGA_DOCUMENT_URL_PREFIXES)",
+                detail=f"{seen} refused: under none of {', '.join(prefixes)}",
             )
 
     def check_path(self, path: Path) -> Path:
-        """``path`` with symlinks resolved; PolicyError unless it is inside a root."""
+        """``path`` with symlinks resolved; PolicyError unless it is inside a root. The
+        message names no path (it is often a patient's name); the detail does."""
         roots = self.all_roots()
         if not roots:
             raise PolicyError(
-                f"reading {path} refused: local documents are not allowed here "
-                "(SAGA_DOCUMENT_ROOTS names no directory)"
+                f"reading {DOCUMENT} refused: local documents are not allowed here "
+                "(SAGA_DOCUMENT_ROOTS names no directory)",
+                detail=f"reading {path} refused: no document root",
             )
         try:
             real = path.resolve()
         except (OSError, RuntimeError):  # a symlink loop (RuntimeError before 3.13)
-            raise PolicyError(f"reading {path} refused: its path does not resolve") from None
+            raise PolicyError(
+                f"reading {DOCUMENT} refused: its path does not resolve",
+                detail=f"reading {path} refused: it does not resolve",
+            ) from None
         if not any(real.is_relative_to(root) for root in roots):
             raise PolicyError(
-                f"reading {path} refused: it is outside the allowed document directories "
-                "(SAGA_DOCUMENT_ROOTS)"
+                f"reading {DOCUMENT} refused: it is outside the allowed document directories "
+                "(SAGA_DOCUMENT_ROOTS)",
+                detail=f"reading {path} (resolved: {real}) refused: outside "
+                f"{', '.join(map(str, roots))}",
             )
         return real
 
@@ -91,10 +112,12 @@ class FetchPolicy(msgspec.Struct, frozen=True, kw_only=True):
         ip = _ip(address)
         if is_public(ip) or any(ip in ipaddress.ip_network(n) for n in self.networks):
             return
-        what = "it is" if host == address else f"it resolves to {ip},"
+        kind = address_kind(ip)
+        what = "its host is" if host == address else "its host resolves to"
         raise PolicyError(
-            f"fetching from {host} refused: {what} a {address_kind(ip)} address; "
-            "allow its network with SAGA_DOCUMENT_NETWORKS"
+            f"fetching {DOCUMENT} refused: {what} a {kind} address; "
+            "allow its network with SAGA_DOCUMENT_NETWORKS",
+            detail=f"fetching from {host} refused: it resolves to {ip}, a {kind} address",
         )
 
     def all_prefixes(self) -> tuple[str, ...]:
@@ -198,3 +221,14 @@ def _port(parts: SplitResult) -> int | None:
         return parts.port or _DEFAULT_PORTS.get(parts.scheme)
     except ValueError:  # a port that is not a number: matches nothing
         return -1
+
+
+def redact_url(url: str) -> str:
+    """``url`` without credentials, query string and fragment (for operators' details)."""
+    parts = urlsplit(url)
+    try:
+        host, port = parts.hostname or "", parts.port
+    except ValueError:  # a port that is not a number
+        host, port = parts.hostname or "", None
+    netloc = f"{host}:{port}" if port else host
+    return parts._replace(netloc=netloc, query="", fragment="").geturl()

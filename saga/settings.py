@@ -334,7 +334,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 ),
                 max_output_bytes=int(num("SAGA_MAX_OUTPUT_BYTES", 512 * 1024, int)),
                 min_coverage=_share(
-                    "SAGA_PARSER_MIN_COVERAGE", num("SAGA_PARSER_MIN_COVERAGE", 0.8)
+                    "SAGA_PARSER_MIN_COVERAGE", num("SAGA_PARSER_MIN_COVERAGE", 0.9)
                 ),
                 document_source=get("SAGA_DOCUMENT_SOURCE"),
             ),

@@ -11,6 +11,7 @@ from saga.state.errors import SagaNotFoundError
 from saga.state.ids import validate_id
 from saga.state.keys import Keys
 from saga.state.replies import num, text
+from saga.state.sealing import error_message
 
 
 class DeadLetter(msgspec.Struct, frozen=True):
@@ -100,8 +101,8 @@ async def purge_dead_letters(client: Any, keys: Keys, steps: Iterable[str]) -> i
 def _dead(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
     f = {text(k): text(v) for k, v in raw.items()}
     return DeadLetter(text(entry_id), f.get("rid", ""), f.get("uid", ""), f.get("s", ""),
-                      num(f.get("a")), num(f.get("ep")), f.get("ec", ""), f.get("em", ""),
-                      num(f.get("t")))  # fmt: skip
+                      num(f.get("a")), num(f.get("ep")), f.get("ec", ""),
+                      error_message(f.get("em", "")), num(f.get("t")))  # fmt: skip
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:

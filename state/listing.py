@@ -14,6 +14,7 @@ from saga.state.keys import Keys
 from saga.state.model import SagaState, park_reason
 from saga.state.queries import registered_steps
 from saga.state.replies import num, text
+from saga.state.sealing import error_message
 
 
 class SagaRow(msgspec.Struct, frozen=True):
@@ -147,7 +148,7 @@ def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
     state, ec = text(v[1]), text(v[5])
     parked = park_reason(ec) if state == SagaState.WAITING_RETRY else ""
     return SagaRow(rid, text(v[0]), state, step, tries, num(v[3]), num(v[4]), cost,
-                   ec, text(v[6]), flags[0] if flags else "", parked)  # fmt: skip
+                   ec, error_message(text(v[6])), flags[0] if flags else "", parked)  # fmt: skip
 
 
 def _matches(row: SagaRow, q: ListQuery) -> bool:

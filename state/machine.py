@@ -24,6 +24,7 @@ from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
 from saga.state.scripts import evalsha, evalsha_many
+from saga.state.sealing import error_field
 from saga.state.undo_calls import UndoClaim, claim_undo, commit_undo_call, fail_undo_call
 
 T = TypeVar("T")
@@ -250,7 +251,8 @@ class StateMachine:
             *req.cost_keys[:64],
         ]
         args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
-        args += [req.delay_ms, req.error_class, req.error_message, req.op or new_op()]
+        em = error_field(req.error_message, req.error_detail, k.sealer)
+        args += [req.delay_ms, req.error_class, em, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
         args += [len(req.cost_keys[:64]), day[2], *self._capped(claim.step)]
         if req.undo and req.action == FailAction.DEAD:  # else the call is as before

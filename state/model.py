@@ -120,6 +120,10 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     trace: str = ""
     error_class: str = ""
     error_message: str = ""
+    """Safe to show anyone (``saga.steps.errors``)."""
+    error_detail: str = ""
+    """The operator's detail of the error, opened with the data key ("" without one).
+    Never shown to a console viewer."""
     attempts: dict[str, int] = {}
     outputs: dict[str, str] = {}
     """Step name to the raw JSON output it committed."""

@@ -9,6 +9,7 @@ from saga.state.ids import validate_id
 from saga.state.keys import Keys
 from saga.state.model import EventType, HistoryEvent, Saga, SagaState
 from saga.state.replies import num, text
+from saga.state.sealing import error_detail, error_message
 
 
 def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
@@ -47,7 +48,8 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
         document=text(f.get("doc")),
         trace=text(f.get("trace")),
         error_class=text(f.get("ec")),
-        error_message=text(f.get("em")),
+        error_message=error_message(text(f.get("em"))),
+        error_detail=error_detail(text(f.get("em")), keys.sealer if keys else None),
         attempts=attempts,
         outputs=outputs,
         costs=costs,
@@ -67,11 +69,11 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         worker=f.get("w", ""),
         duration_ms=num(f.get("d")),
         error_class=f.get("ec", ""),
-        error_message=f.get("em", ""),
+        error_message=error_message(f.get("em", "")),
         cost=float(f.get("c") or 0),
         next_step=f.get("n", ""),
         due_ms=num(f.get("due")),
-        detail=f.get("x", ""),
+        detail=error_message(f.get("x", "")),
         previous_attempt=num(f.get("pa")),
         previous_worker=f.get("pw", ""),
         previous_claimed_ms=num(f.get("pt")),

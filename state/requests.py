@@ -38,11 +38,14 @@ class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
     action: FailAction
     error_class: str
     error_message: str
+    """Shown to everyone: never a path, URL or content (``saga.steps.errors``)."""
     delay_ms: int = 0
     worker: str = ""
     cost: float = 0.0
     tokens: int = 0
     cost_keys: tuple[str, ...] = ()
+    error_detail: str = ""
+    """For operators only: sealed into the stored error with a data key, else dropped."""
     undo: tuple[str, ...] = ()
     """With action dead: the pipeline's steps that have a compensation, latest first. If
     one of them committed, the saga enters compensating instead of failed."""

@@ -67,3 +67,33 @@ class Sealer:
         if not text.startswith(_TEXT_MARK):
             return text
         return self.unseal(base64.b64decode(text[len(_TEXT_MARK) :])).decode()
+
+
+DETAIL_SEP = "\x1e"
+"""Between a stored error's message and its sealed detail (ASCII record separator)."""
+
+
+def error_field(message: str, detail: str, sealer: Sealer | None) -> str:
+    """The stored error (``em``): the message everyone may see, then, with a data key
+    only, the operator's detail sealed. Without a key the detail is not stored at all:
+    in clear it would be exactly what the message leaves out (a path, a URL)."""
+    message = message.replace(DETAIL_SEP, " ")
+    if sealer is None or not detail:
+        return message
+    return message + DETAIL_SEP + sealer.seal_text(detail)
+
+
+def error_message(field: str) -> str:
+    """The part of a stored error that anyone may see (readers of ``em``, ``x``)."""
+    return field.partition(DETAIL_SEP)[0]
+
+
+def error_detail(field: str, sealer: Sealer | None) -> str:
+    """The operator's detail of a stored error, opened; "" without one or without a key."""
+    sealed = field.partition(DETAIL_SEP)[2]
+    if not sealed or sealer is None:
+        return ""
+    try:
+        return sealer.unseal_text(sealed)
+    except (SealError, ValueError):  # a damaged or foreign value: the message still stands
+        return ""

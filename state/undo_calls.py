@@ -14,6 +14,7 @@ from saga.state.model import Claim
 from saga.state.replies import ClaimOutcome, claim_outcome
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import evalsha
+from saga.state.sealing import error_field
 
 if TYPE_CHECKING:
     from saga.state.machine import StateMachine
@@ -83,7 +84,8 @@ def fail_undo_call(sm: StateMachine, claim: Claim, req: FailRequest, op: str) ->
     keys = [rk.saga, rk.history, k.ready(p, claim.step), k.delayed(p, claim.step)]
     keys += [k.dead(p, claim.step), k.stats(p), *k.state_indexes(p)]
     args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
-    args += [req.delay_ms, req.error_class, req.error_message, op]
+    em = error_field(req.error_message, req.error_detail, k.sealer)
+    args += [req.delay_ms, req.error_class, em, op]
     args += [sm.limits.history_maxlen, req.worker]
     bill_keys, bill_args = _billing(sm, p, req)
     keys += bill_keys

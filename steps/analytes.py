@@ -32,9 +32,9 @@ LIMITS: dict[str, Limits] = {
     "Triglycerides": {"mg/dl": (5, 20000), "mmol/l": (0.05, 230)},
     "Hemoglobin": {"g/dl": (1, 26), "g/l": (10, 260), "mmol/l": (0.6, 16)},
     "Hematocrit": {"%": (5, 85), "l/l": (0.05, 0.85)},
-    "White blood cell count": {_COUNT: (0, 1000), "/ul": (0, 1_000_000)},
+    "White blood cell count": {_COUNT: (0.01, 1000)},
     "Red blood cell count": {_RBC: (0.3, 12)},
-    "Platelet count": {_COUNT: (0, 5000), "/ul": (0, 5_000_000)},
+    "Platelet count": {_COUNT: (1, 5000)},
     "Mean corpuscular volume": {"fl": (40, 180)},
     "Mean corpuscular hemoglobin": {"pg": (8, 70)},
     "Mean corpuscular hemoglobin concentration": {
@@ -77,7 +77,7 @@ LIMITS: dict[str, Limits] = {
     "Homocysteine": {"umol/l": (0, 500)},
     "Prostate-specific antigen": dict.fromkeys(_MASS_SMALL, (0, 100_000)),
     **{
-        cell: {"%": (0, 100), _COUNT: (0, 1000), "/ul": (0, 1_000_000)}
+        cell: {"%": (0, 100), _COUNT: (0, 1000)}
         for cell in ("Neutrophils", "Lymphocytes", "Monocytes", "Eosinophils", "Basophils")
     },
     "Urea": {"mmol/l": (0.3, 150), "mg/dl": (1, 900)},
@@ -128,7 +128,30 @@ LOINC: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 _SI_COUNTS = {"G/L": _COUNT, "G/l": _COUNT, "T/L": _RBC, "T/l": _RBC}
+_SUPERSCRIPTS = str.maketrans("\u00b3\u2076\u2079\u00b9\u00b2", "36912")
 _SAME_UNIT = {
+    "mie/l": "miu/l",
+    "mie/ml": "miu/ml",
+    "ie/l": "u/l",
+    "e/l": "u/l",
+    "ui/l": "u/l",
+    "ukat/l": "ukat/l",
+    "tsd/ul": _COUNT,
+    "gm/dl": "g/dl",
+    "gms/dl": "g/dl",
+    "gm/l": "g/l",
+    "lakh/ul": "lakhs/ul",
+    "milh\u00f5es/ul": _RBC,
+    "milhoes/ul": _RBC,
+    "millones/ul": _RBC,
+    "millions/ul": _RBC,
+    "mio/ul": _RBC,
+    "giga/l": _COUNT,
+    "tera/l": _RBC,
+    "10^3/ml": "/ul",
+    "cel/ul": "/ul",
+    "celulas/ul": "/ul",
+    "cellules/ul": "/ul",
     "mui/l": "miu/l",
     "uui/ml": "uiu/ml",
     "10^3/ul": _COUNT,
@@ -154,12 +177,17 @@ def _known_units() -> frozenset[str]:
     return frozenset(unit for limits in LIMITS.values() for unit in limits) | frozenset(_SAME_UNIT)
 
 
+def _power(match: re.Match[str]) -> str:
+    return "10^" + match.group(1).translate(_SUPERSCRIPTS)
+
+
 def unit_key(unit: str) -> str:
     """The comparable form of a unit: ``x10^3/µL`` -> ``10^9/l``, ``IU/L`` -> ``u/l``."""
     compact = "".join(unit.split())
     if compact in _SI_COUNTS:  # "G/L" is giga per litre (a count), "g/L" grams
         return _SI_COUNTS[compact]
     key = compact.lower().replace("\u00b5", "u").replace("\u03bc", "u")
+    key = re.sub(r"10([\u00b3\u2076\u2079\u00b9\u00b2]+)", _power, key).replace("\u00b3", "3")
     key = (
         key.replace("mcg", "ug")
         .replace("mm3", "ul")
@@ -169,6 +197,51 @@ def unit_key(unit: str) -> str:
     )
     key = re.sub(r"^x?10[\^*e]?(\d+)", r"10^\1", key)
     return _SAME_UNIT.get(key, key)
+
+
+# count units as multiples of one cell per uL (= per mm3 = 10^6/L)
+_PER_UL = {"/ul": 1.0, _COUNT: 1e3, _RBC: 1e6, "lakhs/ul": 1e5}
+WHOLE_COUNTS = frozenset({"/ul"})
+"""Units in which a result is a count of cells: a whole number (``7.5 /mm3`` is a misread)."""
+NEGATIVE_UNITS = frozenset({"mmol/l", "meq/l", ""})
+"""Units a negative result may have (base excess); elsewhere a minus is a misread."""
+# the widest any result in a unit can be, whatever the analyte (misreads by 1000x)
+_MAGNITUDE: Limits = {
+    "/ul": (0, 20_000_000),
+    _COUNT: (0, 5000),
+    _RBC: (0, 20),
+    "%": (0, 300),
+    "mmol/l": (-50, 1000),
+    "mg/dl": (0, 30_000),
+    "g/dl": (0, 40),
+    "g/l": (0, 400),
+    "fl": (10, 300),
+    "pg": (1, 200),
+    "mm/h": (0, 200),
+    "mmol/mol": (0, 300),
+    "ml/min/1.73m2": (0, 300),
+}
+
+
+def unit_magnitude(key: str) -> tuple[float, float] | None:
+    """The widest value any result in unit ``key`` (``unit_key`` form) can have, if known."""
+    return _MAGNITUDE.get(key)
+
+
+def bounds_in(canonical: str, unit: str) -> tuple[float, float] | None:
+    """The possible values of ``canonical`` in ``unit``, converted between count units."""
+    limits = LIMITS.get(canonical)
+    if limits is None:
+        return None
+    key = unit_key(unit)
+    if key in limits:
+        return limits[key]
+    if key in _PER_UL:
+        for known, (low, high) in limits.items():
+            if known in _PER_UL:
+                factor = _PER_UL[known] / _PER_UL[key]
+                return low * factor, high * factor
+    return None
 
 
 def limits_for(canonical: str) -> Limits | None:

@@ -50,10 +50,10 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     embedding_threshold: float = 0.9
     """``SAGA_GROUPER_EMBEDDING_THRESHOLD``: the cosine similarity (0..1) two names need
     to be grouped by embeddings. Model-dependent: calibrate with ``saga eval --grouping``."""
-    min_coverage: float = 0.8
+    min_coverage: float = 0.9
     """``SAGA_PARSER_MIN_COVERAGE``: below this share of result-like lines explained by
-    a result, the parser marks the saga for review. 0.8 because the corpus gate asks
-    that every document read with recall under 80% be flagged, and coverage tracks
+    a result, the parser marks the saga for review. 0.9 because the corpus gate asks
+    that every document read with recall under 90% be flagged, and coverage tracks
     recall on result rows (docs/extraction.md)."""
     max_output_bytes: int = 512 * 1024
     """A step output (checkpoint) larger than this is a permanent error."""

@@ -12,17 +12,43 @@
             ├── PayloadTooLargeError  a configured limit was exceeded
             └── PolicyError         the deployment does not allow reading this document
 
-Any other exception escaping a step counts as retryable. Messages must never
-contain page text, prompts, completions or keys: they are stored in history.
+Any other exception escaping a step counts as retryable.
+
+**Message and detail.** Every step error has two texts::
+
+    raise NotFoundError("no file at the saga's document", detail=f"no file at {path}")
+
+- the *message* (``str(exc)``) is stored in the saga, its history and its dead letter,
+  logged, and shown to everyone, console viewers included. It must be a fixed sentence
+  plus numbers and setting names: never a path, URL, file name, host, page text,
+  prompt, completion, key, or a third-party exception's ``str()`` (pypdf, httpx and
+  litellm messages echo what they were given). Name the document ``DOCUMENT``.
+- the *detail* (keyword-only, optional) may say anything an operator needs, the path
+  included. With ``SAGA_DATA_KEY`` it is sealed (AES-GCM) inside the stored error and
+  opened only for operators (``saga show``, the console's operator role); without a key
+  it is not stored at all.
+
+The worker adds a net that does not rely on the message being right: any reference
+the attempt passed to ``DocumentSource.fetch`` (and the fetched document's name) is
+cut out of the message before it is stored or logged (``saga.telemetry.redact``).
 """
 
 from __future__ import annotations
 
 from saga.state.errors import SagaError
 
+DOCUMENT = "the saga's document"
+"""How a message names the document (its reference is a patient's data: see above)."""
+
 
 class StepError(SagaError):
-    """Raised by a step to tell the executor how to treat a failed attempt."""
+    """Raised by a step to tell the executor how to treat a failed attempt.
+
+    ``message`` is safe to show anyone; ``detail`` is for operators only (see above)."""
+
+    def __init__(self, message: str = "", *, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class RetryableError(StepError):

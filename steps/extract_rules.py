@@ -11,9 +11,9 @@ Handles
 * Page furniture removed first (``saga.steps.page_layout``): ``Page 2 of 3``,
   ``Printed ...`` lines, and lines repeated word for word at the top or bottom of
   several pages (letterheads, disclaimers); dot leaders (``Sodium .......``).
-* Numbers decided per document: a document that writes more ``13,2`` than
-  ``13.2`` uses decimal commas (``7,500 /nl`` is 7.5), otherwise ``1,250`` is a
-  thousands separator.
+* Numbers decided per document (``saga.steps.numbers``): in a document that
+  writes decimals with commas ``7,500 /nl`` is 7.5 and ``245.000`` is 245000; in
+  one with points ``1,250`` is 1250; where nothing tells, the checks refuse both.
 * Aligned rows ``Hemoglobin  11.2 g/dL  12.0 - 15.5 g/dL  L`` (the unit may come
   again after the range, before or after the value's flag), colon rows
   ``Chloride: 101 mmol/L (ref 98-107)``, single-space rows ``Glucose 105 mg/dL
@@ -24,10 +24,16 @@ Handles
   in the name column (``Hemoglobin (g/dL)``) is the result's unit.
 * Values: numbers, censored results (``<0.3``: value 0.3, comparator ``<``),
   word results (``NON-REACTIVE``, ``Negative``, ``2+``, ``Trace``).
-* Ranges ``a-b``, ``a - b``, ``a to b`` (hyphen or en dash), ``<x``, ``>x``, ``≤x``,
-  ``> OR = x``, ``(Normal: a - b)``, ``[a - b]``; flags ``H``/``L``/``HH``,
-  ``High``/``(High)``, ``▲``/``▼``/``↑``/``↓``, ``+`` and the minus sign, ``*``/``!``/``A``.
+* Ranges ``a-b``, ``a - b``, ``a to b`` (hyphen or en dash; ``bis``, ``a``, ``à``,
+  ``tot``), ``<x``, ``>x``, ``≤x``, ``> OR = x``, ``Less than x``, ``Greater than x``,
+  ``Less than or equal to x``, ``up to x``, ``(Normal: a - b)``, ``[a - b]``; flags
+  ``H``/``L``/``HH`` (also glued: ``118L``), ``High``/``(High)``, ``CRITICAL``,
+  ``▲``/``▼``/``↑``/``↓``, ``+`` and the minus sign, ``*``/``!``/``A``.
   A written high/low/normal flag wins; a directionless one is computed.
+* Category lines under a result (``High: >=240``, ``Deficiency: <20 ng/mL``)
+  become its ``note`` (``saga.steps.categories``); a trailing lab-code or method
+  column is dropped; a cumulative table is read under its latest date, the
+  earlier columns kept as ``previous`` (``saga.steps.cumulative``).
 * Result cards (names on one line, ``value unit`` under each, then
   ``Reference: a-b`` and ``Above range``), names wrapped over two or three lines
   (``Anti-CCP (high`` / ``sensitivity)``, ``Gamma-Glutamyl`` / ``Transferase``).
@@ -62,9 +68,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from msgspec.structs import replace
+
 from saga.steps.cards import card_rows
+from saga.steps.categories import is_category_line
+from saga.steps.coverage import NOTE_SEPARATOR
+from saga.steps.cumulative import DatedHeader, parse_dated_header
 from saga.steps.lab_cells import Header, parse_header, table_cells
-from saga.steps.lab_rows import Row, parse_rows, parse_table_row
+from saga.steps.lab_rows import Row, dated_row, parse_rows, parse_table_row
 from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
 from saga.steps.page_layout import SourceLine, document_lines
 from saga.steps.prose import Paragraph
@@ -106,10 +117,12 @@ class _Page:
         self.found, self.lines = found, lines
         self.section = Section.LABS
         self.table: Header | None = None
+        self.dated: DatedHeader | None = None  # a cumulative table's dated columns
         self.fragments = Fragments()
         self.prose = Paragraph()
         self.skip: set[int] = set()
         self.previous: SourceLine | None = None  # the last line that gave nothing
+        self.last: int | None = None  # the page's last result, which notes attach to
 
     def read(self) -> None:
         for index, line in enumerate(self.lines):
@@ -119,13 +132,27 @@ class _Page:
 
     def _line(self, line: SourceLine, index: int) -> None:
         text = line.work.strip()
+        if is_category_line(text):
+            self._attach(line)  # "High: >=240" under a result is its category, not a result
+            return
         if (header := parse_header(text)) is not None:
             self._flush_prose()
-            self.table = header
+            self.table, self.dated = header, None
             self.fragments.clear()
+            return
+        if (dated := parse_dated_header(line.work)) is not None:
+            self._flush_prose()
+            self.table, self.dated = None, dated
+            return
+        if self.dated is not None and heading(text) is None:
+            # in a cumulative table only a placed row is read: any other reading of
+            # "Platelets  388  341" could take an earlier column for the current one
+            if (row := dated_row(self.dated, line.work)) is not None:
+                self._results([row], line, index)
             return
         if (opened := heading(text)) is not None:
             self._flush_prose()
+            self.dated = None
             self._open(opened[0], opened[1])
             return
         if self.table is not None:
@@ -134,6 +161,15 @@ class _Page:
             if self.table.piped and "|" not in text:
                 self.table = None  # a pipe table ends at the first line without a pipe
         self._item(line, index)
+
+    def _attach(self, line: SourceLine) -> None:
+        """The line as part of the note of the page's last result, when there is one."""
+        self._flush_prose()
+        if self.last is None:
+            return  # no result above it on this page: coverage counts it as unexplained
+        found = self.found.biomarkers[self.last]
+        note = f"{found.note}{NOTE_SEPARATOR}{line.raw}" if found.note else line.raw
+        self.found.biomarkers[self.last] = replace(found, note=note)
 
     def _open(self, section: Section, rest: str) -> None:
         self.fragments.clear()
@@ -232,6 +268,7 @@ class _Page:
         self.previous = None
 
     def _add(self, row: Row, name: str, line: SourceLine) -> None:
+        self.last = len(self.found.biomarkers)
         self.found.biomarkers.append(located(row, name, line))
 
     def _flush_prose(self) -> None:

@@ -17,23 +17,27 @@ _HEADER_WORDS: dict[str, tuple[str, ...]] = {
     "gene": ("gene",),
     "variant": ("variant", "mutation", "genotype", "allele"),
     "interpretation": ("interpretation", "significance", "zygosity", "classification"),
-    "range": ("reference", "range", "ref", "interval", "normal", "referenzbereich", "norm"),
-    "name": (
-        "test",
-        "tests",
-        "analyte",
-        "component",
-        "name",
-        "biomarker",
-        "parameter",
-        "investigation",
-        "untersuchung",
-        "analyt",
+    # an earlier result's column: claimed first, so that it is never the result
+    "previous": ("previous", "prior", "anterior", "vorwert", "precedent", "précédent",
+                 "vorige", "tidigare", "forrige", "precedente"),
+    "range": (
+        "reference", "range", "ref", "interval", "normal", "referenzbereich", "norm",
+        "referencia", "referência", "referentie", "riferimento", "referens", "referanse",
+        "referanseområde", "normalwerte", "valores", "intervalo", "référence", "normes",
     ),
-    "result": ("result", "value", "results", "ergebnis", "wert"),
-    "unit": ("unit", "units", "einheit"),
+    "name": (
+        "test", "tests", "analyte", "component", "name", "biomarker", "parameter",
+        "investigation", "untersuchung", "analyt", "prueba", "determinación", "exame",
+        "examen", "analyse", "análise", "analisi", "esame", "bepaling", "analys", "estudio",
+    ),
+    "result": (
+        "result", "value", "results", "ergebnis", "wert", "resultado", "risultato",
+        "resultat", "résultat", "uitslag", "valor", "befund",
+    ),
+    "unit": ("unit", "units", "einheit", "unidad", "unidades", "unidade", "unità", "unité",
+             "unités", "enhet", "eenheid"),
     "flag": ("flag", "abnormal", "h/l", "status", "indicator"),
-}
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +138,7 @@ def parse_header(line: str) -> Header | None:
 
 
 def _words(cell: str) -> list[str]:
-    return re.split(r"[\s_]+", cell.lower())
+    return re.split(r"[\s_.:()]+", cell.lower())
 
 
 def cell(header: Header, cells: list[Cell], role: str) -> Cell:

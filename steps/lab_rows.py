@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from msgspec.structs import replace as with_fields
 
 from saga.steps.analytes import KNOWN_UNITS, unit_key
+from saga.steps.cumulative import DatedHeader, place
 from saga.steps.lab_cells import Cell, Header, cell, cells_of, row_cells
 from saga.steps.lab_values import (
     QUALITATIVE,
@@ -34,7 +35,7 @@ from saga.steps.lab_values import (
     parse_result,
     words,
 )
-from saga.steps.models import Biomarker, Flag
+from saga.steps.models import Biomarker, Flag, PreviousValue
 
 MAX_NAME_WORDS = 8
 MAX_CELLS = 16
@@ -51,11 +52,16 @@ _DANGLING = words("in of at to for and or the was is are on by with from up afte
 _ANY_NUMBER = re.compile(r"\d+")
 _STANDALONE_NUMBER = re.compile(r"(?<![\w.-])\d+(?:[.,]\d+)?(?=\s|$)")
 _FLAG_IN_NAME = re.compile(r"[\u25b2\u25bc\u2191\u2193]|\((?:H|L|HH|LL)\)")
-_NUMBER_THEN_UNIT = re.compile(r"(?<!\S)\d+(?:[.,]\d+)?\s.*(?:/|%)")
+_NUMBER_THEN_UNIT = re.compile(r"(?<!\S)[<>\u2264\u2265]?\d+(?:[.,]\d+)?\s.*(?:/|%)")
 _DATE_CELL = re.compile(r"\(?(?:\d{1,2}/\d{1,2}/\d{2,4}|\d{4}-\d{2}-\d{2})\)?")
 _NUMBER_CELL = re.compile(r"[<>]?\d+(?:[.,]\d+)?")
 _CODE_CELL = re.compile(r"\d{1,3}")
+_LAB_CODE = re.compile(r"[A-Z][A-Z0-9]{0,3}|[0-9][A-Z][A-Z0-9]{0,2}")
+_METHOD = re.compile(r"[A-Za-z][A-Za-z\-]{1,24}(?: [A-Za-z][A-Za-z\-]{1,24}){0,2}")
 _DECIMAL = re.compile(r"\d+[.,]\d+")
+# where a cell's name ends: a run of spaces, or the space before its value
+_NAME_PART = re.compile(r"\s{2,}|\s(?=[<>\u2264\u2265]?\d)")
+_VALUES_IN_NAME = re.compile(r"(?<!\S)\d+(?:HH|LL|H|L|\*)(?!\S)|(?<!\S)\d+\s+\d+(?!\S)")
 _UNIT_CELL = re.compile(r"(?:x\s?)?10\^?\d+/\S+|\S*/\S*(?:l|L)\b|%|[a-zA-Zµμ]{1,4}/[a-zA-Zµμ]{1,4}")
 
 
@@ -86,6 +92,7 @@ def is_analyte_name(name: str) -> bool:
         and not name.rstrip().endswith(("-", "\u2013", "/"))
         and not _FLAG_IN_NAME.search(name)  # "Glucose 160 ▲ (H) mg/dL"
         and not _NUMBER_THEN_UNIT.search(name)  # "162 mg/dL" is a result, not a name
+        and not _VALUES_IN_NAME.search(name)  # "Haemoglobin 109L 121": earlier results
     )
 
 
@@ -113,7 +120,7 @@ def _may_open_result(text: str) -> bool:
         and "-".join(text.lower().split()) not in QUALITATIVE
         and not _UNIT_CELL.fullmatch(first)
         and unit_key(first) not in KNOWN_UNITS
-        and is_analyte_name(text.split("  ", maxsplit=1)[0])
+        and is_analyte_name(_NAME_PART.split(text, maxsplit=1)[0])
     )
 
 
@@ -162,14 +169,37 @@ def clean_cells(cells: list[Cell]) -> list[Cell]:
             kept.pop()
             continue
         kept.append(each)
-    if len(kept) >= 4 and _CODE_CELL.fullmatch(kept[-1].text):
+    if len(kept) >= 4 and _is_code(kept[-1].text):
         kept.pop()
     return kept
+
+
+def _is_code(text: str) -> bool:
+    """A performing-lab or method code (``01``, ``EZ``, ``Q3``): no flag, unit or number."""
+    if _CODE_CELL.fullmatch(text):
+        return True
+    return bool(
+        _LAB_CODE.fullmatch(text)
+        and flag_of(text) is None
+        and unit_key(text) not in KNOWN_UNITS
+        and not text.isdigit()
+    )
+
+
+def _method_dropped(cells: list[Cell]) -> list[Cell] | None:
+    """The cells without a trailing word column (a method: ``Photometry``, ``HPLC``)."""
+    last = cells[-1].text if len(cells) >= 4 else ""
+    if not _METHOD.fullmatch(last) or flag_of(last) is not None or unit_key(last) in KNOWN_UNITS:
+        return None
+    return cells[:-1]
 
 
 def _cells_row(line: str, cells: list[Cell]) -> Row | None:
     cells = clean_cells(cells)
     result = parse_result(" ".join(c.text for c in cells[1:]))
+    if result is None and (fewer := _method_dropped(cells)) is not None:
+        cells = fewer
+        result = parse_result(" ".join(c.text for c in cells[1:]))
     if result is not None:
         return _row(line, cells[1].start, biomarker(cells[0].text, result))
     return _qualitative_row(line, cells)
@@ -243,7 +273,10 @@ def parse_table_row(header: Header, line: str) -> Row | None:
         if _qualitative_key(written.text) not in QUALITATIVE:
             return None  # a disclaimer's words under the result column are no result
         return _word_row(line, name, written, rng.text if rng else "", flag)
-    return _row(line, written.start, _table_biomarker(name, result, rng, flag, header, cells))
+    found = _table_biomarker(name, result, rng, flag, header, cells)
+    if earlier := cell(header, cells, "previous").text:  # an earlier result's column
+        found = with_fields(found, previous=[PreviousValue(value_text=earlier)])
+    return _row(line, written.start, found)
 
 
 def _cells_fit(header: Header, cells: list[Cell]) -> bool:
@@ -280,3 +313,24 @@ def _range_cell(text: str) -> Range | None:
     if not text:
         return None
     return parse_range(text) or Range(" ".join(text.split()))
+
+
+def dated_row(header: DatedHeader, line: str) -> Row | None:
+    """A cumulative table's row: the value under the latest date, the others ``previous``."""
+    placed = place(header, line)
+    if placed is None or header.current not in placed:
+        return None
+    name, written = placed[0].text, placed[header.current]
+    if not is_analyte_name(name):
+        return None
+    tail = [placed[i].text for i in sorted(placed) if i and i not in header.dates]
+    result = parse_result(" ".join([written.text, *tail]))
+    if result is None:
+        return None
+    earlier = [
+        PreviousValue(value_text=placed[i].text, date=header.dates[i])
+        for i in sorted(header.dates)
+        if i != header.current and i in placed
+    ]
+    found = with_fields(biomarker(name, result), previous=earlier)
+    return _row(line, written.start, found)

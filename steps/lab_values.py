@@ -15,10 +15,16 @@ from saga.steps.models import Biomarker, Flag
 
 NUM = r"-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+"
 # "> OR = 60" is how some US labs print >=
-CMP = "<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
+CMP = (
+    "less\\s+than\\s+or\\s+equal\\s+to|greater\\s+than\\s+or\\s+equal\\s+to"
+    "|less\\s+than|greater\\s+than|more\\s+than|up\\s+to"
+    "|<\\s*or\\s*=|>\\s*or\\s*=|<=|>=|=<|=>|\u2264|\u2265|<|>"
+)
 _VALUE = re.compile(rf"(?P<cmp>{CMP})?\s*(?P<num>{NUM})", re.IGNORECASE)
+# "a to b" in English, German (bis), Spanish/Portuguese (a), French (à), Dutch (tot)
 _RANGE_BODY = (
-    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis)\s*(?P<hi>{NUM})|(?P<op>{CMP})\s*(?P<bound>{NUM})"
+    rf"(?P<lo>{NUM})\s*(?:-|\u2013|\u2014|to|bis|a|\u00e0|tot)\s*(?P<hi>{NUM})"
+    rf"|(?P<op>{CMP})\s*(?P<bound>{NUM})"
 )
 _RANGE_BODY_RE = re.compile(_RANGE_BODY, re.IGNORECASE)
 # "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"
@@ -27,9 +33,10 @@ _RANGE = re.compile(
     rf"(?:{_RANGE_BODY})\s*[)\]]?(?=\s|$)",
     re.IGNORECASE,
 )
+_SUPER = "\u00b2\u00b3\u00b9\u2070\u2074-\u2079"
 _UNIT = re.compile(
-    r"(?:%|(?:x\s?)?10[\^*eE]?\d+/[A-Za-zµμ]+|mL/min/1\.73\s?m[2²]"
-    r"|/?[A-Za-zµμ][A-Za-z0-9µμ/^*.%²³]*)(?=\s|$)"
+    rf"(?:%|(?:[xX\u00d7]\s?)?10\s?[\^*eE]?[\d{_SUPER}]+\s?/\s?[^\W\d_]+|mL/min/1\.73\s?m[2²]"
+    rf"|/?[^\W\d_][\w/^*.%{_SUPER}]*)(?=\s|$)"
 )
 # a value's span where a row's result starts (comparator, number, as written)
 VALUE_AT = re.compile(rf"\s*(?P<v>(?:(?:{CMP})\s*)?(?:{NUM}))", re.IGNORECASE)
@@ -46,6 +53,10 @@ _NOT_UNITS = words(
     "weeks week years year hours hour minutes times und oder"
 )
 _ABNORMAL = "abnormal"
+_DIRECTIONLESS_FLAGS = (
+    "* ! A ABN Abnormal ABNORMAL abnormal (A) CRITICAL Critical critical CRIT PANIC"
+)
+_DIRECTIONLESS = _DIRECTIONLESS_FLAGS.split()
 _UP, _DOWN, _MINUS = "\u25b2 \u2191", "\u25bc \u2193", "\u2212"
 _FLAGS: dict[str, Flag | str] = {
     **dict.fromkeys(
@@ -57,7 +68,10 @@ _FLAGS: dict[str, Flag | str] = {
     ),
     **dict.fromkeys(["N", "(N)", "NORMAL", "Normal", "normal", "(Normal)"], Flag.NORMAL),
     # an abnormal marker without a direction: the direction comes from the range
-    **dict.fromkeys(["*", "!", "A", "ABN", "Abnormal", "ABNORMAL", "abnormal", "(A)"], _ABNORMAL),
+    **dict.fromkeys(
+        _DIRECTIONLESS,
+        _ABNORMAL,
+    ),
 }
 QUALITATIVE = words(
     "negative positive reactive non-reactive nonreactive detected not-detected trace "
@@ -66,6 +80,8 @@ QUALITATIVE = words(
 )
 _COMPARATORS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">="}
 _COMPARATORS |= {"\u2264": "<=", "\u2265": ">=", "<or=": "<=", ">or=": ">="}
+_COMPARATORS |= {"lessthan": "<", "greaterthan": ">", "morethan": ">", "upto": "<="}
+_COMPARATORS |= {"lessthanorequalto": "<=", "greaterthanorequalto": ">="}
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,14 +205,20 @@ def parse_tail(text: str) -> tuple[str, Range | None, Flag | str | None] | None:
         token = rest.split(maxsplit=1)[0]
         if match and rng is None:
             rng, rest = _range_of(match), rest[match.end() :]
-        elif token in _FLAGS and (flag is None or _FLAGS[token] == flag):
-            flag, rest = _FLAGS[token], rest[len(token) :]
+        elif token in _FLAGS and _flags_agree(flag, _FLAGS[token]):
+            flag = flag if isinstance(flag, Flag) else _FLAGS[token]
+            rest = rest[len(token) :]
         elif (unit_match := _UNIT.match(rest)) and _is_unit(unit_match.group(0), unit):
             unit, rest = unit_match.group(0), rest[unit_match.end() :]
         else:
             return None
         rest = rest.strip()
     return unit, rng, flag
+
+
+def _flags_agree(held: Flag | str | None, token: Flag | str) -> bool:
+    # "CRITICAL HIGH": a directionless marker and a direction agree; HIGH and LOW do not
+    return held is None or held == token or _ABNORMAL in (held, token)
 
 
 def _is_unit(token: str, unit: str) -> bool:
@@ -209,9 +231,12 @@ def _is_unit(token: str, unit: str) -> bool:
     )
 
 
+_GLUED = re.compile(r"(\d)([%*!]|HH|LL|H|L)(?=\s|$)")
+
+
 def _split_attached(text: str) -> str:
-    # "6.1%" and "105*" carry a unit or flag glued to the number
-    return re.sub(r"(\d)([%*])(?=\s|$)", r"\1 \2", text)
+    # "6.1%", "105*", "118L", "11.8H" carry a unit or flag glued to the number
+    return _GLUED.sub(r"\1 \2", text)
 
 
 def parse_result(text: str) -> Result | None:

@@ -79,6 +79,18 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     ocr_confidence: int | None = None
     """Set when the line was read by OCR: the lowest confidence (0-100, in steps of
     10) of the characters of the value (``steps/ocr_gate.py``)."""
+    vouched_by: list[str] = []
+    """The checks that confirm the value (``analyte``: possible for the known analyte
+    in its unit; ``range``: of the order of its reference range as printed)."""
+    unverified: bool = False
+    """No check could vouch for the value: the parser asks for review."""
+
+
+class PreviousValue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An earlier result printed beside the current one, with its column's date if any."""
+
+    value_text: str
+    date: str = ""
 
 
 class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -107,6 +119,11 @@ class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     loinc: str = ""
     provenance: Provenance | None = None
     warnings: list[str] = []
+    note: str = ""
+    """Lines printed under the result that are no results: reference categories
+    (``Desirable: <200``), interpretation comments; joined with ``" | "``."""
+    previous: list[PreviousValue] = []
+    """Earlier results of a cumulative report, never the value."""
 
 
 class Rejected(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

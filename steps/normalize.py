@@ -56,8 +56,15 @@ _FILLER = frozenset(
 )
 
 
+# Nordic system prefixes: B- blood, P- plasma, S- serum, fP-/fS- fasting. U- (urine),
+# Pt-, Csv- and others name another specimen, and so another test: they stay.
+_SYSTEM = re.compile(r"^\s*(?:B|P|S|fP|fS|cB|vB|aB|Ery?c\(B\))-(?=[^\W\d_])")
+_LETTERS = str.maketrans({"\u00e6": "ae", "\u00c6": "Ae", "\u00f8": "o", "\u00d8": "O"})
+
+
 def normalize_name(name: str) -> str:
     """The comparable form of ``name``; word order is kept."""
+    name = _SYSTEM.sub("", name).translate(_LETTERS)  # "B-Hæmoglobin"
     name = name.replace("\u00df", "ss").replace("\u03b3", "gamma")  # "Gesamteiweiß", "gamma-GT"
     folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
     folded = _UNIT_BRACKET.sub(" ", folded)

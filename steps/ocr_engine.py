@@ -179,7 +179,7 @@ def is_speck(text: str, confidence: float) -> bool:
 
     Only marks without a letter or digit are dropped, and only when Tesseract doubts
     them: a ``<`` or ``-`` it is sure of stays (a comparator, a German low flag)."""
-    if any(ch.isalnum() or ch in "<>=≤≥+-−*" for ch in text):
+    if any(ch.isalnum() or ch in "<>=\u2264\u2265+-\u2212*" for ch in text):
         return False
     return confidence < SPECK_CONFIDENCE
 

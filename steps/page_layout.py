@@ -5,8 +5,9 @@ holds it (``raw``: what provenance quotes) and a working copy of the same length
 (``work``) in which
 
 * dot leaders (``Sodium ......... 140``) are blanked, and
-* decimal commas are turned into points when the document writes decimals with
-  commas (``13,2`` then means 13.2 and ``7,500`` means 7.5, never 7500).
+* numerals are written the decimal-point way when the document writes decimals
+  with commas (``saga.steps.numbers``: ``13,2`` then means 13.2, ``7,500`` 7.5 and
+  ``245.000`` 245000).
 
 Because the working copy keeps every character at its place, a span found in it
 is the same span in ``raw``. Repeating page furniture is dropped: lines such as
@@ -23,6 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from saga.steps.numbers import COMMA, POINT, NumberFormat, decide, to_working
+
 EDGE_LINES = 4
 """How many lines at the top and at the bottom of a page count as its header/footer."""
 
@@ -30,10 +33,6 @@ _PAGE_OF = re.compile(
     r"(?i)\b(?:page|seite|pg\.?)\s*\d+\s*(?:of|von|/)\s*\d+\b|^printed\b|^gedruckt\b"
 )
 _DOT_LEADER = re.compile(r"(?:\s?\.){3,}|\u2026+|(?<=\S)(?:\s?_){3,}")
-_DATE = re.compile(r"\b\d{1,4}[./-]\d{1,2}[./-]\d{1,4}\b|\b\d{1,2}:\d{2}(?::\d{2})?\b")
-_COMMA_DECIMAL = re.compile(r"(?<![\d.,])\d+,\d{1,2}(?![\d,])")
-_POINT_DECIMAL = re.compile(r"(?<![\d.,])\d+\.\d+(?![\d.,])")
-_DIGIT_COMMA_DIGIT = re.compile(r"(?<=\d),(?=\d)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,22 +50,16 @@ def is_page_furniture(line: str) -> bool:
 
 
 def uses_decimal_comma(pages: Sequence[str]) -> bool:
-    """True when the document writes more decimals as ``13,2`` than as ``13.2``.
-
-    Dates and times are masked first (``05.03.2024`` is not a decimal); numbers
-    like ``1,250`` count for neither side.
-    """
-    text = _DATE.sub(" ", "\n".join(pages))
-    commas = len(_COMMA_DECIMAL.findall(text))
-    return commas > 0 and commas > len(_POINT_DECIMAL.findall(text))
+    """True when the document writes decimals with commas (``numbers.decide``)."""
+    return decide(pages).decimal == COMMA
 
 
-def working_copy(line: str, *, decimal_comma: bool) -> str:
-    """``line`` with dot leaders blanked and, if asked, decimal commas made points."""
+def working_copy(line: str, *, decimal_comma: bool | NumberFormat) -> str:
+    """``line`` with dot leaders blanked and numerals written the decimal-point way."""
     work = _DOT_LEADER.sub(lambda m: " " * len(m.group(0)), line)
-    if decimal_comma:
-        work = _DIGIT_COMMA_DIGIT.sub(".", work)
-    return work
+    if isinstance(decimal_comma, NumberFormat):
+        return to_working(work, decimal_comma)
+    return to_working(work, NumberFormat(COMMA if decimal_comma else POINT))
 
 
 def document_lines(
@@ -76,12 +69,12 @@ def document_lines(
 
     ``keep`` spares a repeated edge line (a table header on every page).
     """
-    decimal_comma = uses_decimal_comma(pages)
+    fmt = decide(pages)
     split = [[line.strip() for line in page.split("\n") if line.strip()] for page in pages]
     repeated = repeating_edges(split)
     return [
         [
-            SourceLine(number, line, working_copy(line, decimal_comma=decimal_comma))
+            SourceLine(number, line, working_copy(line, decimal_comma=fmt))
             for index, line in enumerate(lines)
             if not is_page_furniture(line)
             and not (_at_edge(index, len(lines)) and _key(line) in repeated and not keep(line))

@@ -15,7 +15,7 @@ from msgspec.structs import replace
 
 from saga.steps.analytes import KNOWN_UNITS, unit_key
 from saga.steps.lab_rows import Row
-from saga.steps.models import Biomarker, Provenance
+from saga.steps.models import Biomarker, PreviousValue, Provenance
 from saga.steps.page_layout import SourceLine
 
 _BRACKET_AT_END = re.compile(r"[(\[]\s*(?P<unit>[^()\[\]]{1,15}?)\s*[)\]]\s*$")
@@ -30,6 +30,14 @@ def unit_in_name(name: str) -> str:
     return unit if "/" in unit or unit == "%" or unit_key(unit) in KNOWN_UNITS else ""
 
 
+def _as_printed(earlier: PreviousValue, line: SourceLine) -> PreviousValue:
+    """An earlier result's value as the page prints it (``13,1``, not the working ``13.1``)."""
+    at = line.work.find(earlier.value_text)
+    if at < 0:
+        return earlier
+    return replace(earlier, value_text=line.raw[at : at + len(earlier.value_text)])
+
+
 def located(row: Row, name: str, line: SourceLine) -> Biomarker:
     """The row's result named ``name``, its value and range as written, and where."""
     found = row.biomarker
@@ -42,5 +50,6 @@ def located(row: Row, name: str, line: SourceLine) -> Biomarker:
         unit=found.unit or unit_in_name(name),
         # "4,0 - 10,0" as written, not the working copy's "4.0 - 10.0"
         reference_text=line.raw[at : at + len(reference)] if at >= 0 else reference,
+        previous=[_as_printed(earlier, line) for earlier in found.previous],
         provenance=Provenance(page=line.page, line=line.raw, start=row.start, end=row.end),
     )

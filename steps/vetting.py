@@ -9,8 +9,11 @@ texts, and returns the Extraction a person can trust:
   found is rejected as not in the document);
 * canonical names and LOINC codes come from the synonym and analyte tables
   (an extractor's own LOINC is not trusted: a wrong code is a wrong value);
-* the consistency checks of ``saga.steps.checks`` run; a failure moves the
-  result to ``rejected`` with its reason, a doubt adds a warning.
+* the consistency checks of ``saga.steps.checks`` run, with the number format
+  decided once for the document (``saga.steps.numbers``); a failure moves the
+  result to ``rejected`` with its reason, a doubt adds a warning;
+* what vouched for each accepted value is recorded in its provenance, or that
+  nothing did (``saga.steps.verify``).
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ from msgspec.structs import replace
 from saga.steps.analytes import loinc_for
 from saga.steps.checks import first_failure, warnings_for
 from saga.steps.models import Biomarker, Extraction, Provenance, Rejected
+from saga.steps.numbers import decide
 from saga.steps.synonyms import canonical_name
+from saga.steps.verify import verified
 
 MAX_NAME_WORDS = 8
 
 
 def vet(extraction: Extraction, pages: Sequence[str]) -> Extraction:
     """``extraction`` with every result grounded and checked; failures in ``rejected``."""
+    fmt = decide(pages)
     lines = [[line.strip() for line in page.split("\n") if line.strip()] for page in pages]
     squeezed = [{_squeeze(line) for line in page} for page in lines]
     accepted: list[Biomarker] = []
@@ -40,11 +46,11 @@ def vet(extraction: Extraction, pages: Sequence[str]) -> Extraction:
             rejected.append(_rejected(found, grounded))
             continue
         named = annotate(grounded)
-        if (reason := first_failure(named)) is not None:
+        if (reason := first_failure(named, fmt)) is not None:
             rejected.append(_rejected(named, reason))
             continue
         doubts = [*named.warnings, *(w for w in warnings_for(named) if w not in named.warnings)]
-        accepted.append(replace(named, warnings=doubts))
+        accepted.append(verified(replace(named, warnings=doubts), lines))
     return replace(extraction, biomarkers=accepted, rejected=rejected)
 
 

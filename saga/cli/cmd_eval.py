@@ -62,8 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "--max-spurious",
         type=_fraction,
-        default=0.02,
-        help="largest share of extracted results that are spurious, 0..1 (default 0.02)",
+        default=0.01,
+        help="largest share of extracted results that are spurious, 0..1 (default 0.01)",
     )
     p.add_argument("--only", default="", help="score only layouts whose name contains this")
     p.add_argument(

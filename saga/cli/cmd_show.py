@@ -119,6 +119,8 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
         ("cost", money(saga.total_cost) if saga.total_cost else "$0"),
         ("error", error_text(saga.error_class, saga.error_message, None)),
     ]
+    if saga.error_detail:  # opened with the data key: the CLI is an operator's tool
+        head.append(("detail", saga.error_detail))
     for step, reason in saga.review.items():
         head.append(("review", f"{step}: {reason}"))
     if saga.state.value == "running":

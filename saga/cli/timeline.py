@@ -57,6 +57,9 @@ class SagaView(msgspec.Struct, kw_only=True):
     """Step -> why its output needs a person's look (``saga list --review``)."""
     parked_reason: str = ""
     """``budget`` or ``circuit`` while it waits with its attempt refunded; else ""."""
+    error_detail: str = ""
+    """The error's operator detail (a path, a URL), opened with ``SAGA_DATA_KEY``; "" without
+    a key, and always "" for a console viewer."""
 
 
 def saga_view(s: Saga) -> SagaView:
@@ -80,6 +83,7 @@ def saga_view(s: Saga) -> SagaView:
         needs_review=s.needs_review,
         review=s.review,
         parked_reason=s.parked_reason,
+        error_detail=s.error_detail,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+import msgspec
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
@@ -112,13 +113,16 @@ async def saga(request: Request, who: Identity | None) -> Response:
     keys = await svc.typed(params.saga_type(request.query_params.get("type")))
     s, events = await get_saga_and_history(svc.redis, keys, rid)
     now = _now_ms()
-    outputs = render_outputs(s.outputs) if w.role == Role.OPERATOR else ""
+    operator = w.role == Role.OPERATOR
+    if not operator:  # a viewer's copy: no document reference, no operator's error detail
+        s = msgspec.structs.replace(s, document="", error_detail="")
+    outputs = render_outputs(s.outputs) if operator else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
                   steps=svc.pipeline.names, undoable=bool(svc.undoable()),
                   done=DONE.get(request.query_params.get("done", "")),
-                  document=s.document if w.role == Role.OPERATOR else "",
+                  document=s.document,
                   other_type=keys.saga_type if keys != svc.keys else "")  # fmt: skip
 
 

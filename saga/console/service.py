@@ -79,8 +79,9 @@ class Service:
         saga, events = await get_saga_and_history(self.redis, keys, record_id)
         operator = who.role == Role.OPERATOR
         doc = document(saga, events, _now_ms(), outputs=operator)
-        if not operator:
-            doc.saga.document = ""  # a document's name or path can identify a patient
+        if not operator:  # a document's name or path can identify a patient
+            doc.saga.document = ""
+            doc.saga.error_detail = ""
         return doc
 
     async def queues(self) -> Any:

@@ -19,7 +19,7 @@ from saga.evaluation.matching import Outcome, Pair
 from saga.evaluation.truth import ExpectedDocument, ExpectedResult
 from saga.steps.models import Biomarker
 
-REVIEW_BELOW_RECALL = 0.8
+REVIEW_BELOW_RECALL = 0.9
 """A document whose recall is under this must be flagged for review."""
 
 
@@ -90,7 +90,7 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
     max_wrong: int = 0
     min_recall: float = 0.95
-    max_spurious: float = 0.02
+    max_spurious: float = 0.01
 
 
 class Gate(msgspec.Struct, frozen=True, kw_only=True):

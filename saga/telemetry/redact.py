@@ -83,9 +83,10 @@ _SECRETS = [
 MASK = "***"
 
 
-def scrub_text(text: str, limit: int = TEXT_LIMIT) -> str:
-    """``text`` with every key-like substring masked, cut to ``limit`` characters."""
-    for pattern in _SECRETS:
+def scrub_text(text: str, limit: int = TEXT_LIMIT, *, opaque: bool = True) -> str:
+    """``text`` with every key-like substring masked, cut to ``limit`` characters.
+    ``opaque=False`` keeps long runs without a key's prefix (a path, in a sealed detail)."""
+    for pattern in _SECRETS if opaque else _SECRETS[:-1]:
         if pattern.groups == 2:
             text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
         else:
@@ -204,3 +205,64 @@ def reference_text(ref: str) -> str:
         return ref.split("?", 1)[0].split("#", 1)[0]
     cut = "?…" if u.query else ""
     return urlunsplit((u.scheme, netloc, u.path, "", "")) + cut
+
+
+REFERENCE_MASK = "[document]"
+"""What replaces a document reference (or a part of one) cut out of an error message."""
+_MIN_PART = 4
+"""Shorter parts of a reference (``a``, ``pdf``, ``tmp``) are not cut: they would cut words."""
+
+
+def without_references(text: str, refs: list[str]) -> str:
+    """``text`` with every reference in ``refs`` cut out: the whole reference, as written
+    and percent-decoded, and each part of it that a message could quote (the path, each
+    path segment and file stem, the query and each query value). Case-insensitive.
+
+    This is the net under ``saga.steps.errors``'s rule, not the rule: it knows the very
+    values to hide (those the attempt passed to the document port), so it holds for a
+    message that names them however it was written, and costs nothing unless a step failed.
+    """
+    forms = sorted({f for ref in refs if ref for f in reference_forms(ref)}, key=len, reverse=True)
+    if not forms:
+        return text
+    pattern = re.compile("|".join(map(re.escape, forms)), re.IGNORECASE)
+    return pattern.sub(REFERENCE_MASK, text)
+
+
+def reference_forms(ref: str) -> set[str]:
+    """The strings a message might quote of ``ref`` (see ``without_references``)."""
+    from pathlib import PurePosixPath
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    whole = {ref, unquote(ref), reference_text(ref)}
+    parts: set[str] = set()
+    try:
+        u = urlsplit(ref)
+        path, query = u.path, u.query
+    except ValueError:
+        path, query = ref, ""
+    for raw in (path, unquote(path)):
+        whole.add(raw)
+        for segment in PurePosixPath(raw).parts:
+            parts |= {segment, PurePosixPath(segment).stem}
+    if query:
+        whole |= {query, unquote(query)}
+        parts |= {v for _, v in parse_qsl(query, keep_blank_values=True)}
+        parts |= {pair.partition("=")[2] for pair in query.split("&")}  # as written: a+b
+    forms = {f for f in whole if f and f != "/"} | {p for p in parts if len(p) >= _MIN_PART}
+    return {f.strip() for f in forms if f.strip() and f.strip() != "/"}
+
+
+def error_detail_of(exc: BaseException, refs: list[str]) -> str:
+    """What an operator may read of a failed attempt (sealed before it is stored): a step
+    error's ``detail``, or its whole message when the message named a reference; for any
+    other exception its type and message (a library's message can echo a prompt or a
+    path: that is why it is sealed, never shown to a viewer, and not stored without a
+    key). Keys are masked even here."""
+    said = str(exc)[:1000]
+    if not isinstance(exc, SagaError):
+        return scrub_text(f"{type(exc).__name__}: {said}", 2000, opaque=False)
+    detail = str(getattr(exc, "detail", "") or "")
+    if not detail and without_references(said, refs) != said:
+        detail = said
+    return scrub_text(detail, 2000, opaque=False)

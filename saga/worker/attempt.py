@@ -24,11 +24,11 @@ from saga.state.requests import CommitRequest, FailRequest, Outcome
 from saga.state.streams import group_missing
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeoutError
 from saga.telemetry import tracing
-from saga.telemetry.redact import safe_error
+from saga.telemetry.redact import error_detail_of, safe_error, without_references
 from saga.telemetry.scope import log_scope
 from saga.undo import next_undo
 from saga.worker.committer import Committer
-from saga.worker.context import AttemptContext
+from saga.worker.context import AttemptContext, SeenDocuments
 from saga.worker.observer import Observer
 from saga.worker.ports import Ports
 from saga.worker.watchdog import Watchdog, Watched
@@ -101,7 +101,7 @@ class AttemptRunner:
         ctx = AttemptContext(
             claim=claim,
             log=log,
-            documents=self.ports.documents,
+            documents=SeenDocuments(self.ports.documents),
             llm=attempt_ports.llm,
             config=self.settings.step_config,
             _heartbeat=heartbeat,
@@ -124,11 +124,11 @@ class AttemptRunner:
                     output, review = await self._execute(spec, ctx, watched)
                     req = self._commit_request(spec, ctx, output, review)
                 except Exception as exc:  # the step failed: decide what happens next
-                    req = self._fail_request(spec, claim, exc)
+                    req = self._fail_request(spec, ctx, exc)
                 finally:
                     self.watchdog.unwatch(watched)
         except TimeoutError:  # the deadline (or a lost lease) cancelled the step
-            req = self._fail_request(spec, claim, _timed_out(spec))
+            req = self._fail_request(spec, ctx, _timed_out(spec))
         if watched.lost:
             log.warning("lease_lost", duration_seconds=time.monotonic() - started)
             self.observer.fenced(spec.name)
@@ -151,7 +151,13 @@ class AttemptRunner:
         try:
             inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
-            raise InvalidInputError(f"input of step {spec.name!r} is invalid: {exc}") from None
+            # msgspec quotes a bad enum or literal value: only the field's place is shown
+            at = str(exc).rpartition(" - at ")[2] if " - at " in str(exc) else ""
+            raise InvalidInputError(
+                f"input of step {spec.name!r} is invalid ({type(exc).__name__}"
+                f"{' at ' + at if at else ''})",
+                detail=str(exc),
+            ) from None
         error: Exception | None = None
         result: Any = None
         try:
@@ -202,9 +208,9 @@ class AttemptRunner:
             worker=self.worker,
         )
 
-    def _fail_request(self, spec: StepSpec, claim: Claim, exc: Exception) -> FailRequest:
+    def _fail_request(self, spec: StepSpec, ctx: AttemptContext, exc: Exception) -> FailRequest:
         # Attempts that ended by lease expiry have their own budget (the claim's).
-        d = decide(exc, claim.charged, spec.retry, now=time.time())
+        d = decide(exc, ctx.claim.charged, spec.retry, now=time.time())
         undo: tuple[str, ...] = ()
         if d.action == FailAction.DEAD and not is_undo(spec.name):
             undo = self._undo_steps()  # a committed one among them: compensating
@@ -212,7 +218,10 @@ class AttemptRunner:
             action=d.action,
             delay_ms=d.delay_ms,
             error_class=d.error_class,
-            error_message=safe_error(exc, d.message),
+            # the message, shown to anyone, without any document reference the attempt
+            # handled; the detail (sealed, for operators) says everything
+            error_message=without_references(safe_error(exc, d.message), ctx.references),
+            error_detail=error_detail_of(exc, ctx.references) if self.sm.keys.sealer else "",
             worker=self.worker,
             undo=undo,
         )

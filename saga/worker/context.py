@@ -10,7 +10,23 @@ import msgspec
 
 from saga.state.model import Claim
 from saga.steps.config import StepConfig
-from saga.steps.context import LLM, DocumentSource, Embedder
+from saga.steps.context import LLM, Document, DocumentSource, Embedder
+
+
+class SeenDocuments:
+    """The attempt's document port: fetches through ``source`` and remembers every
+    reference asked for and every name fetched, so that the worker can cut them out of
+    the attempt's error message whatever the code that raised it wrote there."""
+
+    def __init__(self, source: DocumentSource) -> None:
+        self._source = source
+        self.seen: list[str] = []
+
+    async def fetch(self, ref: str) -> Document:
+        self.seen.append(ref)
+        document = await self._source.fetch(ref)
+        self.seen.append(document.name)
+        return document
 
 
 @dataclass
@@ -19,13 +35,18 @@ class AttemptContext:
 
     claim: Claim
     log: Any
-    documents: DocumentSource
+    documents: SeenDocuments
     llm: LLM | None
     config: StepConfig
     _heartbeat: Callable[[], Awaitable[None]]
     embedder: Embedder | None = None
     staged_pages: bytes | None = field(default=None, init=False)
     _pages: list[str] | None = field(default=None, init=False)
+
+    @property
+    def references(self) -> list[str]:
+        """Document references and names this attempt has handled (never to be shown)."""
+        return self.documents.seen
 
     @property
     def record_id(self) -> str:

@@ -132,7 +132,7 @@ async def test_find_a_failed_saga_see_why_retry_it_and_watch_it_complete(
     await page.wait_for_url(f"**/sagas/{rid}")
     why = page.locator("section.why.failed")
     assert "Failed at router" in await why.inner_text()
-    assert "NotFoundError: no document file at" in await why.inner_text()
+    assert "NotFoundError: no file at the saga's document" in await why.inner_text()
     rows = page.locator("table.timeline tbody tr")
     assert await rows.count() == 2  # started, then the attempt that was dead-lettered
     dead = rows.nth(1)

@@ -12,6 +12,8 @@ from tests.corpus import (
     layouts_pages,
     layouts_rows,
     layouts_scans,
+    layouts_unseen_us,
+    layouts_unseen_world,
     layouts_us,
     layouts_world,
 )
@@ -42,6 +44,16 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_documents.discharge_summary,
     layouts_scans.scanned_page_inside,
     layouts_scans.fax_scanned,
+    layouts_unseen_world.spanish_hospital,
+    layouts_unseen_world.brazilian_lab,
+    layouts_unseen_world.swedish_lab,
+    layouts_unseen_world.dutch_lab,
+    layouts_unseen_world.italian_referto,
+    layouts_unseen_us.clinic_word_ranges,
+    layouts_unseen_us.reference_lab_codes,
+    layouts_unseen_us.lab_chain_categories,
+    layouts_unseen_us.cumulative_au,
+    layouts_unseen_us.vet_chemistry,
 )
 SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED
 """Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""

@@ -31,7 +31,16 @@ SEEN_IN_ISSUE = {
     "narrative_letter",
     "fax_scanned",
 }
-COMMA_DECIMALS = {"german_befund", "german_kurzbefund", "french_bilan"}
+COMMA_DECIMALS = {
+    "german_befund",
+    "german_kurzbefund",
+    "french_bilan",
+    "spanish_hospital",
+    "brazilian_lab",
+    "swedish_lab",
+    "dutch_lab",
+    "italian_referto",
+}
 _RANGE = re.compile(
     r"^(?:normal:\s*)?(?:(?P<low>[\d.,]+)\s*[-\u2013]\s*(?P<high>[\d.,]+)"
     r"|(?P<op><=|>=|<|>|\u2264|\u2265|> or =|< or =)\s*(?P<bound>[\d.,]+))$"

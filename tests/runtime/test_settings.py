@@ -65,8 +65,8 @@ def test_document_source_reaches_the_steps() -> None:
 
 
 def test_min_coverage_reaches_the_parser() -> None:
-    """SAGA_PARSER_MIN_COVERAGE is the parser's review threshold; 0.8 when unset."""
-    assert load_settings({"SAGA_DATA_DIR": "/t"}).step_config.min_coverage == 0.8
+    """SAGA_PARSER_MIN_COVERAGE is the parser's review threshold; 0.9 when unset."""
+    assert load_settings({"SAGA_DATA_DIR": "/t"}).step_config.min_coverage == 0.9
     s = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_PARSER_MIN_COVERAGE": "0.5"})
     assert s.step_config.min_coverage == 0.5
 

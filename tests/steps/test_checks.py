@@ -17,6 +17,7 @@ from saga.steps.checks import (
     warnings_for,
 )
 from saga.steps.models import Biomarker, Extraction, Flag, Provenance
+from saga.steps.numbers import NumberFormat
 from saga.steps.vetting import annotate, ground, vet
 
 H, L, N, U = Flag.HIGH, Flag.LOW, Flag.NORMAL, Flag.UNKNOWN
@@ -29,22 +30,34 @@ def at(line: str, written: str, **fields: object) -> Biomarker:
     return Biomarker(**{"name": "x", "value_text": written, "provenance": where, **fields})  # type: ignore[arg-type]
 
 
+COMMA, POINT, UNTOLD = NumberFormat(","), NumberFormat("."), NumberFormat()
+
+
 @pytest.mark.parametrize(
-    ("value", "text", "ok"),
+    ("value", "text", "fmt", "ok"),
     [
-        (13.2, "13,2", True),
-        (7.5, "7,500", True),  # a decimal-comma document's 7,500
-        (7500, "7,500", True),  # a thousands separator
-        (0.3, "<0.3", True),
-        (1250, "1.250", True),  # a point as thousands separator
-        (15.5, "11.2", False),
-        (3.0, "0.3", False),
+        (13.2, "13,2", COMMA, True),
+        (7.5, "7,500", COMMA, True),  # a decimal-comma document's 7,500
+        (7500, "7,500", POINT, True),  # a thousands separator
+        (7500, "7,500", COMMA, False),
+        (7.5, "7,500", UNTOLD, False),  # the document does not say: refused, not guessed
+        (7500, "7,500", UNTOLD, False),
+        (0.3, "<0.3", UNTOLD, True),
+        (1250, "1.250", COMMA, True),  # a point as thousands separator
+        (1.25, "1.250", COMMA, False),
+        (245000, "245.000", COMMA, True),
+        (245.0, "245.000", COMMA, False),  # issue 28: Plaquetas 245.000 /mm3 read as 245
+        (245.0, "245.000", UNTOLD, False),
+        (4.5, "4,5", POINT, False),  # a decimal comma where decimals are points
+        (15.5, "11.2", POINT, False),
+        (3.0, "0.3", POINT, False),
     ],
 )
-def test_value_matches_its_text(value: float, text: str, ok: bool) -> None:
-    """A value the written text does not state is rejected; either decimal mark is read."""
+def test_value_matches_its_text(value: float, text: str, fmt: NumberFormat, ok: bool) -> None:
+    """A value the written text does not state under the document's format is rejected, and
+    a numeral the format leaves ambiguous is refused with the reason."""
     found = Biomarker(name="x", value=value, value_text=text)
-    assert (value_matches_text(found) is None) is ok
+    assert (value_matches_text(found, fmt) is None) is ok
 
 
 @pytest.mark.parametrize(

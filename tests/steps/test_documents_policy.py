@@ -4,6 +4,7 @@ loopback addresses, redirects, and the address check at connection time."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,11 +123,10 @@ async def test_a_redirect_to_a_disallowed_address_is_refused(
     first = http_server.add("/doc", Route(302, headers={"Location": internal}))
     policy = FetchPolicy(url_prefixes=("http://",), networks=("127.0.0.1/32",))
     async with _fetcher(policy) as fetcher:
-        with pytest.raises(
-            PolicyError,
-            match=r"127\.0\.0\.2 refused: it is a loopback address.*a redirect from http://127\.0\.0\.1",
-        ):
+        with pytest.raises(PolicyError, match="its host is a loopback address") as caught:
             await fetcher.fetch(first)
+    assert "127.0.0" not in str(caught.value)  # hosts and URLs: the operator's detail only
+    assert re.search(r"127\.0\.0\.2 .*redirected from http://127\.0\.0\.1", caught.value.detail)
     assert http_server.requests == ["/doc"] and other_server.requests == []
 
 
@@ -136,8 +136,12 @@ async def test_a_redirect_out_of_the_prefixes_is_refused(http_server: LocalServe
     first = http_server.add("/docs/r1", Route(302, headers={"Location": "/admin/keys"}))
     policy = FetchPolicy(url_prefixes=(http_server.url("/docs/"),), networks=("127.0.0.0/8",))
     async with _fetcher(policy) as fetcher:
-        with pytest.raises(PolicyError, match=r"/admin/keys \(redirected from .*/docs/r1\)"):
+        with pytest.raises(
+            PolicyError, match="the target of redirect 1 of the saga's document"
+        ) as c:
             await fetcher.fetch(first)
+    assert "/docs" not in str(c.value) and "/admin" not in str(c.value)
+    assert re.search(r"/admin/keys \(redirected from .*/docs/r1\)", c.value.detail)
     assert http_server.requests == ["/docs/r1"]
 
 
@@ -166,5 +170,6 @@ async def test_every_resolved_address_is_checked(http_server: LocalServer) -> No
         return ["93.184.215.14", "10.0.0.7"]
 
     async with _fetcher(FetchPolicy(url_prefixes=("http://",)), resolver=resolver) as fetcher:
-        with pytest.raises(PolicyError, match=r"resolves to 10\.0\.0\.7, a private address"):
+        with pytest.raises(PolicyError, match="resolves to a private address") as caught:
             await fetcher.fetch("http://mixed.test/doc")
+    assert "mixed.test" in caught.value.detail and "10.0.0.7" in caught.value.detail

@@ -295,4 +295,4 @@ async def test_unread_result_lines_lower_coverage_and_ask_for_review() -> None:
     out = await read([rows])
     assert out.extraction.coverage.candidate_lines == 4
     assert out.extraction.coverage.explained_lines == 1
-    assert out.review == "coverage 25% (1 of 4 result-like lines) under 80%"
+    assert out.review == "coverage 25% (1 of 4 result-like lines) under 90%"
