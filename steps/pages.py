@@ -144,7 +144,7 @@ def _no_text(limits: PdfLimits, scans: Sequence[int]) -> str:
         return "the PDF has no extractable text"
     if limits.ocr.enabled:
         return "OCR found no text on the PDF's pages (blank pages, or a picture of no document?)"
-    return "the PDF has no extractable text (a scan without a text layer?) and OCR is off"
+    return "the PDF has no extractable text (a scan without a text layer?); it needs OCR first"
 
 
 def _priced(reader: Any, limits: PdfLimits) -> list[PageCost]:

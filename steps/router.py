@@ -55,7 +55,8 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
         raise PayloadTooLargeError("document size in bytes", size, limits.max_document_bytes)
     textless: list[int] = []
     ocr: list[OcrPage] = []
-    image_type = image_media_type(document.content, document.media_type)
+    # with OCR off a picture is refused as any unsupported media type was
+    image_type = image_media_type(document.content, document.media_type) if limits.ocr else ""
     if is_pdf(document) or image_type:
         # a process of its own: CPU-bound, and the step's deadline must be able to stop it
         extracted = await extract_pdf(document.content, limits, image=bool(image_type))
