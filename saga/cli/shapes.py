@@ -222,6 +222,10 @@ class InitDocument(msgspec.Struct, kw_only=True):
     partitions: int
     groups_created: int
     scripts_version: str
+    budgets_moved: int = 0
+    """Budgets moved from an older release's ``saga:budgets`` (docs/operations.md)."""
+    console_tokens_dropped: int = 0
+    """Console tokens of an older release deleted: they are no longer valid."""
 
 
 class PartitionsDocument(msgspec.Struct, kw_only=True):

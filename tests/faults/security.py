@@ -27,10 +27,15 @@ async def apply_acl(client: Any, prefix: str, password: str) -> list[str]:
     """Create the shipped users for key prefix ``prefix``, on, with ``password``."""
     names = []
     for name, shipped in acl_users().items():
-        rules = [r.replace("saga:", f"{prefix}:") for r in shipped if r != "off"]
+        rules = [_prefixed(r, prefix) for r in shipped if r != "off"]
         await client.execute_command("ACL", "SETUSER", name, *rules, "on", f">{password}")
         names.append(name)
     return names
+
+
+def _prefixed(rule: str, prefix: str) -> str:
+    """A shipped rule for key prefix ``prefix`` (``saga:``, ``{saga:`` and ``saga/``)."""
+    return rule.replace("saga:", f"{prefix}:").replace("saga/", f"{prefix}/")
 
 
 def url_for(url: str, user: str, password: str) -> str:
