@@ -32,6 +32,7 @@ from saga.state.connection import TRANSIENT_ERRORS, NotReplicatedError
 from saga.state.keys import index_position
 from saga.state.model import SCHEMA_VERSION, SagaState
 
+
 class ScriptsMissingError(RedisConnectionError):
     """The server lacks saga's scripts and this Redis user may not load them (an
     EVALSHA-only user): transient, so the caller waits and re-sends after backoff."""
