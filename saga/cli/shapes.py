@@ -83,6 +83,8 @@ class ListDocument(msgspec.Struct, kw_only=True):
     """``saga list --json``: newest first."""
 
     sagas: list[SagaSummary]
+    skipped: int = 0
+    """Index entries skipped because their record id is malformed (not a saga's)."""
 
 
 class RetryResult(msgspec.Struct, kw_only=True):

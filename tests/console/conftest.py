@@ -14,7 +14,7 @@ from saga.console.tokens import Role, add_stored_token
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from tests.cli.inspect_support import machine
-from tests.console.support import RunningConsole, serve, settings_env, console_signer
+from tests.console.support import RunningConsole, console_signer, serve, settings_env
 
 StartConsole = Callable[..., RunningConsole]
 
