@@ -48,6 +48,7 @@ class HealthState:
         if not self.redis_ok and self.scripts_loaded:
             log.info("redis_reachable")
         self.redis_ok = True
+        self.last_error = ""
 
     def live(self) -> tuple[bool, str]:
         now = time.monotonic()
