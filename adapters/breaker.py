@@ -34,6 +34,7 @@ import structlog
 from redis.exceptions import NoScriptError
 
 from saga.state.keys import Keys
+from saga.state.scripts import eval_source, load_sources
 from saga.steps.errors import CircuitOpenError
 
 __all__ = [
@@ -100,13 +101,27 @@ class Script:
     async def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         try:
             return await self.redis.evalsha(self.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await self.redis.eval(self.source, len(keys), *keys, *args)
+        except NoScriptError:  # an EVALSHA-only user gets ScriptsMissingError: it waits
+            return await eval_source(self.redis, self.source, list(keys), list(args))
 
 
 def load_script(redis: Any, name: str) -> Script:
     """``adapters/lua/<name>.lua`` on ``redis``, safe against NOSCRIPT."""
     return Script(redis, _source(name))
+
+
+SCRIPT_NAMES = (
+    "breaker_acquire",
+    "breaker_failure",
+    "breaker_status",
+    "breaker_success",
+    "release_lock",
+)
+
+
+async def ensure_loaded(redis: Any) -> None:
+    """SCRIPT LOAD every adapter script (``saga init``), for EVALSHA-only users."""
+    await load_sources(redis, [_source(n) for n in SCRIPT_NAMES])
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,11 @@ class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     token_file: str = ""
     """Tokens in a file, one ``<name> <role> <token or sha256:hex>`` a line, besides those
     stored in Redis (``saga console token add``)."""
+    secret: str = ""
+    """``SAGA_CONSOLE_SECRET`` (secret, at least 32 characters): the HMAC key tokens and
+    sessions are stored under, held by the console and never in Redis."""
+    secret_file: str = ""
+    """``SAGA_CONSOLE_SECRET_FILE``: a file holding it, when ``secret`` is unset."""
     auth_header: str = ""
     """Forward-auth: the header an auth proxy puts the signed-in user in (e.g.
     ``X-Forwarded-User``); "" turns the mode off. Trusted only from ``trusted_proxies``."""
@@ -166,6 +171,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         for secret in ("llm_api_key", "redis_password", "data_key"):
             if data.get(secret):
                 data[secret] = "***"
+        console = data.get("console")
+        if isinstance(console, dict) and console.get("secret"):
+            console["secret"] = "***"
         url = data.get("redis_url")
         if isinstance(url, str):
             data["redis_url"] = re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", url)
@@ -368,6 +376,8 @@ def _console_settings(get: Any, num: Any) -> ConsoleSettings:
         host=get("SAGA_CONSOLE_HOST", "127.0.0.1"),
         port=int(num("SAGA_CONSOLE_PORT", 8090, int)),
         token_file=get("SAGA_CONSOLE_TOKEN_FILE"),
+        secret=get("SAGA_CONSOLE_SECRET"),
+        secret_file=get("SAGA_CONSOLE_SECRET_FILE"),
         auth_header=get("SAGA_CONSOLE_AUTH_HEADER"),
         groups_header=get("SAGA_CONSOLE_GROUPS_HEADER", "X-Forwarded-Groups"),
         operator_group=get("SAGA_CONSOLE_OPERATOR_GROUP", "saga-operators"),

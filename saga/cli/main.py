@@ -136,6 +136,10 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         return Exit.FAILED, f"{exc}."
     if isinstance(exc, EmbeddedServerError):
         return Exit.UNREACHABLE, f"{exc}."
+    from saga.state.scripts import ScriptsMissingError
+
+    if isinstance(exc, ScriptsMissingError):  # Redis answers; an EVALSHA-only user waits
+        return Exit.UNREACHABLE, f"{exc}."
     failure = connection_failure(exc)
     if failure is None:
         raise exc

@@ -85,6 +85,8 @@ class ListDocument(msgspec.Struct, kw_only=True):
     """``saga list --json``: newest first."""
 
     sagas: list[SagaSummary]
+    skipped: int = 0
+    """Index entries skipped because their record id is malformed (not a saga's)."""
 
 
 class RetryResult(msgspec.Struct, kw_only=True):
@@ -224,6 +226,10 @@ class InitDocument(msgspec.Struct, kw_only=True):
     partitions: int
     groups_created: int
     scripts_version: str
+    budgets_moved: int = 0
+    """Budgets moved from an older release's ``saga:budgets`` (docs/operations.md)."""
+    console_tokens_dropped: int = 0
+    """Console tokens of an older release deleted: they are no longer valid."""
 
 
 class PartitionsDocument(msgspec.Struct, kw_only=True):

@@ -384,7 +384,7 @@ async def test_a_patients_name_in_a_document_is_found_only_where_sealed_or_shown
         assert hits(json.dumps(model.requests[0].body))  # the prompt the provider echoed
         metrics = await wait_metrics(worker.port)
 
-        cli_env = {**env, "REDIS_URL": run.server.url}
+        cli_env = {**env, "REDIS_URL": run.server.url, "SAGA_CONSOLE_SECRET": "s" * 32}
         cli_log = logs / "cli.log"
         listed = {
             "list": cli(cli_env, cli_log, "list", "--json", "--limit", "100"),
