@@ -143,6 +143,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_METRICS_BY_USER``: LLM cost and token metrics labelled by user too."""
     otel_endpoint: str = ""
     """``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``): export traces there."""
+    archive_dir: str = ""
+    """``SAGA_ARCHIVE_DIR``: the retention sweep writes each saga it deletes there first
+    (JSON Lines, ``saga export``'s format; ``saga import`` reads it back); "" deletes only."""
     pipeline: str = ""
     """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
@@ -303,6 +306,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
+            archive_dir=get("SAGA_ARCHIVE_DIR"),
             steps=steps,
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),

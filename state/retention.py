@@ -17,8 +17,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import msgspec
 
 from saga.state.codes import to_code
+from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.replies import num, text
 from saga.state.scripts import evalsha
@@ -78,3 +82,35 @@ async def _steps(sm: StateMachine, records: Sequence[str]) -> list[str]:
     for record in records:
         pipe.hget(sm.keys.saga(record), "step")
     return [text(s) if s is not None else "" for s in await pipe.execute()]
+
+
+class RetiredCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """What the retired sets of a saga type hold (every partition)."""
+
+    scheduled: int
+    """Ended sagas waiting for the end of their retention."""
+    due: int
+    """Of those, the ones whose retention has ended: the next sweep deletes them."""
+    next_due_ms: int
+    """When the earliest one is due (0: none)."""
+
+
+async def retired_counts(client: Any, keys: Keys) -> RetiredCounts:
+    """``saga retention show``: the retired sets' sizes, what is due, and the next due time
+    (by the server's clock); one round trip."""
+    secs, micros = await client.time()
+    now = int(secs) * 1000 + int(micros) // 1000
+    pipe = client.pipeline(transaction=False)
+    for p in keys.all_partitions():
+        pipe.zcard(keys.retired(p))
+        pipe.zcount(keys.retired(p), "-inf", now)
+        pipe.zrange(keys.retired(p), 0, 0, withscores=True)
+    replies = iter(await pipe.execute())
+    scheduled = due = first = 0
+    for _ in keys.all_partitions():
+        scheduled += int(next(replies))
+        due += int(next(replies))
+        head = next(replies)
+        if head and (not first or int(head[0][1]) < first):
+            first = int(head[0][1])
+    return RetiredCounts(scheduled=scheduled, due=due, next_due_ms=first)

@@ -42,6 +42,7 @@ COMMANDS = (
     "eval",
     "controller",
     "partitions",
+    "retention",
 )
 
 
