@@ -59,6 +59,8 @@ class _Declared:
     compensate: CompensateFn | None
     loads_pages: bool
     deletes_pages: bool
+    calls_models: bool = True
+    warm: tuple[str, ...] = ()
 
 
 class App:
@@ -92,6 +94,8 @@ class App:
         compensate: CompensateFn | None = None,
         loads_pages: bool = False,
         deletes_pages: bool = False,
+        calls_models: bool = True,
+        warm: tuple[str, ...] = (),
     ) -> Callable[[F], F]:
         """Declare ``async def fn(ctx, inp: In) -> Out`` a step; returns ``fn`` unchanged.
 
@@ -106,6 +110,9 @@ class App:
           which undoes the step's committed effect.
         - ``loads_pages`` / ``deletes_pages``: the claim loads the record's pages
           blob into ``ctx.pages`` / the commit deletes it (the document pipeline's).
+        - ``calls_models``: False for a step that never calls a model, so its workers
+          do not import litellm before they report ready (True: they do, when a model
+          is configured). ``warm``: modules to import before ready (``("numpy",)``).
 
         Unset settings take the defaults of ``StepSpec``; ``SAGA_<STEP>_*``
         environment variables override them all, as for the document pipeline.
@@ -124,6 +131,8 @@ class App:
                 compensate=compensate,
                 loads_pages=loads_pages,
                 deletes_pages=deletes_pages,
+                calls_models=calls_models,
+                warm=tuple(warm),
             )
             _check(step)
             self._declared.append(step)
@@ -222,6 +231,8 @@ def _spec(d: _Declared) -> StepSpec:
         loads_pages=d.loads_pages,
         deletes_pages=d.deletes_pages,
         compensate=d.compensate,
+        calls_models=d.calls_models,
+        warm=d.warm,
     )
 
 

@@ -16,7 +16,9 @@ app = App(DEFAULT_TYPE)
 
 _router, _parser, _grouper = STEPS
 
-router = app.step(name=_router.name, timeout=120, lease=60, concurrency=8, retries=4)(_router.fn)
+router = app.step(
+    name=_router.name, timeout=120, lease=60, concurrency=8, retries=4, calls_models=False
+)(_router.fn)
 parser = app.step(
     name=_parser.name,
     after=router,

@@ -57,6 +57,12 @@ class StepSpec:
     previous_output: bool = False
     """The claim also returns the output this step committed before, in an earlier epoch
     (``ctx.previous_output``): a step whose effect must be replaced on a re-run."""
+    calls_models: bool = True
+    """The step may call a model (``ctx.llm``, ``ctx.embedder``): a worker running it
+    imports litellm before it reports ready, when a model is configured (saga.worker.warmup)."""
+    warm: tuple[str, ...] = ()
+    """Modules the step imports on its first attempt (heavy ones: ``"numpy"``): a worker
+    running it imports them before it reports ready, so no saga waits on an import."""
 
     def __post_init__(self) -> None:
         validate_work(self.name)  # undo:<step> is the pseudo-step of a compensation

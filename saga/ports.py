@@ -69,6 +69,18 @@ class DefaultPorts:
                 model=model, api_base=api_base or None, timeout_s=settings.llm_timeout_s
             )
 
+    def warm_up(self) -> tuple[str, ...]:
+        """Import litellm and load the model's token counter, when a model is
+        configured (blocking: saga.worker.warmup runs it in a thread before ready)."""
+        if not (self.llm_enabled or self.embedding_enabled):
+            return ()
+        from saga.adapters.llm_models import loaded_litellm, model_tokenizer
+
+        loaded_litellm()
+        if self.llm_enabled:
+            model_tokenizer(self.llm_config.model, self.llm_config.max_input_tokens)
+        return ("litellm",)
+
     @property
     def documents(self) -> DocumentSource:
         return self._documents

@@ -36,6 +36,7 @@ from saga.worker.refusals import log_refused
 from saga.worker.slots import Slots
 from saga.worker.undo_handoff import UndoHandoff, previous_steps, with_undos
 from saga.worker.upkeep import Upkeep
+from saga.worker.warmup import warm_before_ready, warm_plan
 from saga.worker.watchdog import Watchdog
 
 log = structlog.get_logger("saga.worker")
@@ -72,6 +73,7 @@ class Executor:
         self.observer = observer or Observer()
         self.committer = Committer(self.sm, self.health)
         self.watchdog = Watchdog()
+        self.ports = ports
         self.runner = AttemptRunner(
             self.sm, pipeline, settings, self.committer, ports, worker, self.observer, self.watchdog
         )
@@ -93,6 +95,10 @@ class Executor:
                 worker=self.worker,
                 detail="stopped before Redis answered; nothing was claimed",
             )
+            return
+        plan = warm_plan(self.specs, self.ports)
+        if not await warm_before_ready(plan, self.worker, self.health, self.stopping):
+            log.info("worker_stopped", worker=self.worker, detail="stopped while warming up")
             return
         if self.on_ready is not None:
             self.on_ready()

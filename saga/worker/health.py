@@ -1,7 +1,7 @@
 """Health of one executor, and the tiny HTTP server that reports it.
 
 ``/livez``: the loops are alive and not stuck (a Redis outage is not a reason
-to restart a pod). ``/readyz``: Redis reachable, scripts loaded, groups present.
+to restart a pod). ``/readyz``: Redis reachable, scripts loaded, groups present, heavy imports done.
 ``/metrics``: Prometheus text from the metrics hook.
 """
 
@@ -27,6 +27,7 @@ class HealthState:
         self.scripts_loaded = False
         self.groups_present = False
         self.draining = False
+        self.warming = False  # importing what the steps need (saga.worker.warmup)
         self.stuck_after_s = stuck_after_s
         self._ticks: dict[str, float] = {}
         self.last_error = ""
@@ -59,6 +60,8 @@ class HealthState:
             return False, "scripts not loaded"
         if not self.groups_present:
             return False, "consumer groups missing"
+        if self.warming:
+            return False, "warming up (importing what the steps need)"
         return True, "ok"
 
 
