@@ -51,6 +51,6 @@ def _seconds(state: str, days: str) -> int:
         raise ValueError(
             f"SAGA_RETENTION_DAYS: {state}={days!r} must be a number of days or 'off'"
         ) from None
-    if value < 0 or value != value:
+    if not value >= 0:  # negative, or NaN
         raise ValueError(f"SAGA_RETENTION_DAYS: {state}={days!r} must not be negative")
     return int(value * DAY_S)

@@ -190,8 +190,7 @@ async def compensate(
         record_id,
         "compensate_saga",
         before,
-        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, len(undoable), *undoable,
-                     ret],  # fmt: skip
+        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, *_plan(undoable, ret)],
         after,
     )
     code = to_code(reply[0])
@@ -199,3 +198,8 @@ async def compensate(
         raise StepConflictError(f"record {record_id!r} is {text(reply[1])}; nothing to compensate")
     raise_for(code, record_id)
     return CompensateResult(text(reply[1]), text(reply[2]), code == RC.DUPLICATE)
+
+
+def _plan(undoable: Sequence[str], ret: str) -> list[object]:
+    """compensate_saga's steps to undo (their count first) and the retention table."""
+    return [len(undoable), *undoable, ret]

@@ -43,6 +43,7 @@ COMMANDS = (
     "controller",
     "partitions",
     "retention",
+    "purge",
 )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
+from saga.state.purge import RecordPurge
+
 
 class RetentionRow(msgspec.Struct, kw_only=True):
     state: str
@@ -26,3 +28,16 @@ class RetentionDocument(msgspec.Struct, kw_only=True):
     next_due_ms: int
     archive_dir: str
     """``SAGA_ARCHIVE_DIR``: where the sweep writes sagas before deleting them ("" none)."""
+
+
+class PurgeReport(msgspec.Struct, kw_only=True):
+    """``saga purge --json``: what was deleted (``applied``), or would be (a dry run)."""
+
+    applied: bool
+    user_id: str
+    """The user purged ("" for one record)."""
+    records: list[RecordPurge]
+    ledger_fields: int = 0
+    """The user's cost ledger fields moved to '~erased' (amounts kept)."""
+    user_keys: int = 0
+    """The user's budget and cached billing key."""

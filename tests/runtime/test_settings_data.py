@@ -38,8 +38,12 @@ def test_pairs_set_each_state_and_off_keeps_until_purged() -> None:
 
 @pytest.mark.parametrize(
     ("value", "says"),
-    [("finished=3", "the state one of"), ("failed=soon", "number of days or 'off'"),
-     ("failed=-1", "must not be negative"), ("failed", "must be a number")],  # fmt: skip
+    [
+        ("finished=3", "the state one of"),
+        ("failed=soon", "number of days or 'off'"),
+        ("failed=-1", "must not be negative"),
+        ("failed", "must be a number"),
+    ],
 )
 def test_bad_values_are_one_sentence(value: str, says: str) -> None:
     """A value saga cannot use names the variable and what it expects."""
