@@ -327,6 +327,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                     num("SAGA_MAX_EXTRACT_MEMORY_BYTES", 512 * 1024 * 1024, int)
                 ),
                 extract_processes=int(num("SAGA_EXTRACT_PROCESSES", 2, int)),
+                ocr=get("SAGA_OCR", "off").lower() in ("on", "1", "true", "yes"),
+                ocr_languages=get("SAGA_OCR_LANGUAGES", "eng+deu+fra"),
+                ocr_concurrency=int(num("SAGA_OCR_CONCURRENCY", 2, int)),
+                ocr_min_confidence=int(num("SAGA_OCR_MIN_CONFIDENCE", 80, int)),
                 extractor=ExtractorKind(parser),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
                 embedding_model=get("SAGA_GROUPER_EMBEDDING_MODEL"),

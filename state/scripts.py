@@ -42,6 +42,7 @@ SCRIPT_NAMES = (
     "prune_retired",
     "prune_consumers",
     "accept_review",
+    "decide_review",
     "receive_record",
     "release_record",
     "unpark_sagas",

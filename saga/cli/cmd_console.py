@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table
+from saga.cli.common import CliError, Exit, check_redis, fmt_ms, print_json, run, table
 
 ROLES = ("viewer", "operator")
 
@@ -75,13 +75,14 @@ def main(args: argparse.Namespace) -> int:
         config = build_config(console, dev=args.dev)
     except ConsoleConfigError as exc:
         raise CliError(f"{exc}.", Exit.USAGE) from None
+    check_redis(settings)
     try:
         return serve(msgspec.structs.replace(settings, console=console), config)
     except OSError as exc:
         raise CliError(
             f"cannot listen on {console.host}:{console.port} ({exc.strerror or exc}); "
             "pick another --port.",
-            Exit.FAILED,
+            Exit.USAGE,  # as a worker's taken health port: a setting to change
         ) from None
     except KeyboardInterrupt:
         return Exit.OK

@@ -119,7 +119,7 @@ def _table(rows: list) -> str:  # type: ignore[type-arg]
         [
             r.record_id,
             r.user_id,
-            f"parked ({r.parked})" if r.parked else state_text(r.state, bool(r.review)),
+            state_text(r.state, bool(r.review), r.parked),
             r.step,
             str(r.attempts),
             fmt_ms(r.updated_ms),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from saga.cli.common import CliError, Exit, run
+from saga.cli.common import CliError, Exit, check_redis, run
 
 UP_TOKEN_HOURS = 12
 
@@ -54,6 +54,7 @@ def main(args: argparse.Namespace) -> int:
         raise CliError("--dev applies to --console only.", Exit.USAGE)
     units = _units(args, settings)
     url = redis_url(settings)  # start the embedded server once, before the workers
+    check_redis(settings)  # one sentence for a bad REDIS_URL, not one per worker
     extra: dict[str, list[str]] = {}
     token_name = ""
     if args.console:

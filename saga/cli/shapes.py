@@ -56,6 +56,8 @@ class ShowOutputDocument(ShowDocument, kw_only=True):
     outputs: dict[str, Any]
     """Step -> its output as the step returned it (``steps/models.py`` for the document
     pipeline's steps)."""
+    undone_outputs: dict[str, Any]
+    """Step -> the output it had committed before a compensation undid it."""
 
 
 class SagaSummary(msgspec.Struct, kw_only=True):

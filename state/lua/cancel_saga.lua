@@ -24,8 +24,9 @@
 --          {RC.NOT_FOUND}
 --          {RC.WRONG_STATE, reason, detail}  completed or compensated, or the current
 --                                            step moved
--- Emits:   history 'cancelled'; a ready entry {rid, ep, v} for a deferred entry its slot
---          went to
+-- Emits:   history 'cancelled' (when an attempt was running: its number, worker and claim
+--          time as 'pa', 'pw', 'pt', so the timeline still draws the attempt it fenced
+--          out); a ready entry {rid, ep, v} for a deferred entry its slot went to
 --@include now
 --@include history
 --@include state_index
@@ -33,7 +34,8 @@
 --@include retire
 
 local saga, hist = KEYS[1], KEYS[2]
-local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch', 'uid')
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch', 'uid',
+                     'worker', 'claimed', 'att:' .. ARGV[1])
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
 if s[1] == STATE.COMPLETED or s[1] == STATE.COMPENSATED then
@@ -49,7 +51,19 @@ free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], recor
 redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',
            'entry', '', 'due', 0, 'dead_id', '', 'updated', now, 'op', ARGV[3])
 index_state(8, record, s[1], STATE.CANCELLED, now)
+<<<<<<< HEAD
 retire({saga = saga, retired = KEYS[14]}, s[7], record, now, ARGV[6], STATE.CANCELLED)
 history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5],
                                'op', ARGV[3]})
+=======
+local ev = {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5], 'op', ARGV[3]}
+if s[1] == STATE.RUNNING and s[9] and s[9] ~= '' then
+  -- 'att:<step>' is '<epoch>:<attempts>': the running attempt is the last one counted
+  local att = string.match(s[10] or '', ':(%d+)$') or '0'
+  ev[#ev + 1] = 'pa'; ev[#ev + 1] = att
+  ev[#ev + 1] = 'pw'; ev[#ev + 1] = s[8] or ''
+  ev[#ev + 1] = 'pt'; ev[#ev + 1] = s[9]
+end
+history_append(hist, ARGV[4], ev)
+>>>>>>> main
 return {RC.OK, s[1]}

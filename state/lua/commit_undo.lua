@@ -1,6 +1,7 @@
 -- commit_undo: the exactly-once end of an undo attempt (commit_steps for a compensating
--- saga). Token-checked; in one script it drops the undone step's output (its effect no
--- longer stands), acknowledges the entry, enqueues the next undo of the plan or ends the
+-- saga). Token-checked; in one script it moves the undone step's output from out:<step>
+-- to undone:<step> (its effect no longer stands, but people still read what it was),
+-- acknowledges the entry, enqueues the next undo of the plan or ends the
 -- saga 'compensated', attributes the attempt's LLM cost as commit_steps does (the saga's
 -- cost:undo:<step>, the day's totals, the user's spend that budgets check), and appends
 -- the history. A second commit of the same attempt returns the recorded result, writing
@@ -78,6 +79,8 @@ if next_step ~= '' then
   state = STATE.COMPENSATING
   next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
 end
+local kept = redis.call('HGET', saga, 'out:' .. undone)
+if kept then redis.call('HSET', saga, 'undone:' .. undone, kept) end
 redis.call('HDEL', saga, 'out:' .. undone)
 local f = {'done:' .. step, token, 'next:' .. step, next_step, 'undo', rest, 'token', '',
            'lease', 0, 'worker', '', 'updated', now, 'op', op,

@@ -99,7 +99,7 @@ async def test_a_spent_budget_parks_without_a_call_and_a_raise_wakes_it(
     shown = cli_json(keys, redis_url, "show", second)["saga"]
     assert shown["parked_reason"] == "budget" and shown["state"] == "waiting_retry"
     human = cli(keys, redis_url, "show", second)
-    assert re.search(r"parked\s+budget \(no attempt spent\)", human.stdout), human.stderr
+    assert re.search(r"state\s+parked \(budget\)", human.stdout), human.stderr
     listed = cli_json(keys, redis_url, "list", "--state", "parked")["sagas"]
     assert [(r["record_id"], r["parked_reason"]) for r in listed] == [(second, "budget")]
     [status] = cli_json(keys, redis_url, "budget", "show", "u1")["budgets"]

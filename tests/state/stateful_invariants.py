@@ -113,6 +113,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
         rv = {f[3:]: v for f, v in sagas[rid].items() if f.startswith("rv:")}
         assert rv == model[rid].review, (rid, rv, model[rid].review)
         assert (rid in flagged) == bool(rv)
+        assert int(sagas[rid].get("rvv", 0)) == model[rid].rvv, (rid, model[rid].rvv)
 
 
 def check_retention(rid: str, h: dict[str, str], retired: dict[str, int]) -> None:
@@ -158,6 +159,9 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
         elif ev["e"] == "retried":
             assert int(ev["ep"]) == epoch + 1
             step, epoch = ev["s"], epoch + 1
+        elif ev["e"] == "review_completed" and ev["n"]:  # the next step re-runs
+            assert int(ev["ep"]) == epoch + 1 and ev["s"] == ev["n"]
+            step, epoch, to = ev["s"], epoch + 1, P
         elif ev["e"] != "fenced":  # a fenced event names the zombie's step
             assert ev["s"] == step, (ev, step)
             assert int(ev.get("ep", epoch)) == epoch, (ev, epoch)  # 'cancelled' has no ep

@@ -47,6 +47,18 @@ RETENTION_MUTANTS = {
         "",
     ),
 }
+REVIEW_MUTANTS = {
+    "no version check": (
+        "decide_review.lua",
+        "if version ~= tonumber(ARGV[4]) then return {RC.CONFLICT, version} end",
+        "",
+    ),
+    "flag kept at completion": (
+        "decide_review.lua",
+        "  redis.call('HDEL', saga, 'rv:' .. step)\n",
+        "",
+    ),
+}
 BATCH_MUTANTS = {
     "cap keys not skipped": (
         "commit_steps.lua",
@@ -70,7 +82,7 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     if name:
-        path, old, new = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS}[name]
+        path, old, new = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS}[name]
         real = scripts._read
 
         def read(p: str) -> str:
@@ -170,5 +182,42 @@ def test_a_broken_retention_is_caught(redis_url: str, quiet_events: None, mutant
             return
         with pytest.raises(AssertionError):
             _retention_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _review_scenario(m: stateful.SagaMachine) -> None:
+    """The router's commit flags the saga; once completed, one decision at the version
+    read, one at a stale version (refused), and the completing one, which re-runs the
+    parser in a new epoch."""
+    m.start_some({"r0"})
+    held = m.claim_ready("w-a")
+    (claim,) = list(getattr(held, "values", held))
+    m.commit(claim, resend=False, review="doubtful", wrong_next=False)
+    m.work("w-a", None, undos=False)  # parser: completed, needs review
+    m.decide_review("r0", "router", stale=False, complete=False, resend=True)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.decide_review("r0", "router", stale=True, complete=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.decide_review("r0", "router", stale=False, complete=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", None, undos=False)  # the parser re-runs on the reviewed output
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert m.model["r0"].state == SagaState.COMPLETED and not m.model["r0"].review
+
+
+@pytest.mark.parametrize("mutant", ["", *REVIEW_MUTANTS], indirect=True)
+def test_a_broken_review_decision_is_caught(
+    redis_url: str, quiet_events: None, mutant: str
+) -> None:
+    """The real decide_review passes; without its version check a stale decision lands
+    (the rule expects a conflict); a flag kept at completion fails the review invariant."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _review_scenario(m)
+            return
+        with pytest.raises((AssertionError, pytest.fail.Exception)):
+            _review_scenario(m)
     finally:
         m.teardown()
