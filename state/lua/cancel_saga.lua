@@ -51,11 +51,7 @@ free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], recor
 redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',
            'entry', '', 'due', 0, 'dead_id', '', 'updated', now, 'op', ARGV[3])
 index_state(8, record, s[1], STATE.CANCELLED, now)
-<<<<<<< HEAD
 retire({saga = saga, retired = KEYS[14]}, s[7], record, now, ARGV[6], STATE.CANCELLED)
-history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5],
-                               'op', ARGV[3]})
-=======
 local ev = {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5], 'op', ARGV[3]}
 if s[1] == STATE.RUNNING and s[9] and s[9] ~= '' then
   -- 'att:<step>' is '<epoch>:<attempts>': the running attempt is the last one counted
@@ -65,5 +61,4 @@ if s[1] == STATE.RUNNING and s[9] and s[9] ~= '' then
   ev[#ev + 1] = 'pt'; ev[#ev + 1] = s[9]
 end
 history_append(hist, ARGV[4], ev)
->>>>>>> main
 return {RC.OK, s[1]}
