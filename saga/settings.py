@@ -20,6 +20,7 @@ import msgspec
 from saga.adapters.breaker import BILLING, EMBEDDING, LLM
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
+from saga.settings_data import retention_from
 from saga.settings_redis import check_reply_timeout, redis_tls
 from saga.settings_steps import StepSettings, step_settings
 from saga.state.limits import StateLimits
@@ -147,6 +148,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_METRICS_BY_USER``: LLM cost and token metrics labelled by user too."""
     otel_endpoint: str = ""
     """``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``): export traces there."""
+    archive_dir: str = ""
+    """``SAGA_ARCHIVE_DIR``: the retention sweep writes each saga it deletes there first
+    (JSON Lines, ``saga export``'s format; ``saga import`` reads it back); "" deletes only."""
     pipeline: str = ""
     """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
@@ -253,6 +257,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     try:
         tls = redis_tls(get("REDIS_URL"), env, flag("SAGA_REDIS_TLS_INSECURE"))
         check_reply_timeout(num("SAGA_REDIS_TIMEOUT", 10.0), num("SAGA_BLOCK_MS", 1000, int))
+        retention = retention_from(get("SAGA_RETENTION_DAYS"))
         policy = build_policy(
             template=get("SAGA_DOCUMENT_SOURCE"),
             url_prefixes=get("SAGA_DOCUMENT_URL_PREFIXES"),
@@ -309,11 +314,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
+            archive_dir=get("SAGA_ARCHIVE_DIR"),
             steps=steps,
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
                 pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
-                retention_s=int(num("SAGA_RETENTION_DAYS", 7.0) * 86400),
+                retention=retention,
                 commit_replicas=1 if durability == "replica" else 0,
                 replica_wait_ms=int(num("SAGA_COMMIT_WAIT_MS", 1000, int)),
             ),

@@ -46,6 +46,10 @@ GROUP = "executors"
 DEFAULT_TYPE = "documents"
 """The saga type of the document pipeline; its keys have no type in them."""
 
+ERASED_USER = "~erased"
+"""Who the cost ledgers name in place of a user whose data was purged: the amounts stay.
+Not a valid user id (``ids.validate_id``), so no real user shares its fields."""
+
 _ACTIVE = (SagaState.PENDING, SagaState.RUNNING)
 INDEXED = (
     SagaState.PENDING,
@@ -146,6 +150,17 @@ class Keys:
     def llm_cache(self, record_id: str, step: str, digest: str) -> str:
         # An undo attempt (undo:<step>) caches its answers apart from its step's.
         return f"{self._r(record_id)}:llm:{record_id}:{validate_work(step)}:{digest}"
+
+    def derived(self, record_id: str) -> str:
+        """The cached embeddings (``embedding`` keys) the record's attempts used: what
+        ``saga purge`` deletes besides the record's own keys (a set, expiring with them)."""
+        return f"{self._r(record_id)}:derived:{record_id}"
+
+    def llm_cache_of(self, record_id: str) -> str:
+        """SCAN pattern of one record's cached LLM answers (a record id never holds a glob
+        character: ``ids.validate_id``). It also matches a record whose id starts with
+        ``<record_id>:``; ``saga.state.purge`` keeps only the keys of this record."""
+        return f"{self._r(record_id)}:llm:{record_id}:*"
 
     # -- per partition and step --------------------------------------------
     # Formed on every transition: cached per (prefix, type, partition, step, kind).
@@ -274,6 +289,11 @@ class Keys:
         if not sep or not head.startswith(f"{self.prefix}:{{p"):
             raise InvalidIdError(f"{key!r} is not a partitioned key of {self.prefix!r}")
         return f"{self._p(partition)}:{rest}"
+
+    def ledger_patterns(self, partition: int) -> tuple[str, str]:
+        """SCAN patterns of a partition's cost ledgers (``costs`` by day, ``spend`` by
+        month): a user's erasure moves their fields to ``ERASED_USER``."""
+        return f"{self._p(partition)}:costs:*", f"{self._p(partition)}:spend:*"
 
     def llm_cache_pattern(self, partition: int) -> str:
         """SCAN pattern of a partition's cached LLM answers (moved with their records)."""

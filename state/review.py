@@ -109,12 +109,12 @@ async def decide(
     k, p = sm.keys, sm.keys.partition_of(record_id)
     ready = k.ready(p, d.next_step or d.step)
     keys = [k.saga(record_id), k.history(record_id), k.review_index(p), ready]
-    keys += k.state_indexes(p)
+    keys += [*k.state_indexes(p), k.retired(p)]
     event = k.sealer.seal_text(d.event.decode()) if k.sealer is not None else d.event
     args: list[object] = [op, sm.limits.history_maxlen, actor[:500], d.version, d.step]
     args += [d.summary[:200], k.seal(d.decisions), event, "1" if d.complete else "0"]
     args += [k.seal(d.reviewed) if d.complete else b"", d.next_step if d.complete else ""]
-    args += [len(d.rerun), *steps]
+    args += [sm.limits.retention.arg(), len(d.rerun), *steps]
     reply = await sm._resend(lambda: evalsha(sm.client, "decide_review", keys, args))
     code = to_code(reply[0])
     if code == RC.WRONG_STATE:

@@ -77,6 +77,8 @@ SCRIPT_NAMES = (
     "claim_undo",
     "commit_undo",
     "fail_undo",
+    "purge_record",
+    "forget_user_costs",
 )
 
 

@@ -42,6 +42,8 @@ COMMANDS = (
     "eval",
     "controller",
     "partitions",
+    "retention",
+    "purge",
 )
 
 

@@ -19,6 +19,7 @@ import msgspec
 
 from saga.adapters.breaker import BreakerStatus
 from saga.cli.attempts import Attempt
+from saga.cli.shapes_data import PurgeReport, RetentionDocument
 from saga.cli.timeline import SagaView
 from saga.controller.check import Check
 from saga.settings import Settings
@@ -305,6 +306,8 @@ SHAPES: dict[str, Any] = {
     "controller-check": ControllerCheckDocument,
     "partitions": PartitionsDocument,
     "partitions-migrate": MigrationReport,
+    "retention": RetentionDocument,
+    "purge": PurgeReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""

@@ -12,6 +12,7 @@
 -- KEYS[3]  sagas flagged for review (zset)
 -- KEYS[4]  ready stream of the step after the reviewed one (unused without ARGV[11])
 -- KEYS[5..10] state indexes, in SagaState order
+-- KEYS[11] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
 -- ARGV[1]  operation id
 -- ARGV[2]  history MAXLEN
 -- ARGV[3]  who decided (free text, e.g. "console alice")
@@ -25,8 +26,11 @@
 -- ARGV[9]  "1" when this decision completes the review
 -- ARGV[10] completing: the reviewed output (opaque, sealed), the new out:<step>
 -- ARGV[11] completing: the step that re-runs on it ("" for none: the saga stays completed)
--- ARGV[12] n: how many of the following steps re-run (their review flags are cleared)
--- ARGV[13..12+n] the steps that re-run; ARGV[13+n..] the steps before them (their
+-- ARGV[12] retention per state (StateLimits.retention's table): a completed saga kept for
+--          its review, whose review this completes with nothing re-run and no flag left,
+--          is kept from now on for the completed retention
+-- ARGV[13] n: how many of the following steps re-run (their review flags are cleared)
+-- ARGV[14..13+n] the steps that re-run; ARGV[14+n..] the steps before them (their
 --          flags stay; the record leaves KEYS[3] when none is left). At most 32 in all.
 -- Returns: {RC.OK, version, epoch, entry}         entry "" unless a step re-runs
 --          {RC.DUPLICATE, version, epoch, entry}  same op id: nothing written
@@ -41,12 +45,13 @@
 --@include history
 --@include state_index
 --@include op
+--@include retire
 
 local saga, hist, index = KEYS[1], KEYS[2], KEYS[3]
 local op, maxlen, who, step = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local replay = op_replay(saga, op, 'rvd_op')
 if replay then return replay end
-local s = redis.call('HMGET', saga, 'state', 'epoch', 'rid', 'rvv', 'rv:' .. step, 'step')
+local s = redis.call('HMGET', saga, 'state', 'epoch', 'rid', 'rvv', 'rv:' .. step, 'step', 'uid')
 if not s[1] then return {RC.NOT_FOUND} end
 if not s[5] then return {RC.WRONG_STATE, 'not_flagged'} end
 if s[1] ~= STATE.COMPLETED then return {RC.WRONG_STATE, s[1]} end
@@ -79,9 +84,9 @@ if ARGV[9] == '1' then
   end
   -- The re-run steps' flags go (they run again); the record leaves the index when no
   -- step is flagged any more (the reviewed step's flag is gone already).
-  local n, left = tonumber(ARGV[12]) or 0, false
+  local n, left = tonumber(ARGV[13]) or 0, false
   for i = 1, 32 do
-    local name = ARGV[12 + i]
+    local name = ARGV[13 + i]
     if not name then break end
     if i <= n then
       redis.call('HDEL', saga, 'rv:' .. name)
@@ -90,6 +95,9 @@ if ARGV[9] == '1' then
     end
   end
   if not left then redis.call('ZREM', index, record) end
+  if nxt == '' and not left then  -- reviewed: the completed retention from now
+    retire({saga = saga, retired = KEYS[11]}, s[7], record, now, ARGV[12], STATE.COMPLETED)
+  end
   local why = 'reviewed by ' .. who
   if nxt ~= '' then why = why .. '; ' .. nxt .. ' re-runs on the reviewed values' end
   history_append(hist, maxlen, {'e', 'review_completed', 's', at, 'rs', step, 'ep', epoch,
