@@ -11,6 +11,9 @@ import pytest
 from redis.crc import key_slot
 
 from saga.state import budgets, operator, recovery, requeue, retention, streams
+from saga.state import review as review_store
+from saga.state.errors import StepConflictError
+from saga.state.purge import Purger, purge_user
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction
@@ -102,6 +105,15 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await sm.release_deferred("router", p_raw, cap=1, lease_ms=60_000, most=10, idle=True)
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     await compensations(sm, keys, by_rid["s-undo"])
+    decision = review_store.Decision(step="parser", version=0, summary="s", decisions=b"{}",
+                                     event=b"{}")  # fmt: skip
+    with pytest.raises(StepConflictError):  # the script runs; the saga has no review open
+        await review_store.decide(sm, "s-late", decision, actor="a")
+    purger = Purger(rec, keys, ["router", "parser", "grouper", "undo:router"])
+    await client.hset(keys.spend(0, "2026-12"), "u-gone", "0.5")
+    erased = await purge_user(rec, [purger], "u-gone", apply=True)
+    assert erased.ledger_fields  # forget_user_costs ran on its ledger
+    assert (await purger.record("s-none", apply=True, user_id="u1")).refused == ""
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
