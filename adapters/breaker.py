@@ -53,15 +53,8 @@ __all__ = [
 
 _log = structlog.get_logger("saga.breaker")
 
-LLM = "llm"
-"""The LLM client's calls (router, parser)."""
-EMBEDDING = "embedding"
-"""The grouper's embedding calls: their own breaker, as the embedding model is often
-served elsewhere (``SAGA_GROUPER_EMBEDDING_API_BASE``) and its outage must not park the
-LLM's callers, nor an LLM outage stop the embeddings (docs/extraction.md)."""
-BILLING = "billing"
-"""The billing service's key lookups."""
-NAMES = (LLM, EMBEDDING, BILLING)
+from saga.adapters.breaker_names import BILLING, EMBEDDING, LLM, NAMES  # noqa: E402
+
 """Every breaker saga has, one per dependency (``saga top`` shows them all)."""
 
 

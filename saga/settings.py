@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from saga.adapters.breaker import BILLING, EMBEDDING, LLM
+from saga.adapters.breaker_names import BILLING, EMBEDDING, LLM
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
 from saga.settings_data import retention_from

@@ -42,3 +42,12 @@ def test_an_sdk_already_loaded_is_left_alone() -> None:
         "from redis.observability import providers; print(providers.OTEL_AVAILABLE)"
     )
     assert run(probe) == "True"
+
+
+def test_reading_the_settings_imports_no_redis_anyio_or_structlog() -> None:
+    """Every command reads the settings first; what it then needs it imports itself."""
+    probe = (
+        "import sys, saga.settings; "
+        "print([m for m in ('redis', 'anyio', 'structlog') if m in sys.modules])"
+    )
+    assert run(probe) == "[]"
