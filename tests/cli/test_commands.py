@@ -172,7 +172,7 @@ async def test_demo_keeps_its_queues_from_a_running_worker(
     env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
     worker = spawn_worker(env, tmp_path / "worker.log", ["router", "parser", "grouper"])
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         demo = await anyio.to_thread.run_sync(lambda: cli(keys, redis_url, "demo", timeout=180))
     finally:
         worker.kill()

@@ -44,7 +44,7 @@ async def test_worker_carries_the_saga_to_its_end(
     env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
     worker = spawn_worker(env, tmp_path / "worker.log", ["router", "parser", "grouper"])
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         doc = str(next(s.path for s in list_samples() if not s.fails_at))
         res = cli(keys, redis_url, "start", "mr-3", "u-1", "--document", doc, "--wait",
                   "--timeout", "60", timeout=90)  # fmt: skip
@@ -66,7 +66,7 @@ async def test_hint_comes_at_once_after_the_last_worker_stopped(
     env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
     worker = spawn_worker(env, tmp_path / "worker.log", ["router"])
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         worker.signal(signal.SIGTERM)
         assert await worker.wait_exit(within=30) == 0, worker.tail()
     finally:

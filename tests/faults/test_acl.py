@@ -80,7 +80,7 @@ async def test_workers_and_cli_under_least_privilege_users(run: FaultRun) -> Non
     procs = Procs(run.tmp)
     controller = procs.controller(run.env(REDIS_URL=controller_url))
     ws = await run.spawn_ready(2)
-    await controller.wait_ready(within=60)
+    await controller.wait_ready(within=120)
     rids = [f"slow-0.3-{i:03d}" for i in range(60)] + ["perm-0"]
     await run.start(rids)
     time.sleep(0.8)  # noqa: ASYNC251 - let steps start, then kill one worker mid-step

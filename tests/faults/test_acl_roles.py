@@ -95,7 +95,7 @@ async def test_evalsha_only_workers_wait_for_init_and_run_sagas(run: FaultRun) -
                      on_timeout=worker.tail)  # fmt: skip
     assert worker.alive() and http_status(worker.port, "/readyz") != 200
     init(run)
-    await worker.wait_ready(within=60)
+    await worker.wait_ready(within=120)
     first = [f"sha-{i:02d}" for i in range(10)]
     await run.start(first)
     await run.wait_terminal(first, within=60)

@@ -324,7 +324,7 @@ def phi_env(
         **env,
         "SAGA_ROUTER_MAX_ATTEMPTS": "1",
         "SAGA_PARSER_MAX_ATTEMPTS": "1",
-        "SAGA_ROUTER_TIMEOUT": "4",
+        "SAGA_ROUTER_TIMEOUT": "12",  # the timeout case; a loaded machine needs the margin
         "SAGA_DOCUMENT_ROOTS": str(root),
         "SAGA_DOCUMENT_URL_PREFIXES": f"{records}/records/",
         "SAGA_DOCUMENT_NETWORKS": "127.0.0.0/8",
@@ -363,7 +363,7 @@ async def test_a_patients_name_in_a_document_is_found_only_where_sealed_or_shown
         refs = {**local_documents(root, outside), **url_documents(records)}
         worker = spawn_worker(env, logs / "worker.log", ["router", "parser", "grouper"])
         run.workers.append(worker)
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         from saga.client import SagaClient
         from saga.runtime import document_pipeline, keys_of
         from saga.settings import load_settings

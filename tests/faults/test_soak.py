@@ -179,7 +179,7 @@ async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
     await wait_until(retention_over(run), within=60, what="every saga's retention to end")
     run.url = run.server.url  # the proxy is gone
     fresh = run.spawn(**SHORT_RETENTION)  # a restart: its first maintenance pass runs now
-    await fresh.wait_ready(within=60)
+    await fresh.wait_ready(within=120)
     await wait_until(expired(run, everyone), within=30, what="every saga deleted by the sweep")
     await wait_until(trimmed(run, 2), within=30, what="ready streams trimmed")
     await wait_until(pruned(run), within=30, what="retired sagas' index entries pruned")
