@@ -34,6 +34,7 @@ import structlog
 from redis.exceptions import NoScriptError
 
 from saga.state.keys import Keys
+from saga.state.scripts import eval_source, load_sources
 from saga.steps.errors import CircuitOpenError
 
 __all__ = [
@@ -52,15 +53,8 @@ __all__ = [
 
 _log = structlog.get_logger("saga.breaker")
 
-LLM = "llm"
-"""The LLM client's calls (router, parser)."""
-EMBEDDING = "embedding"
-"""The grouper's embedding calls: their own breaker, as the embedding model is often
-served elsewhere (``SAGA_GROUPER_EMBEDDING_API_BASE``) and its outage must not park the
-LLM's callers, nor an LLM outage stop the embeddings (docs/extraction.md)."""
-BILLING = "billing"
-"""The billing service's key lookups."""
-NAMES = (LLM, EMBEDDING, BILLING)
+from saga.adapters.breaker_names import BILLING, EMBEDDING, LLM, NAMES  # noqa: E402
+
 """Every breaker saga has, one per dependency (``saga top`` shows them all)."""
 
 
@@ -100,13 +94,27 @@ class Script:
     async def __call__(self, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         try:
             return await self.redis.evalsha(self.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return await self.redis.eval(self.source, len(keys), *keys, *args)
+        except NoScriptError:  # an EVALSHA-only user gets ScriptsMissingError: it waits
+            return await eval_source(self.redis, self.source, list(keys), list(args))
 
 
 def load_script(redis: Any, name: str) -> Script:
     """``adapters/lua/<name>.lua`` on ``redis``, safe against NOSCRIPT."""
     return Script(redis, _source(name))
+
+
+SCRIPT_NAMES = (
+    "breaker_acquire",
+    "breaker_failure",
+    "breaker_status",
+    "breaker_success",
+    "release_lock",
+)
+
+
+async def ensure_loaded(redis: Any) -> None:
+    """SCRIPT LOAD every adapter script (``saga init``), for EVALSHA-only users."""
+    await load_sources(redis, [_source(n) for n in SCRIPT_NAMES])
 
 
 @dataclass(frozen=True, slots=True)

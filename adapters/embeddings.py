@@ -10,7 +10,9 @@ The runtime builds one ``LiteLLMEmbedder`` per attempt, sharing the attempt's
 
 **Cache.** Vectors are cached in Redis by (model, text) for every record and user
 (``Keys.embedding``, one hash tag so one MGET reads a whole request on a cluster):
-a text is paid for once until its entry expires (``cache_ttl_s``), whoever asks.
+a text is paid for once until its entry expires (``cache_ttl_s``), whoever asks. The
+keys a record's attempts used are kept in its set ``Keys.derived`` (same lifetime), so
+``saga purge`` finds the vectors derived from its texts.
 
 **Cost.** A call that paid writes a *receipt* under the record's LLM answer keys
 (``Keys.llm_cache``: record, step, epoch, attempt and the digest of the texts) and
@@ -147,7 +149,7 @@ class LiteLLMEmbedder:
         if not unique:
             return Embeddings(vectors=[], model=self.model)
         cache_keys = [self._keys.embedding(self._model_digest, _digest(t)) for t in unique]
-        cached = await self._redis.mget(cache_keys)
+        cached = await self._read_and_link(cache_keys)
         vectors = {
             t: decode_vector(raw) if raw else None for t, raw in zip(unique, cached, strict=True)
         }
@@ -160,6 +162,18 @@ class LiteLLMEmbedder:
             await self._remember(unique, fresh, cost, tokens)
         found = [vectors[t] or [] for t in texts]
         return Embeddings(vectors=found, model=self.model, paid=len(missing), cost=cost)
+
+    async def _read_and_link(self, cache_keys: list[str]) -> list[Any]:
+        """MGET the cached vectors and, in the same round trip, add their keys to the
+        record's set of embeddings used (``Keys.derived``): the vectors derived from this
+        record's texts, which ``saga purge`` deletes with it."""
+        derived = self._keys.derived(self._record_id)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.mget(cache_keys)
+        pipe.sadd(derived, *cache_keys)
+        pipe.expire(derived, self.config.cache_ttl_s)
+        replies = await pipe.execute()
+        return list(replies[0])
 
     def _receipt_key(self, unique: Sequence[str], attempt: int) -> str:
         body = "\n".join(sorted(unique))

@@ -10,6 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from saga import lean_imports
+
+lean_imports.install()
+
 if TYPE_CHECKING:
     from saga.app import App
     from saga.client import SagaClient

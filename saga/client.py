@@ -40,6 +40,21 @@ from saga.state.types import TypeInfo, register_type, type_info, type_names
 __all__ = ["SagaClient"]
 
 
+def _no_unread_fields(raw: bytes, input_type: Any, step: str) -> None:
+    """Refuse an input with fields its step's Struct does not have: msgspec would drop
+    them silently, and the saga would run on something other than what was asked (the
+    document pipeline's router without its document)."""
+    fields = getattr(input_type, "__struct_encode_fields__", None)
+    if fields is None:
+        return
+    unread = sorted(set(msgspec.json.decode(raw, type=dict[str, Any])) - set(fields))
+    if unread:
+        raise ValueError(
+            f"step {step!r} reads no field {', '.join(map(repr, unread))}; it takes "
+            f"{input_type.__name__} ({', '.join(fields) or 'no fields'})"
+        )
+
+
 class _FirstInput(msgspec.Struct, frozen=True):
     document: str = ""
 
@@ -170,6 +185,7 @@ class SagaClient:
                 msgspec.json.decode(raw, type=dict[str, Any])
             else:
                 msgspec.json.decode(raw, type=self.pipeline.first.input_type)
+                _no_unread_fields(raw, self.pipeline.first.input_type, self.type_info.first)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             want = "a JSON object" if self.pipeline is None else (
                 self.pipeline.first.input_type.__name__)  # fmt: skip

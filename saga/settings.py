@@ -17,9 +17,10 @@ from typing import Any
 
 import msgspec
 
-from saga.adapters.breaker import BILLING, EMBEDDING, LLM
+from saga.adapters.breaker_names import BILLING, EMBEDDING, LLM
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
+from saga.settings_data import retention_from
 from saga.settings_redis import check_reply_timeout, redis_tls
 from saga.settings_steps import StepSettings, step_settings
 from saga.state.limits import StateLimits
@@ -49,6 +50,11 @@ class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     token_file: str = ""
     """Tokens in a file, one ``<name> <role> <token or sha256:hex>`` a line, besides those
     stored in Redis (``saga console token add``)."""
+    secret: str = ""
+    """``SAGA_CONSOLE_SECRET`` (secret, at least 32 characters): the HMAC key tokens and
+    sessions are stored under, held by the console and never in Redis."""
+    secret_file: str = ""
+    """``SAGA_CONSOLE_SECRET_FILE``: a file holding it, when ``secret`` is unset."""
     auth_header: str = ""
     """Forward-auth: the header an auth proxy puts the signed-in user in (e.g.
     ``X-Forwarded-User``); "" turns the mode off. Trusted only from ``trusted_proxies``."""
@@ -142,6 +148,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_METRICS_BY_USER``: LLM cost and token metrics labelled by user too."""
     otel_endpoint: str = ""
     """``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``..._TRACES_ENDPOINT``): export traces there."""
+    archive_dir: str = ""
+    """``SAGA_ARCHIVE_DIR``: the retention sweep writes each saga it deletes there first
+    (JSON Lines, ``saga export``'s format; ``saga import`` reads it back); "" deletes only."""
     pipeline: str = ""
     """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
@@ -166,6 +175,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         for secret in ("llm_api_key", "redis_password", "data_key"):
             if data.get(secret):
                 data[secret] = "***"
+        console = data.get("console")
+        if isinstance(console, dict) and console.get("secret"):
+            console["secret"] = "***"
         url = data.get("redis_url")
         if isinstance(url, str):
             data["redis_url"] = re.sub(r"//([^@/]*):([^@/]*)@", r"//\1:***@", url)
@@ -245,6 +257,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     try:
         tls = redis_tls(get("REDIS_URL"), env, flag("SAGA_REDIS_TLS_INSECURE"))
         check_reply_timeout(num("SAGA_REDIS_TIMEOUT", 10.0), num("SAGA_BLOCK_MS", 1000, int))
+        retention = retention_from(get("SAGA_RETENTION_DAYS"))
         policy = build_policy(
             template=get("SAGA_DOCUMENT_SOURCE"),
             url_prefixes=get("SAGA_DOCUMENT_URL_PREFIXES"),
@@ -301,11 +314,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             otel_endpoint=get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
+            archive_dir=get("SAGA_ARCHIVE_DIR"),
             steps=steps,
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
                 pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
-                retention_s=int(num("SAGA_RETENTION_DAYS", 7.0) * 86400),
+                retention=retention,
                 commit_replicas=1 if durability == "replica" else 0,
                 replica_wait_ms=int(num("SAGA_COMMIT_WAIT_MS", 1000, int)),
             ),
@@ -321,6 +335,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                     num("SAGA_MAX_EXTRACT_MEMORY_BYTES", 512 * 1024 * 1024, int)
                 ),
                 extract_processes=int(num("SAGA_EXTRACT_PROCESSES", 2, int)),
+                ocr=get("SAGA_OCR", "off").lower() in ("on", "1", "true", "yes"),
+                ocr_languages=get("SAGA_OCR_LANGUAGES", "eng+deu+fra"),
+                ocr_concurrency=int(num("SAGA_OCR_CONCURRENCY", 2, int)),
+                ocr_min_confidence=int(num("SAGA_OCR_MIN_CONFIDENCE", 80, int)),
                 extractor=ExtractorKind(parser),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
                 embedding_model=get("SAGA_GROUPER_EMBEDDING_MODEL"),
@@ -364,6 +382,8 @@ def _console_settings(get: Any, num: Any) -> ConsoleSettings:
         host=get("SAGA_CONSOLE_HOST", "127.0.0.1"),
         port=int(num("SAGA_CONSOLE_PORT", 8090, int)),
         token_file=get("SAGA_CONSOLE_TOKEN_FILE"),
+        secret=get("SAGA_CONSOLE_SECRET"),
+        secret_file=get("SAGA_CONSOLE_SECRET_FILE"),
         auth_header=get("SAGA_CONSOLE_AUTH_HEADER"),
         groups_header=get("SAGA_CONSOLE_GROUPS_HEADER", "X-Forwarded-Groups"),
         operator_group=get("SAGA_CONSOLE_OPERATOR_GROUP", "saga-operators"),

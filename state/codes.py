@@ -11,6 +11,7 @@ from enum import IntEnum
 
 from saga.state.errors import (
     LeaseLostError,
+    ReviewConflictError,
     SagaExistsError,
     SagaNotFoundError,
     ScriptVersionError,
@@ -38,6 +39,8 @@ class RC(IntEnum):
     """Claim found the lease expired on the last allowed attempt and dead-lettered the saga."""
     DEFERRED = 19
     """Claim set the entry aside: its user held their per-user cap of slots at the step."""
+    CONFLICT = 20
+    """A review decision was refused: another decision changed the review since it was read."""
 
 
 _ERRORS: dict[RC, type[StateError]] = {
@@ -51,6 +54,7 @@ _ERRORS: dict[RC, type[StateError]] = {
     RC.LEASE_HELD: StepConflictError,
     RC.DEAD_LETTERED: StepConflictError,
     RC.DEFERRED: StepConflictError,
+    RC.CONFLICT: ReviewConflictError,
 }
 
 _MESSAGES: dict[RC, str] = {
@@ -64,6 +68,7 @@ _MESSAGES: dict[RC, str] = {
     RC.LEASE_HELD: "record {record_id!r} is leased by another executor",
     RC.DEAD_LETTERED: "record {record_id!r} was dead-lettered after its lease expired too often",
     RC.DEFERRED: "record {record_id!r} waits: its user holds their share of the step's slots",
+    RC.CONFLICT: "another reviewer decided on record {record_id!r} first; reload its review",
 }
 
 

@@ -1,10 +1,12 @@
 """The web console's bearer tokens and browser sessions, as stored in Redis.
 
-Only digests are stored: a token is kept as the sha256 hex of its value (a
-field of one hash, ``Keys.console_tokens``), a session as a string under the
-sha256 hex of its cookie value, expiring on its own. Whoever reads Redis learns
-names and roles, never a credential. Hashing and roles are the console's
-business (``saga.console.auth``); this module only stores and reads.
+Only keyed digests are stored: a token is kept under the HMAC-SHA256 hex of its
+value under the console's secret (a field of one hash, ``Keys.console_tokens``), a
+session as a string under the HMAC hex of its cookie value, expiring on its own;
+each entry carries a MAC of its fields. Whoever reads Redis learns names and roles,
+never a credential; whoever writes it without the secret makes nothing the console
+accepts. Keys, MACs and roles are the console's business (``saga.console.auth``);
+this module only stores and reads.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ class StoredToken(msgspec.Struct, frozen=True, kw_only=True):
     expires_ms: int = 0
     """0: never expires."""
     digest: str = ""
-    """sha256 hex of the token (filled in when read)."""
+    """The HMAC hex key of the token (filled in when read)."""
+    mac: str = ""
+    """The console's MAC of key, name, role and times ("" in entries of older releases)."""
 
 
 class StoredSession(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,6 +42,8 @@ class StoredSession(msgspec.Struct, frozen=True, kw_only=True):
     token_digest: str
     """The token it was opened with: revoking that token ends the session."""
     created_ms: int
+    mac: str = ""
+    """The console's MAC of the session's key and fields."""
 
 
 _TOKEN = msgspec.json.Decoder(StoredToken)
@@ -53,16 +59,24 @@ async def add_token(client: Any, keys: Keys, digest: str, token: StoredToken) ->
     return bool(await client.hsetnx(keys.console_tokens(), validate_digest(digest), body))
 
 
+def _token(key: Any, raw: Any) -> StoredToken | None:
+    """A stored entry, or None when it is not one (anything with write access can add one)."""
+    try:
+        return msgspec.structs.replace(_TOKEN.decode(raw), digest=text(key))
+    except msgspec.DecodeError:
+        return None
+
+
 async def list_tokens(client: Any, keys: Keys) -> list[StoredToken]:
-    """Every stored token, by name."""
+    """Every stored entry that decodes, by name (the console tells which it vouches for)."""
     raw = await client.hgetall(keys.console_tokens())
-    found = [msgspec.structs.replace(_TOKEN.decode(v), digest=text(k)) for k, v in raw.items()]
+    found = [t for t in (_token(k, v) for k, v in raw.items()) if t is not None]
     return sorted(found, key=lambda t: t.name)
 
 
 async def token_by_digest(client: Any, keys: Keys, digest: str) -> StoredToken | None:
     raw = await client.hget(keys.console_tokens(), validate_digest(digest))
-    return None if raw is None else msgspec.structs.replace(_TOKEN.decode(raw), digest=digest)
+    return None if raw is None else _token(digest, raw)
 
 
 async def revoke_token(client: Any, keys: Keys, name: str) -> int:
@@ -83,6 +97,13 @@ async def open_session(
 async def get_session(client: Any, keys: Keys, digest: str) -> StoredSession | None:
     raw = await client.get(keys.console_session(digest))
     return None if raw is None else _SESSION.decode(raw)
+
+
+async def check_secret(client: Any, keys: Keys, value: str) -> bool:
+    """Store the console secret's check value if none is stored; True when the stored one
+    is ``value`` (the console runs with the secret its tokens were made with)."""
+    await client.set(keys.console_secret_check(), value, nx=True)
+    return text(await client.get(keys.console_secret_check()) or b"") == value
 
 
 async def close_session(client: Any, keys: Keys, digest: str) -> None:

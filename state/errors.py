@@ -8,6 +8,7 @@
         ├── SagaExistsError        the record already has a saga for another user
         ├── LeaseLostError         a stale fencing token (reclaimed lease, new epoch)
         ├── StepConflictError      the saga is not at the step or state asked
+        │   └── ReviewConflictError another reviewer decided first (stale version)
         └── ScriptVersionError     the server has scripts from another release
 
 Step errors (retryable / permanent) live in ``saga.steps.errors`` and derive
@@ -48,6 +49,10 @@ class LeaseLostError(StateError):
 
 class StepConflictError(StateError):
     """The saga is not in the state or at the step the caller assumed."""
+
+
+class ReviewConflictError(StepConflictError):
+    """Another reviewer's decision came first: the review changed since it was read."""
 
 
 class ScriptVersionError(StateError):

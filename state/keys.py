@@ -11,6 +11,20 @@ counters and step registry are its own, and types spread over a cluster's slots.
 The default type (``documents``, the document pipeline) keeps the tag ``{p3}``:
 its keys are exactly those of the releases before types. Breakers, billing keys,
 cached embeddings and the registry of types are shared by all types.
+
+Keys are split by who may write them, so an ACL user grants exactly that
+(deploy/redis/saga-users.acl, docs/security.md):
+
+- ``saga:*`` and ``{saga:*``: the engine's state, written by executors, the controller
+  and operators (through the scripts).
+- ``saga/ops:*`` (``ops_prefix``): what operators set and executors only read — the
+  per-user budget limits. The spend counted against them is the engine's
+  (``spend``, written by commit and fail), so no script writes here.
+- ``saga/console:*`` (``console_prefix``): the console's tokens and sessions, which
+  no executor may read or write.
+
+``/`` cannot occur in a key prefix, so no prefix's engine keys fall under another
+prefix's ``saga/…`` patterns.
 """
 
 from __future__ import annotations
@@ -31,6 +45,10 @@ GROUP = "executors"
 
 DEFAULT_TYPE = "documents"
 """The saga type of the document pipeline; its keys have no type in them."""
+
+ERASED_USER = "~erased"
+"""Who the cost ledgers name in place of a user whose data was purged: the amounts stay.
+Not a valid user id (``ids.validate_id``), so no real user shares its fields."""
 
 _ACTIVE = (SagaState.PENDING, SagaState.RUNNING)
 INDEXED = (
@@ -133,6 +151,17 @@ class Keys:
         # An undo attempt (undo:<step>) caches its answers apart from its step's.
         return f"{self._r(record_id)}:llm:{record_id}:{validate_work(step)}:{digest}"
 
+    def derived(self, record_id: str) -> str:
+        """The cached embeddings (``embedding`` keys) the record's attempts used: what
+        ``saga purge`` deletes besides the record's own keys (a set, expiring with them)."""
+        return f"{self._r(record_id)}:derived:{record_id}"
+
+    def llm_cache_of(self, record_id: str) -> str:
+        """SCAN pattern of one record's cached LLM answers (a record id never holds a glob
+        character: ``ids.validate_id``). It also matches a record whose id starts with
+        ``<record_id>:``; ``saga.state.purge`` keeps only the keys of this record."""
+        return f"{self._r(record_id)}:llm:{record_id}:*"
+
     # -- per partition and step --------------------------------------------
     # Formed on every transition: cached per (prefix, type, partition, step, kind).
     def ready(self, partition: int, step: str) -> str:
@@ -214,8 +243,24 @@ class Keys:
                 raise InvalidIdError("an embedding key part must be 8 to 64 hex characters")
         return f"{{{self.prefix}:emb}}:{model_digest}:{text_digest}"
 
+    @property
+    def ops_prefix(self) -> str:
+        """Keys operators write and executors only read (ACL ``%R~saga/ops:*``)."""
+        return f"{self.prefix}/ops"
+
+    @property
+    def console_prefix(self) -> str:
+        """Keys only the console reads and writes (ACL ``~saga/console:*``)."""
+        return f"{self.prefix}/console"
+
     def budgets(self) -> str:
-        """A hash of per-user LLM budgets: user -> JSON ``{"daily": USD, "monthly": USD}``."""
+        """A hash of per-user LLM budgets: user -> JSON ``{"daily": USD, "monthly": USD}``.
+        Set by operators; executors read it before each model call (adapters/budget_gate.py)."""
+        return f"{self.ops_prefix}:budgets"
+
+    def legacy_budgets(self) -> str:
+        """Where budgets were kept before the keys were split by writer (``saga:budgets``,
+        writable by executors): ``saga init`` moves them to ``budgets()``."""
         return f"{self.prefix}:budgets"
 
     def billing_key(self, user_id: str) -> str:
@@ -245,6 +290,11 @@ class Keys:
             raise InvalidIdError(f"{key!r} is not a partitioned key of {self.prefix!r}")
         return f"{self._p(partition)}:{rest}"
 
+    def ledger_patterns(self, partition: int) -> tuple[str, str]:
+        """SCAN patterns of a partition's cost ledgers (``costs`` by day, ``spend`` by
+        month): a user's erasure moves their fields to ``ERASED_USER``."""
+        return f"{self._p(partition)}:costs:*", f"{self._p(partition)}:spend:*"
+
     def llm_cache_pattern(self, partition: int) -> str:
         """SCAN pattern of a partition's cached LLM answers (moved with their records)."""
         return f"{self._p(partition)}:llm:*"
@@ -266,12 +316,23 @@ class Keys:
 
     # -- the web console (not touched by transition scripts) -------------------
     def console_tokens(self) -> str:
-        """A hash of console bearer tokens: sha256 hex of the token -> name, role, times."""
-        return f"{self.prefix}:console:tokens"
+        """A hash of console bearer tokens: HMAC-SHA256 hex of the token under the console's
+        secret (``SAGA_CONSOLE_SECRET``) -> name, role, times and a MAC of them."""
+        return f"{self.console_prefix}:tokens"
 
     def console_session(self, digest: str) -> str:
-        """A browser session (string with a TTL), by the sha256 hex of its cookie value."""
-        return f"{self.prefix}:console:session:{validate_digest(digest)}"
+        """A browser session (string with a TTL), by the HMAC hex of its cookie value."""
+        return f"{self.console_prefix}:session:{validate_digest(digest)}"
+
+    def console_secret_check(self) -> str:
+        """An HMAC of a fixed text under the console's secret: a console started with
+        another secret refuses to start instead of refusing every token."""
+        return f"{self.console_prefix}:secret-check"
+
+    def legacy_console_tokens(self) -> str:
+        """Console tokens of the releases before HMAC keys (``saga:console:tokens``):
+        never valid now; ``saga init`` deletes them."""
+        return f"{self.prefix}:console:tokens"
 
 
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")

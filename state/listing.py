@@ -74,6 +74,9 @@ class SagaPage(msgspec.Struct, frozen=True):
     rows: list[SagaRow]
     next: Cursor | None
     """Where the next page starts; None when the index has nothing more."""
+    skipped: int = 0
+    """Index entries passed over because their record id is malformed (anything with
+    write access can add one; none can be a saga's), left in place for an operator."""
 
 
 _FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em")
@@ -102,11 +105,14 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
     rows: list[SagaRow] = []
     seen: set[str] = set()
     last: Cursor | None = None
+    skipped = 0
     for _ in range(_MAX_ROUNDS):
         batch = [c for c in await merge.take(max(q.limit - len(rows), 25) * 2) if c[1] not in seen]
         if not batch:
-            return SagaPage(rows, None)
+            return SagaPage(rows, None, skipped)
         seen.update(rid for _, rid, _ in batch)
+        batch, bad = _well_formed(batch)
+        skipped += bad
         pipe = client.pipeline(transaction=False)
         for _, rid, _ in batch:
             pipe.hmget(keys.saga(rid), fields)
@@ -124,7 +130,20 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
         await _prune(client, expired)
         if len(rows) >= q.limit:
             break
-    return SagaPage(rows, last)
+    return SagaPage(rows, last, skipped)
+
+
+def _well_formed(batch: list[tuple[float, str, str]]) -> tuple[list[tuple[float, str, str]], int]:
+    """The entries whose record id is valid, and how many were not (a cursor is never
+    made of a malformed one, so a page after it reads it once more at most)."""
+    good = []
+    for entry in batch:
+        try:
+            validate_id(entry[1], "record_id")
+        except InvalidIdError:
+            continue
+        good.append(entry)
+    return good, len(batch) - len(good)
 
 
 def _index(keys: Keys, p: int, q: ListQuery) -> str:

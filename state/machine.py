@@ -154,6 +154,7 @@ class StateMachine:
             *self._state_indexes(partition),
             k.inflight(partition, step),
             k.deferred(partition, step),
+            k.retired(partition),
         ]
         args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
         args += [self.limits.history_maxlen, "1" if load_pages else "0", max_lease_expiries]
@@ -161,6 +162,7 @@ class StateMachine:
         if undoable:
             keys += [k.ready(partition, undo_of(s)) for s in undoable[:32]]
             args += undoable[:32]
+        args.append(self.limits.retention.arg())
         for entry_id, record_id in entries:
             rk = k.record(record_id)
             keys += [rk.saga, rk.history, rk.pages]
@@ -198,7 +200,8 @@ class StateMachine:
             k.spend(partition, day[1]),
         ]
         lim = self.limits
-        args: list[Any] = [GROUP, lim.history_maxlen, lim.pages_ttl_s, lim.retention_s, day[2], 0]
+        args: list[Any] = [GROUP, lim.history_maxlen, lim.pages_ttl_s, lim.retention.arg()]
+        args += [day[2], 0]
         return "commit_steps", keys, args
 
     def _add_commit(self, call: _Call, rk: RecordKeys, claim: Claim, req: CommitRequest) -> None:
@@ -255,10 +258,10 @@ class StateMachine:
         args += [req.delay_ms, req.error_class, em, req.op or new_op()]
         args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
         args += [len(req.cost_keys[:64]), day[2], *self._capped(claim.step)]
-        if req.undo and req.action == FailAction.DEAD:  # else the call is as before
-            undo = req.undo[:32]
-            keys += [k.ready(p, undo_of(s)) for s in undo]
-            args += [len(undo), *undo]
+        undo = req.undo[:32] if req.action == FailAction.DEAD else ()
+        keys += [k.ready(p, undo_of(s)) for s in undo]
+        keys.append(k.retired(p))
+        args += [len(undo), *undo, self.limits.retention.arg()]
         return "fail_step", keys, args
 
     def _capped(self, step: str) -> list[Any]:

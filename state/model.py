@@ -74,6 +74,13 @@ class EventType(StrEnum):
     FENCED = "fenced"
     REVIEWED = "reviewed"
     """A person accepted the results a step had flagged for review."""
+    REVIEW_DECIDED = "review_decided"
+    """A reviewer decided one value of a flagged step (accept, correct, reject, add); the
+    event's ``review_decision`` holds the old and the new value (sealed under a data key)."""
+    REVIEW_COMPLETED = "review_completed"
+    """The last flagged value was decided: the reviewed output replaced the step's, the
+    machine's original is kept (``orig:<step>``, and the event's ``original``), and
+    ``next_step`` re-runs on it in a new epoch."""
     COMPENSATING = "compensating"
     """Compensation began (a permanent failure, ``saga cancel --compensate``, or a
     retry of a failed compensation); ``next_step`` names the first undo, or is empty
@@ -127,6 +134,9 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     attempts: dict[str, int] = {}
     outputs: dict[str, str] = {}
     """Step name to the raw JSON output it committed."""
+    undone_outputs: dict[str, str] = {}
+    """Step name to the output it had committed before its compensation undid it (kept
+    so that a compensated saga still shows what its steps produced)."""
     costs: dict[str, float] = {}
     review: dict[str, str] = {}
     """Step name to why its output needs a person's look; empty when nothing was flagged.
@@ -169,6 +179,11 @@ class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
     previous_claimed_ms: int = 0
     review: str = ""
     """committed: why the step's output was flagged for review."""
+    review_decision: str = ""
+    """review_decided: the decision with the old and the new value (JSON; sealed text
+    under a data key, opened by ``saga.state.review``)."""
+    review_version: int = 0
+    """review_decided: the review's version after the decision."""
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):

@@ -123,7 +123,9 @@ async def accept_review(
     op = op or new_op()
     p = sm.keys.partition_of(record_id)
     keys = [sm.keys.saga(record_id), sm.keys.history(record_id), sm.keys.review_index(p)]
-    args = [op, sm.limits.history_maxlen, actor, *[validate_step(s) for s in steps][:32]]
+    keys.append(sm.keys.retired(p))
+    args = [op, sm.limits.history_maxlen, actor, sm.limits.retention.arg()]
+    args += [validate_step(s) for s in steps][:32]
     reply = await sm._resend(lambda: evalsha(sm.client, "accept_review", keys, args))
     code = to_code(reply[0])
     if code == RC.WRONG_STATE:
@@ -144,7 +146,8 @@ async def cancel(
         record_id,
         "cancel_saga",
         before,
-        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor],
+        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, sm.limits.retention.arg()],
+        [sm.keys.retired(sm.keys.partition_of(record_id))],
     )
     code = to_code(reply[0])
     if code == RC.WRONG_STATE:
@@ -180,13 +183,14 @@ async def compensate(
     op = op or new_op()
     k, p = sm.keys, sm.keys.partition_of(record_id)
     before = [k.saga(record_id), k.history(record_id)]
-    after = [k.ready(p, undo_of(s)) for s in undoable]
+    after = [*(k.ready(p, undo_of(s)) for s in undoable), k.retired(p)]
+    ret = sm.limits.retention.arg()
     reply = await _at_current_step(
         sm,
         record_id,
         "compensate_saga",
         before,
-        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, len(undoable), *undoable],
+        lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, *_plan(undoable, ret)],
         after,
     )
     code = to_code(reply[0])
@@ -194,3 +198,8 @@ async def compensate(
         raise StepConflictError(f"record {record_id!r} is {text(reply[1])}; nothing to compensate")
     raise_for(code, record_id)
     return CompensateResult(text(reply[1]), text(reply[2]), code == RC.DUPLICATE)
+
+
+def _plan(undoable: Sequence[str], ret: str) -> list[object]:
+    """compensate_saga's steps to undo (their count first) and the retention table."""
+    return [len(undoable), *undoable, ret]

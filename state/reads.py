@@ -16,8 +16,9 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
     """A saga from its hash; with ``keys`` holding a data key, sealed fields are opened."""
     f = {text(k): v for k, v in raw.items()}
     if keys is not None and keys.sealer is not None:
-        f = {k: keys.unseal(v) if k == "doc" or k.startswith("out:") else v for k, v in f.items()}
-    attempts, outputs, costs, review = {}, {}, {}, {}
+        f = {k: keys.unseal(v) if k == "doc" or k.startswith(("out:", "undone:")) else v
+             for k, v in f.items()}  # fmt: skip
+    attempts, outputs, costs, review, undone = {}, {}, {}, {}, {}
     for name, value in f.items():
         kind, _, step = name.partition(":")
         if kind == "att" and step:
@@ -26,6 +27,8 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
             attempts[step] = num(count) if num(at_epoch) == num(f.get("epoch")) else 0
         elif kind == "out" and step and step != "_input":
             outputs[step] = text(value)
+        elif kind == "undone" and step:
+            undone[step] = text(value)
         elif kind == "cost" and step:
             costs[step] = float(value)
         elif kind == "rv" and step:
@@ -52,6 +55,7 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
         error_detail=error_detail(text(f.get("em")), keys.sealer if keys else None),
         attempts=attempts,
         outputs=outputs,
+        undone_outputs=undone,
         costs=costs,
         review=review,
     )
@@ -78,6 +82,8 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         previous_worker=f.get("pw", ""),
         previous_claimed_ms=num(f.get("pt")),
         review=f.get("rv", ""),
+        review_decision=f.get("rvd", ""),
+        review_version=num(f.get("rvv")),
     )
 
 

@@ -81,7 +81,8 @@ async def quarantine(
         keys += k.state_indexes(partition)
         # The cap's keys always (empty without one): the slot the saga holds there goes.
         keys += [k.inflight(partition, step), k.deferred(partition, step)]
-        args += [step, sm.limits.history_maxlen, record_id]
+        keys.append(k.retired(partition))
+        args += [step, sm.limits.history_maxlen, record_id, sm.limits.retention.arg()]
     reply = await sm._resend(lambda: evalsha(sm.client, "quarantine_entry", keys, args))
     to_code(reply[0])
     return text(reply[1])

@@ -6,6 +6,12 @@ or flushed server) the call is repeated with EVAL and the source — safe, becau
 NOSCRIPT means it did not run, and EVAL caches the script again. Not SCRIPT LOAD
 then EVALSHA: a second flush between the two (a ``SCRIPT FLUSH`` storm) made the
 repeat fail with NOSCRIPT again, and the worker exit.
+
+An EVALSHA-only user (no ``+eval``, no ``+script|load``: deploy/redis/saga-users.acl,
+docs/security.md) runs the scripts a loader user put there (``saga init``). When the
+server has lost them (a restart, ``SCRIPT FLUSH``) such a user cannot put them back:
+the call raises ScriptsMissingError, a transient error, so workers wait (not ready,
+one log line saying what to run) and re-send once ``saga init`` has loaded them.
 """
 
 from __future__ import annotations
@@ -18,12 +24,32 @@ from importlib import resources
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoPermissionError, NoScriptError, ResponseError
 
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS, NotReplicatedError
 from saga.state.keys import index_position
 from saga.state.model import SCHEMA_VERSION, SagaState
+
+
+class ScriptsMissingError(RedisConnectionError):
+    """The server lacks saga's scripts and this Redis user may not load them (an
+    EVALSHA-only user): transient, so the caller waits and re-sends after backoff."""
+
+    def __init__(self, missing: int | None = None) -> None:
+        some = f"{missing} of saga's scripts are" if missing else "saga's scripts are"
+        super().__init__(
+            f"{some} not loaded on the server and this Redis user may not load them "
+            "(EVALSHA-only): run `saga init` as the loader user (saga-loader)"
+        )
+
+
+def _refused_to_load(exc: BaseException) -> bool:
+    """NOPERM for EVAL or SCRIPT LOAD themselves, not for a command inside a script."""
+    text = str(exc).lower()
+    return isinstance(exc, NoPermissionError) and ("'eval'" in text or "'script" in text)
+
 
 _INCLUDE = re.compile(r"^--@include (\w+)\s*$", re.MULTILINE)
 
@@ -42,6 +68,7 @@ SCRIPT_NAMES = (
     "prune_retired",
     "prune_consumers",
     "accept_review",
+    "decide_review",
     "receive_record",
     "release_record",
     "unpark_sagas",
@@ -50,6 +77,8 @@ SCRIPT_NAMES = (
     "claim_undo",
     "commit_undo",
     "fail_undo",
+    "purge_record",
+    "forget_user_costs",
 )
 
 
@@ -107,19 +136,50 @@ def version() -> str:
     return digest.hexdigest()[:12]
 
 
-async def ensure_loaded(client: Any) -> None:
+async def ensure_loaded(client: Any, *, required: bool = False) -> None:
     """SCRIPT LOAD every script (one pipeline): done at start so /readyz can say so.
 
+    A user that may not load scripts (EVALSHA-only) checks they are there instead,
+    and raises ScriptsMissingError if not; ``required`` (``saga init``, the loader)
+    raises the refusal itself.
     A cluster client sends each SCRIPT LOAD to every primary (its pipeline refuses
     keyless commands), so whichever node owns a partition can run the scripts."""
+    try:
+        await load_sources(client, [s.source for s in load_all().values()])
+    except NoPermissionError as exc:
+        if required or not _refused_to_load(exc):
+            raise
+        await require_present(client, [s.sha for s in load_all().values()])
+
+
+async def load_sources(client: Any, sources: list[str]) -> None:
+    """SCRIPT LOAD each source (one pipeline on a single server)."""
     if not isinstance(client, Redis):
-        for script in load_all().values():
-            await client.script_load(script.source)
+        for source in sources:
+            await client.script_load(source)
         return
     pipe = client.pipeline(transaction=False)
-    for script in load_all().values():
-        pipe.script_load(script.source)
+    for source in sources:
+        pipe.script_load(source)
     await pipe.execute()
+
+
+async def require_present(client: Any, shas: list[str]) -> None:
+    """Raise ScriptsMissingError unless the server has every one of ``shas``."""
+    found = await client.script_exists(*shas)
+    missing = sum(1 for present in found if not present)
+    if missing:
+        raise ScriptsMissingError(missing)
+
+
+async def eval_source(client: Any, source: str, keys: list[Any], args: list[Any]) -> Any:
+    """EVAL after NOSCRIPT; ScriptsMissingError for a user that may not (EVALSHA-only)."""
+    try:
+        return await client.eval(source, len(keys), *keys, *args)
+    except NoPermissionError as exc:
+        if _refused_to_load(exc):
+            raise ScriptsMissingError() from exc
+        raise
 
 
 async def evalsha(client: Any, name: str, keys: list[str], args: list[Any]) -> Any:
@@ -128,7 +188,7 @@ async def evalsha(client: Any, name: str, keys: list[str], args: list[Any]) -> A
     try:
         return await client.evalsha(script.sha, len(keys), *keys, *args)
     except NoScriptError:
-        return await client.eval(script.source, len(keys), *keys, *args)
+        return await eval_source(client, script.source, keys, args)
 
 
 async def evalsha_many(
@@ -159,6 +219,8 @@ async def evalsha_many(
     missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
     if missing:
         again = await _pipeline(client, [calls[i] for i in missing], by_source=True, **durable)
+        if any(_refused_to_load(r) for r in again):
+            raise ScriptsMissingError(len(missing))  # none ran: the resend repeats them
         for i, r in zip(missing, again, strict=True):
             results[i] = r
     return results

@@ -42,9 +42,9 @@ async def claim_undo(
     ``output``, its commit token (``done``) and the undo plan left (``undo``)."""
     k = sm.keys
     keys = [k.ready(partition, step), k.dead(partition, step), k.stats(partition)]
-    keys += k.state_indexes(partition)
+    keys += [*k.state_indexes(partition), k.retired(partition)]
     args: list[Any] = [GROUP, step, c.worker, c.lease_ms, c.op, sm.limits.history_maxlen]
-    args += [c.max_lease_expiries, c.prev_step or "_input"]
+    args += [c.max_lease_expiries, c.prev_step or "_input", sm.limits.retention.arg()]
     for entry_id, record_id in entries:
         rk = k.record(record_id)
         keys += [rk.saga, rk.history]
@@ -102,5 +102,5 @@ def _billing(
 
     date, month, dd = utc_day()
     cached = list(req.cost_keys[:64])
-    keys = [sm.keys.costs(p, date), sm.keys.spend(p, month), *cached]
-    return keys, [repr(req.cost), req.tokens, len(cached), dd]
+    keys = [sm.keys.costs(p, date), sm.keys.spend(p, month), *cached, sm.keys.retired(p)]
+    return keys, [repr(req.cost), req.tokens, len(cached), dd, sm.limits.retention.arg()]

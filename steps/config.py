@@ -28,6 +28,18 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Address space of a PDF extraction process (its ``RLIMIT_AS``)."""
     extract_processes: int = 2
     """PDF extraction processes one worker runs at once."""
+    ocr: bool = False
+    """``SAGA_OCR``: read scanned pages and TIFF/PNG/JPEG documents with Tesseract (in the
+    extraction process); off (the default until the scanned corpus passes its gates)
+    refuses a document without a text layer as before."""
+    ocr_languages: str = "eng+deu+fra"
+    """``SAGA_OCR_LANGUAGES``: Tesseract language data joined by ``+`` (each one read
+    costs time on every page: name only those a deployment receives)."""
+    ocr_concurrency: int = 2
+    """``SAGA_OCR_CONCURRENCY``: pages of one document read at once (one core each)."""
+    ocr_min_confidence: int = 80
+    """``SAGA_OCR_MIN_CONFIDENCE``: a value read from characters under this confidence
+    (0-100) is rejected and the document flagged (docs/extraction.md)."""
     extractor: ExtractorKind = ExtractorKind.RULES
     """``rules`` needs no network; ``llm`` calls the user's model through litellm."""
     llm_group_names: bool = False

@@ -35,10 +35,18 @@ cut out of the message before it is stored or logged (``saga.telemetry.redact``)
 
 from __future__ import annotations
 
+import time
+
 from saga.state.errors import SagaError
 
 DOCUMENT = "the saga's document"
 """How a message names the document (its reference is a patient's data: see above)."""
+
+
+def utc_second(epoch_s: float) -> str:
+    """``2026-12-01 00:00:00 UTC``: the one format people read a resume time in (the
+    CLI's ``fmt_resume``, the console), never a raw epoch."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(round(epoch_s)))
 
 
 class StepError(SagaError):
@@ -63,7 +71,7 @@ class CircuitOpenError(StepError):
     """A dependency's circuit breaker is open; park until ``retry_at`` (epoch seconds)."""
 
     def __init__(self, dependency: str, retry_at: float) -> None:
-        super().__init__(f"circuit for {dependency} is open until {retry_at:.0f}")
+        super().__init__(f"circuit for {dependency} is open until {utc_second(retry_at)}")
         self.dependency = dependency
         self.retry_at = retry_at
 
@@ -75,7 +83,7 @@ class BudgetExceededError(StepError):
     def __init__(self, user_id: str, period: str, spent: float, limit: float, retry_at: float):
         super().__init__(
             f"the {period} LLM budget of user {user_id} is spent "
-            f"(${spent:.4f} of ${limit:.4f}); parked until {retry_at:.0f}"
+            f"(${spent:.4f} of ${limit:.4f}); parked until {utc_second(retry_at)}"
         )
         self.user_id = user_id
         self.period = period

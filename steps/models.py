@@ -44,8 +44,24 @@ class RouterOutput(msgspec.Struct, frozen=True, kw_only=True):
     media_type: str
     page_count: int
     textless_pages: list[int] = []
-    """1-based pages that gave no text (a scan inside a text PDF): the parser
-    cannot read them and says so in its review reason."""
+    """1-based pages that gave no text (a blank scan, a photo, or a scan with OCR
+    off): the parser cannot read them and says so in its review reason."""
+    ocr_pages: list[OcrPage] = []
+    """Pages whose text OCR read, with the confidence of each character."""
+
+
+class OcrPage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One page read by OCR: how well, and the confidence of every character."""
+
+    page: int
+    confidence: str
+    """The page text's shape: per character the decile (``0``-``9``) of the confidence
+    of the word it was read in, a space for a space (``steps/ocr_layout.py``)."""
+    mean_confidence: int = 0
+    words: int = 0
+    rotated: int = 0
+    """Degrees the page was turned to be read (a page fed sideways)."""
+    cpu_s: float = 0.0
 
 
 class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -60,6 +76,9 @@ class Provenance(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     line: str
     start: int = 0
     end: int = 0
+    ocr_confidence: int | None = None
+    """Set when the line was read by OCR: the lowest confidence (0-100, in steps of
+    10) of the characters of the value (``steps/ocr_gate.py``)."""
     vouched_by: list[str] = []
     """The checks that confirm the value (``analyte``: possible for the known analyte
     in its unit; ``range``: of the order of its reference range as printed)."""
@@ -72,6 +91,16 @@ class PreviousValue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
 
     value_text: str
     date: str = ""
+
+
+class Reviewed(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A person's decision on a value: ``accepted``, ``corrected`` or ``added``."""
+
+    decision: str
+    by: str
+    at_ms: int = 0
+    machine: Biomarker | None = None
+    """corrected: the value as the machine read it."""
 
 
 class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -96,6 +125,9 @@ class Biomarker(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     reference_high: float | None = None
     reference_text: str = ""
     flag: Flag = Flag.UNKNOWN
+    reviewed: Reviewed | None = None
+    """Set when a person decided this value (``steps/review.py``); a correction keeps
+    the machine's original in ``reviewed.machine``."""
     canonical_name: str = ""
     loinc: str = ""
     provenance: Provenance | None = None

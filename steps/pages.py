@@ -16,7 +16,7 @@ import contextlib
 import io
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -24,6 +24,8 @@ import msgspec
 from saga.steps.config import StepConfig
 from saga.steps.context import Document
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepError
+from saga.steps.models import OcrPage
+from saga.steps.ocr import OcrLimits
 from saga.steps.pdf_budget import PageCost, price_pages
 
 PDF_MAGIC = b"%PDF-"
@@ -55,6 +57,7 @@ class PdfLimits(msgspec.Struct, frozen=True, kw_only=True):
     max_pages: int
     max_page_content_bytes: int
     max_content_bytes: int
+    ocr: OcrLimits = OcrLimits(enabled=False)
 
     @classmethod
     def of(cls, config: StepConfig) -> PdfLimits:
@@ -62,6 +65,11 @@ class PdfLimits(msgspec.Struct, frozen=True, kw_only=True):
             max_pages=config.max_pages,
             max_page_content_bytes=config.max_page_content_bytes,
             max_content_bytes=config.max_content_bytes,
+            ocr=OcrLimits(
+                enabled=config.ocr,
+                languages=config.ocr_languages,
+                concurrency=config.ocr_concurrency,
+            ),
         )
 
 
@@ -71,6 +79,8 @@ class PdfText(msgspec.Struct, frozen=True, kw_only=True):
     pages: list[str]
     textless: list[int] = []
     """1-based pages that draw something (an image, paths) but give no text."""
+    ocr: list[OcrPage] = []
+    """Pages whose text OCR read, with the confidence of every character."""
 
 
 DRAWN_BYTES = 256
@@ -103,16 +113,38 @@ def pdf_text(content: bytes, limits: PdfLimits) -> PdfText:
         page_text(page, index=i, has_forms=cost.has_forms)
         for i, (page, cost) in enumerate(zip(reader.pages, costs, strict=True))
     ]
-    if not any(pages):
-        raise InvalidInputError(
-            "the PDF has no extractable text (a scan without a text layer?); it needs OCR first"
-        )
-    textless = [
-        i + 1
-        for i, (text, cost) in enumerate(zip(pages, costs, strict=True))
-        if not text and (cost.has_images or cost.content_bytes >= DRAWN_BYTES)
+    scans = [
+        i + 1 for i, (text, cost) in enumerate(zip(pages, costs, strict=True)) if _scan(text, cost)
     ]
-    return PdfText(pages=pages, textless=textless)
+    read: list[OcrPage] = []
+    if scans and limits.ocr.enabled:
+        from saga.steps.ocr import ocr_pdf_pages
+
+        pages, read = ocr_pdf_pages(content, pages, scans, limits.ocr)
+    if not any(pages):
+        raise InvalidInputError(_no_text(limits, scans))
+    done = {page.page for page in read}
+    textless = [n for n in scans if n not in done and not pages[n - 1]]
+    return PdfText(pages=pages, textless=textless, ocr=read)
+
+
+OCR_BELOW_CHARS = 80
+"""A page with an image and fewer visible characters than this is read by OCR: a fax
+machine's header line or a scanner's stamp is often the only text a scanned page has."""
+
+
+def _scan(text: str, cost: PageCost) -> bool:
+    if not text:
+        return cost.has_images or cost.content_bytes >= DRAWN_BYTES
+    return cost.has_images and _visible(text) < OCR_BELOW_CHARS
+
+
+def _no_text(limits: PdfLimits, scans: Sequence[int]) -> str:
+    if not scans:
+        return "the PDF has no extractable text"
+    if limits.ocr.enabled:
+        return "OCR found no text on the PDF's pages (blank pages, or a picture of no document?)"
+    return "the PDF has no extractable text (a scan without a text layer?); it needs OCR first"
 
 
 def _priced(reader: Any, limits: PdfLimits) -> list[PageCost]:

@@ -5,7 +5,9 @@ needs no network, ``llm`` goes through the user's model. Whichever ran, the
 parser then grounds and checks every result (``saga.steps.vetting``: failures go
 to ``rejected`` with their reason), measures coverage (``saga.steps.coverage``)
 and sets ``review`` when a person should look: nothing extracted, coverage under
-``StepConfig.min_coverage``, rejected values, or pages without text. The runtime
+``StepConfig.min_coverage``, rejected values, or pages without text; a value
+read by OCR passes its confidence gate (``saga.steps.ocr_gate``) or is rejected
+with the page named. The runtime
 loads the pages blob with the claim and deletes it when this step's commit lands.
 """
 
@@ -24,6 +26,7 @@ from saga.steps.errors import NotFoundError, PayloadTooLargeError
 from saga.steps.extract_llm import extract_llm
 from saga.steps.extract_rules import extract_rules
 from saga.steps.models import Extraction, ParserOutput, RouterOutput
+from saga.steps.ocr_gate import gate
 from saga.steps.vetting import vet
 
 
@@ -38,10 +41,18 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
         )
     raw = await _extract(ctx, pages)
     extraction = await anyio.to_thread.run_sync(settle, raw, pages)
+    extraction, ocr_reasons = gate(extraction, pages, inp.ocr_pages, ctx.config.ocr_min_confidence)
     size = len(msgspec.json.encode(extraction))
     if size > ctx.config.max_output_bytes:
         raise PayloadTooLargeError("extraction size in bytes", size, ctx.config.max_output_bytes)
-    review = review_reason(extraction, textless(inp, pages), ctx.config.min_coverage)
+    review = "; ".join(
+        r
+        for r in (
+            review_reason(extraction, textless(inp, pages), ctx.config.min_coverage),
+            *ocr_reasons,
+        )
+        if r
+    )
     output = ParserOutput.of(extraction, review=review)
     ctx.log.info(
         "document parsed",

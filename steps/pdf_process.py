@@ -27,6 +27,8 @@ from anyio.lowlevel import RunVar
 
 from saga.steps.config import StepConfig
 from saga.steps.errors import PermanentError, RetryableError
+from saga.steps.ocr import image_text
+from saga.steps.ocr_engine import single_threaded
 from saga.steps.pages import PdfLimits, PdfText, pdf_text
 
 _LIMITER: RunVar[CapacityLimiter] = RunVar("saga_pdf_extraction")
@@ -39,14 +41,17 @@ class _Job(msgspec.Struct, frozen=True):
     memory_bytes: int
     parent: int
     """The worker's pid: the extraction process exits if it is already gone."""
+    image: bool = False
+    """A TIFF, PNG or JPEG document: every page is read by OCR."""
 
 
-async def extract_pdf(content: bytes, config: StepConfig) -> PdfText:
-    """``pdf_text`` of ``content`` in an extraction process, killed if this task is cancelled."""
+async def extract_pdf(content: bytes, config: StepConfig, *, image: bool = False) -> PdfText:
+    """``pdf_text`` of ``content`` (or OCR of an image document) in an extraction process,
+    killed if this task is cancelled; OCR's ``tesseract`` children die with it."""
     import anyio.to_process
     from anyio import BrokenWorkerProcess
 
-    job = _Job(content, PdfLimits.of(config), config.max_extract_memory_bytes, os.getpid())
+    job = _Job(content, PdfLimits.of(config), config.max_extract_memory_bytes, os.getpid(), image)
     limiter = _limiter(config.extract_processes)
     try:
         # anyio kills a process whose job is cancelled, but not one cancelled while it
@@ -73,6 +78,10 @@ def run_job(job: _Job) -> PdfText:
     """The extraction process's side: tie its life to the worker's, cap memory, extract."""
     die_with(job.parent)
     cap_memory(job.memory_bytes)
+    single_threaded()
+    if job.image:
+        pages, read = image_text(job.content, max_pages=job.limits.max_pages, limits=job.limits.ocr)
+        return PdfText(pages=pages, textless=[p for p, t in enumerate(pages, 1) if not t], ocr=read)
     return pdf_text(job.content, job.limits)
 
 

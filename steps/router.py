@@ -5,8 +5,10 @@ production, from ``StepConfig.document_source`` with ``{record_id}`` filled in.
 Every limit is checked here as well as in the document source, because the
 source is a port and a test or another adapter may not enforce them. PDFs are
 read in an extraction process (``pdf_process``) that the step's timeout kills;
-pages of a text PDF that give no text (scans) are listed in ``textless_pages``
-for the parser, unless no page has text (then the PDF needs OCR first).
+pages of a PDF that give no text (scans) are read by OCR in the same process
+(``steps/ocr.py``), and so are TIFF, PNG and JPEG documents; what OCR read is
+listed in ``ocr_pages`` with its confidence for the parser's gate, and a page
+that still has no text (blank, a photo) in ``textless_pages``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from urllib.parse import quote
 
 from saga.steps.context import StepContext
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError
-from saga.steps.models import RouterInput, RouterOutput
+from saga.steps.models import OcrPage, RouterInput, RouterOutput
+from saga.steps.ocr import image_media_type
 from saga.steps.pages import PDF_MEDIA_TYPE, is_pdf, text_pages
 from saga.steps.pdf_process import extract_pdf
 
@@ -51,10 +54,13 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
     if size > limits.max_document_bytes:
         raise PayloadTooLargeError("document size in bytes", size, limits.max_document_bytes)
     textless: list[int] = []
-    if is_pdf(document):
+    ocr: list[OcrPage] = []
+    # with OCR off a picture is refused as any unsupported media type was
+    image_type = image_media_type(document.content, document.media_type) if limits.ocr else ""
+    if is_pdf(document) or image_type:
         # a process of its own: CPU-bound, and the step's deadline must be able to stop it
-        extracted = await extract_pdf(document.content, limits)
-        pages, textless = extracted.pages, extracted.textless
+        extracted = await extract_pdf(document.content, limits, image=bool(image_type))
+        pages, textless, ocr = extracted.pages, extracted.textless, extracted.ocr
     else:
         pages = text_pages(document, max_pages=limits.max_pages)
     for number, text in enumerate(pages, start=1):
@@ -62,13 +68,15 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
             raise PayloadTooLargeError(
                 f"character count of page {number}", len(text), limits.max_chars_per_page
             )
-    media_type = PDF_MEDIA_TYPE if is_pdf(document) else "text/plain"
+    media_type = image_type or (PDF_MEDIA_TYPE if is_pdf(document) else "text/plain")
     ctx.store_pages(pages)
     ctx.log.info(  # no document name: it is often a patient's name
         "document routed",
         media_type=media_type,
         page_count=len(pages),
         textless_pages=len(textless),
+        ocr_pages=len(ocr),
+        ocr_cpu_s=round(sum(page.cpu_s for page in ocr), 3),
         size_bytes=size,
     )
     return RouterOutput(
@@ -76,4 +84,5 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
         media_type=media_type,
         page_count=len(pages),
         textless_pages=textless,
+        ocr_pages=ocr,
     )

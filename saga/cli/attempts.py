@@ -92,6 +92,9 @@ def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) 
                 live.remove(found)
             _end(found, e, _ENDS[e.event])
         else:
+            if e.event == E.CANCELLED and e.previous_claimed_ms and not live:
+                # The attempt it fenced out (known from the hash only while it ran).
+                rows.append(_lost(e, "cancelled"))
             rows.append(e)
             if e.event == E.CANCELLED:
                 _close_all(live, e, "cancelled", lambda a: True)
@@ -108,8 +111,9 @@ def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) 
     return rows
 
 
-def _lost(e: HistoryEvent) -> Attempt:
-    """The attempt a reclaim took over: claimed at ``pt`` by ``pw``, its lease expired."""
+def _lost(e: HistoryEvent, outcome: str = "lease_expired") -> Attempt:
+    """The attempt a reclaim took over (its lease expired), or a cancel fenced out
+    (``outcome`` cancelled): claimed at ``pt`` by ``pw``."""
     return Attempt(
         step=e.step,
         attempt=e.previous_attempt,
@@ -118,7 +122,7 @@ def _lost(e: HistoryEvent) -> Attempt:
         start_ms=e.previous_claimed_ms,
         end_ms=e.at_ms,
         duration_ms=max(0, e.at_ms - e.previous_claimed_ms),
-        outcome="lease_expired",
+        outcome=outcome,
     )
 
 

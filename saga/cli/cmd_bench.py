@@ -9,7 +9,7 @@ import sys
 
 from saga.cli.common import CliError, Exit
 
-SCENARIOS = ("default", "flood")
+SCENARIOS = ("default", "flood", "coldstart")
 """Workloads of ``saga bench --scenario``."""
 
 
@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="the workload: default, N three-step no-op sagas (default); flood, one user "
         "submits --sagas, then another --small: the small user's p50/p99 time to completion "
         "and the throughput without and with a per-user cap (--user-cap), and the flood "
-        "alone both ways (docs/budgets.md)",
+        "alone both ways (docs/budgets.md); coldstart, a freshly started `saga worker`'s "
+        "time to ready and to its first commit, with and without a model step (--runs)",
     )
     p.add_argument(
         "--sagas", type=_positive(int), default=1000, metavar="N", help="sagas (default 1000)"
@@ -158,6 +159,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="flood: SAGA_USER_MAX_INFLIGHT of the fair runs (8)")  # fmt: skip
     p.add_argument("--step-ms", type=_positive(int), default=20, metavar="MS",
                    help="flood: the router step's time (20 ms)")  # fmt: skip
+    p.add_argument("--runs", type=_positive(int), default=3, metavar="N",
+                   help="coldstart: interleaved runs of each kind (3)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the report as one JSON document")
     p.set_defaults(func=main)
 
@@ -174,6 +177,8 @@ def main(args: argparse.Namespace) -> int:
         return _features(args)
     if args.scenario == "flood":
         return _flood(args)
+    if args.scenario == "coldstart":
+        return _coldstart(args)
     if args.cluster:
         return _cluster(args)
     if args.rate is not None and args.rate < 0:
@@ -252,6 +257,27 @@ def _flood(args: argparse.Namespace) -> int:
         print(f"bench: {message}", file=sys.stderr, flush=True)
 
     report = anyio.run(run_flood, cfg, redis_url(load_settings()), command, progress)
+    if args.json:
+        print_json(report)
+    else:
+        print(render(report))
+    return Exit.OK
+
+
+def _coldstart(args: argparse.Namespace) -> int:
+    import anyio
+
+    from saga.bench.coldstart import render, run_coldstart
+    from saga.cli.common import print_json
+    from saga.runtime import redis_url
+    from saga.settings import load_settings
+
+    command = shlex.join(["saga", "bench", "--scenario", "coldstart", "--runs", str(args.runs)])
+
+    def progress(message: str) -> None:
+        print(f"bench: {message}", file=sys.stderr, flush=True)
+
+    report = anyio.run(run_coldstart, redis_url(load_settings()), args.runs, command, progress)
     if args.json:
         print_json(report)
     else:

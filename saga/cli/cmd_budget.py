@@ -6,7 +6,7 @@ import argparse
 import math
 from typing import Any
 
-from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table
+from saga.cli.common import CliError, Exit, fmt_resume, fmt_usd, print_json, run, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -130,7 +130,7 @@ def document(rows: list[Any]) -> Any:
 
 
 def _money(v: float | None) -> str:
-    return "-" if v is None else f"${v:,.4f}"
+    return "-" if v is None else f"${fmt_usd(v)}"
 
 
 def _limits(s: Any) -> str:
@@ -146,7 +146,7 @@ def render(rows: list[Any]) -> str:
     cells = [
         [r.user_id, _money(r.daily_usd), _money(r.spent_today_usd), _money(r.monthly_usd),
          _money(r.spent_month_usd),
-         f"{fmt_ms(r.resumes_at_ms)} ({r.exceeded})" if r.exceeded else "-"]
+         f"{fmt_resume(r.resumes_at_ms)} ({r.exceeded})" if r.exceeded else "-"]
         for r in rows
     ]  # fmt: skip
     return table(head, cells)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from saga.cli.common import CliError, Exit, fmt_ms, print_json, run, table
+from saga.cli.common import CliError, Exit, check_redis, fmt_ms, print_json, run, table
 
 ROLES = ("viewer", "operator")
 
@@ -70,35 +70,59 @@ def main(args: argparse.Namespace) -> int:
     from saga.console.config import build_config
     from saga.console.errors import ConsoleConfigError
     from saga.console.server import serve
+    from saga.console.tokens import local_dir_of
 
     try:
-        config = build_config(console, dev=args.dev)
+        config = build_config(console, dev=args.dev, local_dir=local_dir_of(settings))
+        signer = config.signer
+        if signer is not None:  # a wrong secret: one sentence now, not a 401 per token
+            run(lambda: _check_secret(settings, signer))
     except ConsoleConfigError as exc:
         raise CliError(f"{exc}.", Exit.USAGE) from None
+    check_redis(settings)
     try:
         return serve(msgspec.structs.replace(settings, console=console), config)
     except OSError as exc:
         raise CliError(
             f"cannot listen on {console.host}:{console.port} ({exc.strerror or exc}); "
             "pick another --port.",
-            Exit.FAILED,
+            Exit.USAGE,  # as a worker's taken health port: a setting to change
         ) from None
     except KeyboardInterrupt:
         return Exit.OK
 
 
+async def _check_secret(settings: Any, signer: Any) -> None:
+    from saga.console.tokens import check_secret
+    from saga.runtime import client_for, keys_of
+
+    async with client_for(settings) as client:
+        await check_secret(client, keys_of(settings), signer)
+
+
 async def _tokens(settings: Any, args: argparse.Namespace) -> int:
     import time
 
+    from saga.console.auth import verified
+    from saga.console.errors import ConsoleConfigError
+    from saga.console.tokens import check_secret, signer_of
     from saga.runtime import client_for, keys_of
     from saga.state import console_auth
 
+    try:
+        signer = signer_of(settings)
+    except ConsoleConfigError as exc:
+        raise CliError(f"{exc}.", Exit.USAGE) from None
     async with client_for(settings) as client:
         keys = keys_of(settings)
+        try:
+            await check_secret(client, keys, signer)
+        except ConsoleConfigError as exc:
+            raise CliError(f"{exc}.", Exit.USAGE) from None
         if args.token_verb == "add":
-            return await _add(client, keys, args, int(time.time() * 1000))
+            return await _add(client, keys, signer, args, int(time.time() * 1000))
         if args.token_verb == "list":
-            found = await console_auth.list_tokens(client, keys)
+            found = [t for t in await console_auth.list_tokens(client, keys) if verified(signer, t)]
             if args.json:
                 rows = [msgspec_dict(t) for t in found]
                 print_json({"tokens": rows})
@@ -122,7 +146,7 @@ async def _tokens(settings: Any, args: argparse.Namespace) -> int:
         return Exit.OK if gone else Exit.FAILED
 
 
-async def _add(client: Any, keys: Any, args: argparse.Namespace, now_ms: int) -> int:
+async def _add(client: Any, keys: Any, signer: Any, args: argparse.Namespace, now_ms: int) -> int:
     from saga.cli.common import parse_since
     from saga.console.errors import ConsoleConfigError
     from saga.console.tokens import Role, add_stored_token
@@ -133,8 +157,8 @@ async def _add(client: Any, keys: Any, args: argparse.Namespace, now_ms: int) ->
     if args.expires and ttl_s <= 0:
         raise CliError("--expires must be a duration like 30m, 12h or 90d.", Exit.USAGE)
     try:
-        token = await add_stored_token(client, keys, args.name, Role(args.role), ttl_s=ttl_s,
-                                       now_ms=now_ms)  # fmt: skip
+        token = await add_stored_token(client, keys, args.name, Role(args.role),
+                                       signer=signer, ttl_s=ttl_s, now_ms=now_ms)  # fmt: skip
     except ConsoleConfigError as exc:
         raise CliError(f"{exc}.") from None
     if args.json:
@@ -149,6 +173,7 @@ def msgspec_dict(t: Any) -> dict[str, Any]:
 
     row: dict[str, Any] = msgspec.structs.asdict(t)
     row.pop("digest", None)
+    row.pop("mac", None)
     return row
 
 

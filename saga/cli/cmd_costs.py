@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from saga.cli.common import CliError, Exit, parse_since, print_json, run, table
+from saga.cli.common import CliError, Exit, fmt_usd, parse_since, print_json, run, table
 from saga.cli.saga_types import add_type_option, typed_keys
 
 DEFAULT_DAYS = 30
@@ -95,7 +95,7 @@ def document(rows: list[Any], days: list[str]) -> Any:
 def render(rows: list[Any], days: list[str]) -> str:
     cells: list[list[str]] = []
     for i, r in enumerate(rows):
-        cells.append([r.user_id, r.step, str(r.attempts), f"{r.usd:.4f}"])
+        cells.append([r.user_id, r.step, str(r.attempts), fmt_usd(r.usd)])
         last_of_user = i + 1 == len(rows) or rows[i + 1].user_id != r.user_id
         mine = [x for x in rows if x.user_id == r.user_id]
         if last_of_user and len(mine) > 1:
@@ -104,11 +104,11 @@ def render(rows: list[Any], days: list[str]) -> str:
                     r.user_id,
                     "(all)",
                     str(sum(x.attempts for x in mine)),
-                    f"{sum(x.usd for x in mine):.4f}",
+                    fmt_usd(sum(x.usd for x in mine)),
                 ]
             )
     cells.append(
-        ["total", "", str(sum(r.attempts for r in rows)), f"{sum(r.usd for r in rows):.4f}"]
+        ["total", "", str(sum(r.attempts for r in rows)), fmt_usd(sum(r.usd for r in rows))]
     )
     return f"LLM costs {days[0]} .. {days[-1]} (UTC)\n\n" + table(
         ["user", "step", "attempts", "usd"], cells

@@ -33,4 +33,12 @@ def main(args: argparse.Namespace) -> int:
         unexpected = await run_demo(settings, timeout_s=args.timeout)
         return Exit.OK if unexpected == 0 else Exit.FAILED
 
-    return run(go)
+    code = run(go)
+    if not settings.redis_url:  # started (or reused) here, and left for the next commands
+        from saga.runtime import embedded_server
+
+        print(
+            f"saga demo: the embedded server keeps running at {embedded_server(settings).url} "
+            "for the commands after this one; `saga server stop` stops it."
+        )
+    return code

@@ -35,7 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         "replay", parents=[common], help="re-run dead-lettered sagas from the step they failed at"
     )
     v.add_argument("--limit", type=int, default=100, help="at most N, oldest first (default 100)")
-    v.add_argument("--dry-run", action="store_true", help="list what would be replayed")
+    v.add_argument(
+        "--dry-run", action="store_true", help="list what would be replayed (the default)"
+    )
+    v.add_argument("--yes", action="store_true", help="confirm: replay them (else a dry run)")
     v = verbs.add_parser(
         "purge", parents=[common], help="delete dead letters (the sagas stay failed); needs --yes"
     )
@@ -54,6 +57,8 @@ def main(args: argparse.Namespace) -> int:
             "run it again with --yes to confirm.",
             Exit.USAGE,
         )
+    if args.verb == "replay":  # a bulk action runs only when confirmed, as purge does
+        args.dry_run = args.dry_run or not args.yes
     if getattr(args, "limit", 1) < 1:
         raise CliError("--limit must be at least 1.", Exit.USAGE)
     if args.verb == "show":
@@ -127,12 +132,15 @@ async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
     if args.json:
         print_json(DeadLettersDocument(dead_letters=found))
         return Exit.OK
+    from saga.cli.tables import terminal_width, wrap
+
+    columns = terminal_width()  # the message wraps under its label, never past the width
     for d in found:
-        print(
-            f"record   {d.record_id}\nuser     {d.user_id}\nstep     {d.step}\n"
-            f"attempt  {d.attempt}\nepoch    {d.epoch}\ntime     {fmt_ms(d.at_ms)}\n"
-            f"error    {d.error_class}\nmessage  {d.error_message}\nentry    {d.id}"
-        )
+        fields = [("record", d.record_id), ("user", d.user_id), ("step", d.step),
+                  ("attempt", str(d.attempt)), ("epoch", str(d.epoch)),
+                  ("time", fmt_ms(d.at_ms)), ("error", d.error_class),
+                  ("message", d.error_message), ("entry", d.id)]  # fmt: skip
+        print("\n".join(line for k, v in fields for line in wrap(k, v or "-", columns)))
     return Exit.OK
 
 
@@ -194,6 +202,8 @@ def _print_replay(args: argparse.Namespace, done: list, skipped: list, errors: l
     print(f"{verb} {len(done)} saga(s)" + (":" if done else ""))
     for r in done:
         print(f"  {r['record_id']}  from {r['step']}")
+    if args.dry_run and done and not args.yes:
+        print("nothing was replayed: run it again with --yes to replay them")
     if skipped:
         print(f"skipped {len(skipped)} stale dead letter(s) (the saga moved on or is gone)")
     for e in errors:

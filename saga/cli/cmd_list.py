@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from saga.cli.common import CliError, Exit, fmt_ms, parse_since, print_json, run, state_text, table
 from saga.cli.saga_types import add_type_option, typed_keys
@@ -65,14 +66,18 @@ def main(args: argparse.Namespace) -> int:
 
     async def go() -> int:
         from saga.runtime import client_for
-        from saga.state.listing import list_sagas
+        from saga.state.listing import list_page
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)
-            rows = await list_sagas(client, keys, query)
+            page = await list_page(client, keys, query)
+        rows = page.rows
         if args.json:
-            print_json(document(rows))
-        elif not rows:
+            print_json(document(rows, page.skipped))
+            return Exit.OK
+        if page.skipped:  # on stderr: the table stays what a script parses
+            print(f"saga: {skipped_note(page.skipped)}", file=sys.stderr)
+        if not rows:
             print("no sagas match; try without filters, or a longer --since")
         else:
             print(_table(rows))
@@ -81,7 +86,12 @@ def main(args: argparse.Namespace) -> int:
     return run(go)
 
 
-def document(rows: list) -> object:  # type: ignore[type-arg]
+def skipped_note(n: int) -> str:
+    """``1 entry skipped: malformed id`` (the CLI's stderr and the console's list)."""
+    return f"{n} {'entry' if n == 1 else 'entries'} skipped: malformed id"
+
+
+def document(rows: list, skipped: int = 0) -> object:  # type: ignore[type-arg]
     """``--json``: the rows as ``shapes.ListDocument`` (the console's API answers with it too)."""
     from saga.cli.shapes import ListDocument, SagaSummary
 
@@ -103,7 +113,8 @@ def document(rows: list) -> object:  # type: ignore[type-arg]
                 parked_reason=r.parked,
             )
             for r in rows
-        ]
+        ],
+        skipped=skipped,
     )
 
 
@@ -119,7 +130,7 @@ def _table(rows: list) -> str:  # type: ignore[type-arg]
         [
             r.record_id,
             r.user_id,
-            f"parked ({r.parked})" if r.parked else state_text(r.state, bool(r.review)),
+            state_text(r.state, bool(r.review), r.parked),
             r.step,
             str(r.attempts),
             fmt_ms(r.updated_ms),

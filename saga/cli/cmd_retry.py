@@ -33,7 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--user", help="bulk: only this user's sagas")
     p.add_argument("--since", help="bulk: created within, e.g. 2h, 7d, or an ISO date")
     p.add_argument("--limit", type=int, default=1000, help="bulk: at most N sagas")
-    p.add_argument("--dry-run", action="store_true", help="bulk: list what would be retried")
+    p.add_argument(
+        "--dry-run", action="store_true", help="bulk: list what would be retried (the default)"
+    )
+    p.add_argument("--yes", action="store_true", help="bulk: confirm, retry them (else a dry run)")
     add_type_option(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
@@ -44,10 +47,13 @@ def main(args: argparse.Namespace) -> int:
 
     if args.record_id is None and not args.step:
         raise CliError("give a record id, or --step for the bulk retry of dead letters", Exit.USAGE)
-    if args.record_id and (args.user or args.since or args.dry_run or args.review):
+    if args.record_id and (args.user or args.since or args.dry_run or args.review or args.yes):
         raise CliError(
-            "--user, --since, --review and --dry-run apply to the bulk form only", Exit.USAGE
+            "--user, --since, --review, --dry-run and --yes apply to the bulk form only",
+            Exit.USAGE,
         )
+    if args.record_id is None:  # a bulk action runs only when confirmed, as purge does
+        args.dry_run = args.dry_run or not args.yes
     if args.failed and args.review:
         raise CliError("give --failed or --review, not both", Exit.USAGE)
     settings = load_settings()
@@ -61,6 +67,7 @@ def main(args: argparse.Namespace) -> int:
             if args.step:
                 _known_step(sagas, args.step)
             if args.record_id:
+                before = await sagas.get(args.record_id) if args.step else None
                 res = await sagas.retry(
                     args.record_id, step=args.step, force=args.force, actor=actor()
                 )
@@ -78,7 +85,7 @@ def main(args: argparse.Namespace) -> int:
                 else:
                     note = ""
                     if args.step and res.step != args.step:
-                        note = f" (its pages expired, so from {res.step}, which fetches them again)"
+                        note = _moved_back(args.step, res.step, before)
                     print(
                         f"saga {args.record_id} re-runs from {res.step} in epoch {res.epoch}{note}"
                     )
@@ -86,6 +93,16 @@ def main(args: argparse.Namespace) -> int:
             return await _bulk(sagas, args, since, actor())
 
     return run(go)
+
+
+def _moved_back(asked: str, step: str, before: object) -> str:
+    """Why the retry starts before the step asked: that step reads the document's pages,
+    which a step before it makes; either it never committed, or the pages are gone."""
+    outputs = getattr(before, "outputs", {})
+    if step not in outputs:
+        return (f" ({asked} needs the pages {step} makes, and {step} has not committed in "
+                f"this saga, so from {step})")  # fmt: skip
+    return f" (its pages expired, so from {step}, which fetches them again)"
 
 
 def _known_step(sagas: object, step: str) -> None:
@@ -172,3 +189,5 @@ def _print_bulk(
         )
     for rid, err in errors:
         print(f"  {rid}: {err}")
+    if args.dry_run and rows and not args.yes:
+        print("nothing was retried: run it again with --yes to retry them")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from saga.cli.common import Exit, fmt_ms, print_json, run, state_text, table, tty
+from saga.cli.common import Exit, fmt_ms, fmt_resume, print_json, run, state_text, table, tty
 from saga.cli.saga_types import add_type_option, typed_keys
 
 POLL_S = 0.5
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
             if args.output:
                 from saga.cli.outputs import render_outputs
 
-                print("\n" + render_outputs(saga.outputs))
+                print("\n" + render_outputs(saga.outputs, saga.undone_outputs))
         return Exit.OK
 
     try:
@@ -97,7 +97,11 @@ def document(saga: Any, events: list[Any], now_ms: int, *, outputs: bool = False
     from saga.cli.outputs import decoded
 
     return ShowOutputDocument(
-        saga=view, attempts=attempts, events=events, outputs=decoded(saga.outputs)
+        saga=view,
+        attempts=attempts,
+        events=events,
+        outputs=decoded(saga.outputs),
+        undone_outputs=decoded(saga.undone_outputs),
     )
 
 
@@ -111,7 +115,7 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
     head: list[tuple[str, str]] = [
         ("record", saga.record_id),
         ("user", saga.user_id),
-        ("state", state_text(saga.state.value, saga.needs_review)),
+        ("state", state_text(saga.state.value, saga.needs_review, saga.parked_reason)),
         ("step", saga.step),
         ("epoch", str(saga.epoch)),
         ("created", fmt_ms(saga.created_ms)),
@@ -126,8 +130,8 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
     if saga.state.value == "running":
         head.append(("lease", f"{saga.worker} until {fmt_ms(saga.lease_until_ms)}"))
     elif saga.state.value == "waiting_retry" and saga.parked_reason:
-        head.append(("parked", f"{saga.parked_reason} (no attempt spent)"))
-        head.append(("resumes at", fmt_ms(saga.due_ms)))
+        head.append(("parked", "no attempt spent"))
+        head.append(("resumes", fmt_resume(saga.due_ms)))
     elif saga.state.value == "waiting_retry":
         head.append(("retry at", fmt_ms(saga.due_ms)))
     lines = [line for k, v in head for line in wrap(k, v or "-", columns)]

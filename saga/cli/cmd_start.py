@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description="Start the saga of a record. Starting it again returns the existing saga.",
         epilog="Exit codes: 0 started (with --wait: completed), 1 failed or cancelled "
         "(--wait), or owned by another user, 2 bad input, 3 Redis unreachable, "
-        "5 --timeout ran out (the saga goes on).",
+        "5 --timeout ran out (the saga goes on), 6 completed but needs review (--wait).",
     )
     p.add_argument("record_id")
     p.add_argument("user_id")
@@ -65,6 +65,8 @@ def main(args: argparse.Namespace) -> int:
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             first = args.input.encode() if args.input else None
+            if sagas.keys.saga_type == "documents":
+                _readable(document or _document_of(first))
             try:
                 res = await sagas.start(
                     args.record_id, args.user_id, document=document, input=first
@@ -83,6 +85,33 @@ def main(args: argparse.Namespace) -> int:
         return run(go)
     finally:
         stop_tracing()  # flushes the saga's root span
+
+
+SCHEMES = ("file", "http", "https")
+"""What the document pipeline's router fetches (saga.adapters.documents)."""
+
+
+def _document_of(first: bytes | None) -> str:
+    import msgspec
+
+    try:
+        found = msgspec.json.decode(first or b"{}", type=dict[str, Any]).get("document")
+    except msgspec.DecodeError:
+        return ""  # the client says what is wrong with the input
+    return found if isinstance(found, str) else ""
+
+
+def _readable(ref: str) -> None:
+    """A document the router cannot fetch can only dead-letter: refused at start."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(ref).scheme.lower() if "://" in ref else ""
+    if scheme and scheme not in SCHEMES:
+        raise CliError(
+            f"the document's scheme {scheme[:20]!r} is not one the router fetches; "
+            "use a path, file:// or http(s)://",
+            Exit.USAGE,
+        )
 
 
 def local_document(ref: str) -> str:
@@ -126,16 +155,20 @@ async def _wait(sagas: Any, args: argparse.Namespace, created: bool) -> int:
     progress = _Progress(quiet=args.json)
     while True:
         saga = await sagas.get(args.record_id)
-        progress.show(
-            f"{saga.state.value} at {saga.step} (attempt {saga.attempts.get(saga.step, 0)})"
-        )
+        state = state_text(saga.state.value, saga.needs_review, saga.parked_reason)
+        progress.show(f"{state} at {saga.step} (attempt {saga.attempts.get(saga.step, 0)})")
         if saga.state.terminal:
             progress.end()
             if args.json:
                 _print_document(created, saga)
             elif saga.state != SagaState.COMPLETED and saga.error_class:
                 print(f"  {saga.error_class}: {saga.error_message}")
-            return Exit.OK if saga.state == SagaState.COMPLETED else Exit.FAILED
+            elif saga.needs_review and saga.state == SagaState.COMPLETED:
+                for step, reason in saga.review.items():
+                    print(f"  review {step}: {reason}")
+            if saga.state != SagaState.COMPLETED:
+                return Exit.FAILED
+            return Exit.NEEDS_REVIEW if saga.needs_review else Exit.OK
         await watch.check(saga)
         if deadline is not None and time.monotonic() > deadline:
             progress.end()
@@ -170,15 +203,17 @@ class _Progress:
 
 
 class _NoWorkerWatch:
-    """Says once, on stderr, when a pending saga's step has had no live reader for
-    NO_WORKER_AFTER_S: the wait goes on (a worker may be started meanwhile)."""
+    """Says once, on stderr, when a pending saga's step has had no live worker for
+    NO_WORKER_AFTER_S: the wait goes on (a worker may be started meanwhile). A worker is
+    its presence (it leaves at once on a clean stop, within PRESENCE_TTL_S when killed),
+    not its consumer in the group, which looks active for a minute after it stopped."""
 
     def __init__(self, sagas: Any) -> None:
         self.sagas, self.since, self.said = sagas, time.monotonic(), False
 
     async def check(self, saga: Any) -> None:
         from saga.state.model import SagaState
-        from saga.state.queries import live_consumers
+        from saga.state.presence import live_workers
 
         if self.said or saga.state != SagaState.PENDING:
             self.since = time.monotonic()
@@ -186,8 +221,8 @@ class _NoWorkerWatch:
         if time.monotonic() - self.since < NO_WORKER_AFTER_S:
             return
         keys = self.sagas.keys
-        part = keys.partition_of(saga.record_id)
-        if await live_consumers(self.sagas.redis, keys, part, saga.step):
+        workers = await live_workers(self.sagas.redis, keys)
+        if any(w.saga_type == keys.saga_type and saga.step in w.steps for w in workers):
             self.since = time.monotonic()
             return
         self.said = True

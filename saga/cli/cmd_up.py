@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from saga.cli.common import CliError, Exit, run
+from saga.cli.common import CliError, Exit, check_redis, run
 
 UP_TOKEN_HOURS = 12
 
@@ -54,6 +54,7 @@ def main(args: argparse.Namespace) -> int:
         raise CliError("--dev applies to --console only.", Exit.USAGE)
     units = _units(args, settings)
     url = redis_url(settings)  # start the embedded server once, before the workers
+    check_redis(settings)  # one sentence for a bad REDIS_URL, not one per worker
     extra: dict[str, list[str]] = {}
     token_name = ""
     if args.console:
@@ -103,10 +104,28 @@ def _console(settings: Any, args: argparse.Namespace) -> tuple[list[str], str]:
         print(f"saga up: console at {shown} (--dev: no sign-in; anyone on this machine "
               "acts as an operator)", flush=True)  # fmt: skip
         return [*argv, "--dev"], ""
+    settings = _with_local_secret(settings)
     name, token = run(lambda: _mint(settings))
     print(f"saga up: console at {shown}\nsaga up: sign in with this token (operator, valid "
           f"{UP_TOKEN_HOURS} h, revoked when saga up stops):\n{token}", flush=True)  # fmt: skip
     return argv, name
+
+
+def _with_local_secret(settings: Any) -> Any:
+    """Without SAGA_CONSOLE_SECRET(_FILE), a secret made once in the data dir, handed to the
+    console process through SAGA_CONSOLE_SECRET_FILE (saga up is one machine's stack)."""
+    import os
+
+    import msgspec
+
+    from saga.console.tokens import local_secret_file
+
+    c = settings.console
+    if c.secret or c.secret_file:
+        return settings
+    path = str(local_secret_file(settings.data_dir))
+    os.environ["SAGA_CONSOLE_SECRET_FILE"] = path
+    return msgspec.structs.replace(settings, console=msgspec.structs.replace(c, secret_file=path))
 
 
 async def _mint(settings: Any) -> tuple[str, str]:
@@ -114,16 +133,22 @@ async def _mint(settings: Any) -> tuple[str, str]:
     import re
     import time
 
-    from saga.console.tokens import Role, add_stored_token
+    from saga.console.tokens import Role, add_stored_token, signer_of
     from saga.runtime import client_for, keys_of
     from saga.state.console_auth import revoke_token
 
     name = "up-" + re.sub(r"[^A-Za-z0-9._-]", "-", getpass.getuser())[:60]
+    from saga.console.errors import ConsoleConfigError
+
+    try:
+        signer = signer_of(settings)
+    except ConsoleConfigError as exc:
+        raise CliError(f"{exc}.", Exit.USAGE) from None
     async with client_for(settings) as client:
         keys = keys_of(settings)
         await revoke_token(client, keys, name)  # a token an earlier `saga up` left behind
         token = await add_stored_token(
-            client, keys, name, Role.OPERATOR, ttl_s=UP_TOKEN_HOURS * 3600,
+            client, keys, name, Role.OPERATOR, signer=signer, ttl_s=UP_TOKEN_HOURS * 3600,
             now_ms=int(time.time() * 1000),
         )  # fmt: skip
     return name, token

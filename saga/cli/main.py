@@ -1,7 +1,7 @@
 """``saga`` entry point: builds the parser from one module per command and maps
 errors to exit codes (``saga.cli.common.Exit``: 0 ok, 1 failed, 2 usage or invalid
-setting, 3 Redis unreachable, 4 not found, 5 timed out waiting, 130 Ctrl-C, 141
-stdout closed).
+setting, 3 Redis unreachable, 4 not found, 5 timed out waiting, 6 completed but needs review
+(``--wait``), 130 Ctrl-C, 141 stdout closed).
 
 Command modules import nothing heavy at module level, so ``saga show --json``
 starts without litellm, OpenTelemetry exporters or PDF parsing.
@@ -42,6 +42,8 @@ COMMANDS = (
     "eval",
     "controller",
     "partitions",
+    "retention",
+    "purge",
 )
 
 
@@ -135,6 +137,10 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
     if isinstance(exc, StateError):
         return Exit.FAILED, f"{exc}."
     if isinstance(exc, EmbeddedServerError):
+        return Exit.UNREACHABLE, f"{exc}."
+    from saga.state.scripts import ScriptsMissingError
+
+    if isinstance(exc, ScriptsMissingError):  # Redis answers; an EVALSHA-only user waits
         return Exit.UNREACHABLE, f"{exc}."
     failure = connection_failure(exc)
     if failure is None:

@@ -31,13 +31,16 @@ def decoded(outputs: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
-def render_outputs(outputs: Mapping[str, str]) -> str:
-    """Every step's output, in the order the steps committed them."""
-    if not outputs:
+def render_outputs(outputs: Mapping[str, str], undone: Mapping[str, str] | None = None) -> str:
+    """Every step's output, in the order the steps committed them; then the outputs a
+    compensation undid (their effect no longer stands), marked so."""
+    if not outputs and not undone:
         return "no step has committed an output yet"
     blocks = []
     for step, value in decoded(outputs).items():
         blocks.append(f"== {step} ==\n" + _render(value))
+    for step, value in decoded(undone or {}).items():
+        blocks.append(f"== {step} (undone by its compensation) ==\n" + _render(value))
     return "\n\n".join(blocks)
 
 

@@ -19,6 +19,7 @@ import msgspec
 
 from saga.adapters.breaker import BreakerStatus
 from saga.cli.attempts import Attempt
+from saga.cli.shapes_data import PurgeReport, RetentionDocument
 from saga.cli.timeline import SagaView
 from saga.controller.check import Check
 from saga.settings import Settings
@@ -55,6 +56,8 @@ class ShowOutputDocument(ShowDocument, kw_only=True):
     outputs: dict[str, Any]
     """Step -> its output as the step returned it (``steps/models.py`` for the document
     pipeline's steps)."""
+    undone_outputs: dict[str, Any]
+    """Step -> the output it had committed before a compensation undid it."""
 
 
 class SagaSummary(msgspec.Struct, kw_only=True):
@@ -83,6 +86,8 @@ class ListDocument(msgspec.Struct, kw_only=True):
     """``saga list --json``: newest first."""
 
     sagas: list[SagaSummary]
+    skipped: int = 0
+    """Index entries skipped because their record id is malformed (not a saga's)."""
 
 
 class RetryResult(msgspec.Struct, kw_only=True):
@@ -222,6 +227,10 @@ class InitDocument(msgspec.Struct, kw_only=True):
     partitions: int
     groups_created: int
     scripts_version: str
+    budgets_moved: int = 0
+    """Budgets moved from an older release's ``saga:budgets`` (docs/operations.md)."""
+    console_tokens_dropped: int = 0
+    """Console tokens of an older release deleted: they are no longer valid."""
 
 
 class PartitionsDocument(msgspec.Struct, kw_only=True):
@@ -297,6 +306,8 @@ SHAPES: dict[str, Any] = {
     "controller-check": ControllerCheckDocument,
     "partitions": PartitionsDocument,
     "partitions-migrate": MigrationReport,
+    "retention": RetentionDocument,
+    "purge": PurgeReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""

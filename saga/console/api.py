@@ -50,7 +50,7 @@ async def sagas(request: Request, who: Identity | None) -> Response:
 
     q = request.query_params
     page = await service(request).page(params.list_query(q), params.saga_type(q.get("type")))
-    response = json(document(page.rows))
+    response = json(document(page.rows, page.skipped))
     if page.next is not None:
         query = {k: v for k, v in request.query_params.items() if k != "cursor"}
         query["cursor"] = page.next.encode()

@@ -8,6 +8,7 @@ anonymous operator. Nothing else gets in.
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import re
 import secrets
@@ -18,7 +19,7 @@ import msgspec
 
 from saga.console.config import ConsoleConfig
 from saga.console.errors import Forbidden, Unauthenticated
-from saga.console.tokens import Role, digest
+from saga.console.tokens import Role, Signer, digest, token_mac
 from saga.state import console_auth as store
 from saga.state.keys import Keys
 
@@ -74,13 +75,23 @@ class Access:
         return None
 
     async def token(self, token: str) -> tuple[str, Role, str] | None:
-        """(name, role, digest) of a valid token: in the token file or stored, unexpired."""
+        """(name, role, key) of a valid token: in the token file (by its sha256), or stored
+        under its HMAC key with a MAC this console's secret vouches for, unexpired."""
         key = digest(token)
         if key in self.config.file_tokens:
             t = self.config.file_tokens[key]
             return t.name, t.role, key
+        signer = self.config.signer
+        if signer is None:  # --dev without a secret: no stored token is trusted
+            return None
+        key = signer.token_key(token)
+        return await self._stored(signer, key)
+
+    async def _stored(self, signer: Signer, key: str) -> tuple[str, Role, str] | None:
         stored = await store.token_by_digest(self.redis, self.keys, key)
-        if stored is None or (stored.expires_ms and stored.expires_ms < _now_ms()):
+        if stored is None or not verified(signer, stored):
+            return None
+        if stored.expires_ms and stored.expires_ms < _now_ms():
             return None
         return stored.name, Role(stored.role), key
 
@@ -91,27 +102,45 @@ class Access:
             raise Unauthenticated("that token is unknown, expired or revoked")
         name, role, key = found
         value = secrets.token_urlsafe(32)
+        skey, now = self._session_key(value), _now_ms()
         session = store.StoredSession(
-            subject=name, role=role.value, token_digest=key, created_ms=_now_ms()
-        )
+            subject=name, role=role.value, token_digest=key, created_ms=now,
+            mac=self._session_mac(skey, name, role.value, key, now),
+        )  # fmt: skip
         ttl = self.config.settings.session_ttl_s
-        await store.open_session(self.redis, self.keys, digest(value), session, ttl)
+        await store.open_session(self.redis, self.keys, skey, session, ttl)
         return value, Identity(name, role, "session")
 
     async def sign_out(self, cookie: str) -> None:
-        await store.close_session(self.redis, self.keys, digest(cookie))
+        await store.close_session(self.redis, self.keys, self._session_key(cookie))
+
+    def _session_key(self, cookie: str) -> str:
+        signer = self.config.signer
+        return signer.session_key(cookie) if signer is not None else digest(cookie)
+
+    def _session_mac(self, skey: str, subject: str, role: str, token: str, at: int) -> str:
+        signer = self.config.signer
+        return signer.mac(skey, subject, role, token, at) if signer is not None else ""
 
     async def _session(self, cookie: str) -> Identity | None:
         """The session's owner while its token is still valid (revoking a token ends
-        every session opened with it)."""
-        session = await store.get_session(self.redis, self.keys, digest(cookie))
+        every session opened with it), if this console's secret vouches for it."""
+        skey = self._session_key(cookie)
+        try:
+            session = await store.get_session(self.redis, self.keys, skey)
+        except msgspec.DecodeError:
+            return None
         if session is None:
             return None
-        if session.token_digest not in self.config.file_tokens:
-            stored = await store.token_by_digest(self.redis, self.keys, session.token_digest)
-            if stored is None or (stored.expires_ms and stored.expires_ms < _now_ms()):
+        s = session
+        expected = self._session_mac(skey, s.subject, s.role, s.token_digest, s.created_ms)
+        if not hmac.compare_digest(s.mac, expected):
+            return None
+        if s.token_digest not in self.config.file_tokens:
+            signer = self.config.signer
+            if signer is None or await self._stored(signer, s.token_digest) is None:
                 return None
-        return Identity(session.subject, Role(session.role), "session")
+        return Identity(s.subject, Role(s.role), "session")
 
     def _forwarded(self, request: Any) -> Identity | None:
         s = self.config.settings
@@ -133,6 +162,12 @@ class Access:
         except ValueError:
             return False
         return any(address in n for n in self.config.trusted)
+
+
+def verified(signer: Signer, t: store.StoredToken) -> bool:
+    """Whether ``t`` was stored by a holder of this secret (its MAC matches its fields)."""
+    expected = token_mac(signer, t.digest, t.name, t.role, t.created_ms, t.expires_ms)
+    return hmac.compare_digest(t.mac, expected) and t.role in set(Role)
 
 
 def require(identity: Identity | None, role: Role) -> Identity:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from saga.console.errors import ConsoleConfigError
-from saga.console.tokens import FileToken, read_token_file
+from saga.console.tokens import FileToken, Signer, load_secret, read_token_file
 from saga.settings import ConsoleSettings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -22,6 +23,9 @@ class ConsoleConfig:
     """Digest -> token, from ``SAGA_CONSOLE_TOKEN_FILE``."""
     trusted: tuple[Network, ...] = ()
     """Peers whose forward-auth headers are believed."""
+    signer: Signer | None = None
+    """The console's secret (``SAGA_CONSOLE_SECRET``); None only with ``--dev`` and no
+    secret set, when tokens stored in Redis are not accepted."""
 
 
 def is_loopback(host: str) -> bool:
@@ -33,7 +37,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def build_config(settings: ConsoleSettings, *, dev: bool = False) -> ConsoleConfig:
+def build_config(
+    settings: ConsoleSettings, *, dev: bool = False, local_dir: Path | None = None
+) -> ConsoleConfig:
+    """``local_dir``: the embedded server's data dir (no ``REDIS_URL``), where a console
+    secret is made once when none is set."""
     if dev and not is_loopback(settings.host):
         raise ConsoleConfigError(
             f"--dev turns sign-in off, so it listens on loopback only, not on "
@@ -44,4 +52,9 @@ def build_config(settings: ConsoleSettings, *, dev: bool = False) -> ConsoleConf
     except ValueError as exc:
         raise ConsoleConfigError(f"SAGA_CONSOLE_TRUSTED_PROXIES: {exc}") from None
     tokens = read_token_file(settings.token_file) if settings.token_file else {}
-    return ConsoleConfig(settings=settings, dev=dev, file_tokens=tokens, trusted=trusted)
+    signer = None
+    if not dev or settings.secret or settings.secret_file or local_dir is not None:
+        signer = load_secret(settings.secret, settings.secret_file, local_dir)
+    return ConsoleConfig(
+        settings=settings, dev=dev, file_tokens=tokens, trusted=trusted, signer=signer
+    )

@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from saga.cli.common import fmt_resume
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
 from saga.console.draw import cost_chart, span_text, timeline, usd, when
@@ -40,7 +41,7 @@ ACTIONS_TEXT = "action must be retry, cancel, compensate or accept"
 def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
     context.setdefault("who", getattr(request.state, "who", None))
     context["csrf"] = request.state.csrf
-    context["when"], context["usd"] = when, usd
+    context["when"], context["usd"], context["resume"] = when, usd, fmt_resume
     templates = request.app.state.templates
     return templates.TemplateResponse(request, name, context, status_code=status)  # type: ignore[no-any-return]
 
@@ -116,7 +117,7 @@ async def saga(request: Request, who: Identity | None) -> Response:
     operator = w.role == Role.OPERATOR
     if not operator:  # a viewer's copy: no document reference, no operator's error detail
         s = msgspec.structs.replace(s, document="", error_detail="")
-    outputs = render_outputs(s.outputs) if operator else ""
+    outputs = render_outputs(s.outputs, s.undone_outputs) if operator else ""
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,

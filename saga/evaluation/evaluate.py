@@ -9,6 +9,7 @@ import msgspec
 from saga.evaluation.diagnoses import score_diagnoses
 from saga.evaluation.matching import match
 from saga.evaluation.runner import StepsRun, run_pdf
+from saga.evaluation.scans import ScanClass, scan_classes, scan_gates
 from saga.evaluation.score import (
     DocumentScore,
     Gate,
@@ -29,8 +30,11 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
     directory: str
     documents: list[DocumentScore]
     total: Totals
+    """Over the text documents (``scan`` empty)."""
     gates: list[Gate]
     ok: bool
+    scans: list[ScanClass] = []
+    """The scanned documents, by how they were scanned (what OCR read)."""
 
 
 def load_corpus(directory: Path, only: str = "") -> list[ExpectedDocument]:
@@ -62,6 +66,7 @@ def score_run(truth: ExpectedDocument, run: StepsRun) -> tuple[DocumentScore, in
         error=run.error,
         diagnoses=score_diagnoses(truth.diagnoses, output.extraction.diagnoses if output else []),
     )
+    score = msgspec.structs.replace(score, ocr_pages=run.ocr_pages, ocr_cpu_s=run.ocr_cpu_s)
     return score, exact_readable(truth, pairs)
 
 
@@ -78,13 +83,17 @@ async def evaluate(
         run = await run_pdf(directory / truth.document, config)
         score, exact = score_run(truth, run)
         scores.append(score)
-        on_text += exact
-    total = totals(scores, on_text)
-    checks = gates(scores, total, limits)
+        on_text += 0 if truth.scan else exact
+    text = [s for s in scores if not s.scan]
+    total = totals(text, on_text)
+    checks = gates(text, total, limits) if text else []
+    classes = scan_classes(scores)
+    checks += scan_gates(scores, classes)
     return Report(
         directory=str(directory),
         documents=scores,
         total=total,
         gates=checks,
         ok=all(g.ok for g in checks),
+        scans=classes,
     )

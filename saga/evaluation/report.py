@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from saga.cli.common import colour, table
 from saga.evaluation.evaluate import Report
+from saga.evaluation.scans import ScanClass
 from saga.evaluation.score import DocumentScore, Miss
 
 DOCUMENT_HEADERS = (
@@ -23,7 +24,7 @@ DOCUMENT_HEADERS = (
 
 def render(report: Report, *, verbose: bool = False) -> str:
     """The whole report; ``verbose`` lists missed and spurious rows as well as wrong ones."""
-    rows = [_document_row(s) for s in report.documents]
+    rows = [_document_row(s) for s in report.documents if not s.scan]
     t = report.total
     rows.append(
         (
@@ -46,6 +47,13 @@ def render(report: Report, *, verbose: bool = False) -> str:
         f"spurious {t.spurious_rate:.1%} ({t.spurious}/{t.extracted} extracted), "
         f"wrong values {t.wrong}, flags that disagree {t.flag_disagreements}"
     )
+    if report.scans:
+        parts.append("\nscanned documents (read by OCR):")
+        parts.append(
+            table(DOCUMENT_HEADERS, [_document_row(s) for s in report.documents if s.scan])
+        )
+        parts.append("")
+        parts.append(table(SCAN_HEADERS, [_scan_row(c) for c in report.scans]))
     parts.append("")
     parts.append(
         table(
@@ -67,6 +75,33 @@ def render(report: Report, *, verbose: bool = False) -> str:
         parts.append("")
         parts.extend(details)
     return "\n".join(parts)
+
+
+SCAN_HEADERS = (
+    "scan",
+    "docs",
+    "expected",
+    "exact",
+    "recall",
+    "wrong",
+    "unflagged",
+    "flagged",
+    "cpu/page",
+)
+
+
+def _scan_row(c: ScanClass) -> tuple[object, ...]:
+    return (
+        c.kind,
+        c.documents,
+        c.expected,
+        c.exact,
+        f"{c.recall:.0%}" if c.expected else "-",
+        c.wrong,
+        colour(str(c.wrong_unflagged), "31") if c.wrong_unflagged else 0,
+        c.flagged,
+        f"{c.cpu_per_page:.1f}s" if c.pages else "-",
+    )
 
 
 def _document_row(s: DocumentScore) -> tuple[object, ...]:

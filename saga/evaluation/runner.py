@@ -1,4 +1,4 @@
-"""Run one corpus PDF through the pipeline's own router and parser steps.
+"""Run one corpus document (a PDF, or a TIFF, PNG or JPEG scan) through the steps.
 
 The same functions the workers run, with a hand-built context instead of the
 runtime: ``route`` splits the PDF into page texts (and stages them), ``parse``
@@ -38,6 +38,19 @@ class StepsRun(msgspec.Struct, frozen=True, kw_only=True):
 
     output: ParserOutput | None = None
     error: str = ""
+    ocr_pages: int = 0
+    ocr_cpu_s: float = 0.0
+    """CPU seconds of OCR over the document (the extraction process and its tesseracts)."""
+
+
+MEDIA_TYPES = {
+    ".pdf": "application/pdf",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+}
 
 
 async def run_pdf(path: Path, config: StepConfig | None = None) -> StepsRun:
@@ -46,7 +59,8 @@ async def run_pdf(path: Path, config: StepConfig | None = None) -> StepsRun:
     config = msgspec.structs.replace(config or StepConfig(), extractor=ExtractorKind.RULES)
     ref = path.name
     content = await anyio.Path(path).read_bytes()
-    documents = MemoryDocuments({ref: Document(ref, "application/pdf", content)})
+    media_type = MEDIA_TYPES.get(path.suffix.lower(), "application/pdf")
+    documents = MemoryDocuments({ref: Document(ref, media_type, content)})
     router_ctx = make_context(
         step="router", record_id=path.stem, documents=documents, config=config, log=_QUIET
     )
@@ -66,4 +80,7 @@ async def run_pdf(path: Path, config: StepConfig | None = None) -> StepsRun:
         # a worker would retry this and then dead-letter it: the saga does not complete.
         # Score the other documents and show it rather than stop the whole evaluation.
         return StepsRun(error=f"unexpected {type(exc).__name__}: {str(exc)[:200]}")
-    return StepsRun(output=output)
+    ocr = routed.ocr_pages
+    return StepsRun(
+        output=output, ocr_pages=len(ocr), ocr_cpu_s=round(sum(p.cpu_s for p in ocr), 3)
+    )

@@ -56,6 +56,10 @@ class DocumentScore(msgspec.Struct, frozen=True, kw_only=True):
     missed_rows: list[Miss] = []
     spurious_rows: list[Miss] = []
     diagnoses: DiagnosisScore = DiagnosisScore(expected=0, matched=0)
+    scan: str = ""
+    """How the document was scanned ("" for a text document): ``ExpectedDocument.scan``."""
+    ocr_pages: int = 0
+    ocr_cpu_s: float = 0.0
 
     @property
     def flagged(self) -> bool:
@@ -134,6 +138,7 @@ def score_document(
         missed_rows=[_miss(p) for p in pairs if p.outcome is Outcome.MISSED],
         spurious_rows=[_miss(p) for p in pairs if p.outcome is Outcome.SPURIOUS],
         diagnoses=diagnoses or DiagnosisScore(expected=len(truth.diagnoses), matched=0),
+        scan=truth.scan,
     )
 
 

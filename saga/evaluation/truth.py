@@ -54,6 +54,10 @@ class ExpectedDocument(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     expect_review: bool = False
     image_pages: list[int] = []
     diagnoses: list[str] = []
+    scan: str = ""
+    """"" for a text document; else how it was scanned (``scan-300``, ``scan-200``,
+    ``fax-200x200``, ``fax-200x100``, ``stamp``, ``rotated``, ``mixed``, ``refuse``):
+    ``saga eval`` scores these apart, as OCR reads them."""
     schema: int = SCHEMA_VERSION
 
 

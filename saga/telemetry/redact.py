@@ -41,7 +41,7 @@ ALLOWED = frozenset(
         *("duration_seconds", "lease_until_ms", "delay_ms", "cost_usd", "cost", "duplicate"),
         *("action", "count", "inflight", "left_unacknowledged", "batch", "port", "created"),
         # errors (the free-text ones are scrubbed)
-        *("error", "error_class", "detail", "reason", "status", "retryable"),
+        *("error", "error_class", "detail", "reason", "status", "retryable", "hint"),
         # LLM, billing and breakers (never content)
         *("purpose", "model", "prompt_tokens", "completion_tokens", "cached", "breaker"),
         *("failures", "probe_failed", "retry_at", "exporter"),
@@ -49,7 +49,7 @@ ALLOWED = frozenset(
 )
 """Fields that pass as they are (strings in FREE_TEXT are scrubbed)."""
 
-FREE_TEXT = frozenset({"event", "error", "detail", "reason", "exception"})
+FREE_TEXT = frozenset({"event", "error", "detail", "reason", "exception", "hint"})
 """Allowed fields whose strings can carry text from outside: scrubbed and truncated."""
 
 _PASSING = ALLOWED - FREE_TEXT

@@ -36,15 +36,20 @@ class HealthState:
         self._ticks[loop] = time.monotonic()
 
     def redis_down(self, exc: BaseException) -> None:
-        if self.redis_ok:
-            log.warning("redis_unreachable", error=type(exc).__name__)
+        name = type(exc).__name__
+        if name == "ScriptsMissingError":  # an EVALSHA-only user: say what to run
+            if self.last_error != name:
+                log.warning("scripts_missing", error=name, detail=str(exc))
+        elif self.redis_ok:
+            log.warning("redis_unreachable", error=name)
         self.redis_ok = False
-        self.last_error = type(exc).__name__
+        self.last_error = name
 
     def redis_up(self) -> None:
         if not self.redis_ok and self.scripts_loaded:
             log.info("redis_reachable")
         self.redis_ok = True
+        self.last_error = ""
 
     def live(self) -> tuple[bool, str]:
         now = time.monotonic()

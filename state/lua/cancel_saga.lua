@@ -12,25 +12,30 @@
 -- KEYS[6]  users' slots of the current step        {p}:inflight:<step>  (includes/user_cap)
 -- KEYS[7]  entries deferred by the user cap there  {p}:deferred:<step>
 -- KEYS[8..13] state indexes, in SagaState order
+-- KEYS[14] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
 -- ARGV[1]  the current step as the caller read it (guards KEYS[3..7])
 -- ARGV[2]  consumer group
 -- ARGV[3]  operation id
 -- ARGV[4]  history MAXLEN
 -- ARGV[5]  who asked, and why (free text)
+-- ARGV[6]  retention per state (StateLimits.retention's table): a cancelled saga's starts
 -- Returns: {RC.OK, previous_state}
 --          {RC.DUPLICATE, state}             already cancelled
 --          {RC.NOT_FOUND}
 --          {RC.WRONG_STATE, reason, detail}  completed or compensated, or the current
 --                                            step moved
--- Emits:   history 'cancelled'; a ready entry {rid, ep, v} for a deferred entry its slot
---          went to
+-- Emits:   history 'cancelled' (when an attempt was running: its number, worker and claim
+--          time as 'pa', 'pw', 'pt', so the timeline still draws the attempt it fenced
+--          out); a ready entry {rid, ep, v} for a deferred entry its slot went to
 --@include now
 --@include history
 --@include state_index
 --@include user_cap
+--@include retire
 
 local saga, hist = KEYS[1], KEYS[2]
-local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch', 'uid')
+local s = redis.call('HMGET', saga, 'state', 'step', 'entry', 'dead_id', 'rid', 'epoch', 'uid',
+                     'worker', 'claimed', 'att:' .. ARGV[1])
 if not s[1] then return {RC.NOT_FOUND} end
 if s[1] == STATE.CANCELLED then return {RC.DUPLICATE, s[1]} end
 if s[1] == STATE.COMPLETED or s[1] == STATE.COMPENSATED then
@@ -46,6 +51,14 @@ free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], recor
 redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',
            'entry', '', 'due', 0, 'dead_id', '', 'updated', now, 'op', ARGV[3])
 index_state(8, record, s[1], STATE.CANCELLED, now)
-history_append(hist, ARGV[4], {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5],
-                               'op', ARGV[3]})
+retire({saga = saga, retired = KEYS[14]}, s[7], record, now, ARGV[6], STATE.CANCELLED)
+local ev = {'e', 'cancelled', 's', s[2], 'ep', s[6], 't', now, 'x', ARGV[5], 'op', ARGV[3]}
+if s[1] == STATE.RUNNING and s[9] and s[9] ~= '' then
+  -- 'att:<step>' is '<epoch>:<attempts>': the running attempt is the last one counted
+  local att = string.match(s[10] or '', ':(%d+)$') or '0'
+  ev[#ev + 1] = 'pa'; ev[#ev + 1] = att
+  ev[#ev + 1] = 'pw'; ev[#ev + 1] = s[8] or ''
+  ev[#ev + 1] = 'pt'; ev[#ev + 1] = s[9]
+end
+history_append(hist, ARGV[4], ev)
 return {RC.OK, s[1]}

@@ -11,8 +11,9 @@
 -- KEYS[5..10] state indexes, in SagaState order
 -- KEYS[11] users' slots of the step       {p}:inflight:<step>  (see includes/user_cap)
 -- KEYS[12] entries deferred by the cap    {p}:deferred:<step>
--- KEYS[13..12+u] undo ready streams of the steps ARGV[13+n..12+n+u], in that order
--- KEYS[13+u+3(i-1)], KEYS[14+u+3(i-1)], KEYS[15+u+3(i-1)]  saga hash, history, pages of
+-- KEYS[13] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[14..13+u] undo ready streams of the steps ARGV[13+n..12+n+u], in that order
+-- KEYS[14+u+3(i-1)], KEYS[15+u+3(i-1)], KEYS[16+u+3(i-1)]  saga hash, history, pages of
 --          entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  step name
@@ -42,6 +43,7 @@
 -- ARGV[13+n..12+n+u] those steps, latest in the pipeline first: a saga dead-lettered here
 --          for its lease expiries enters 'compensating' instead when one has its output
 --          stored, as fail_step's dead path does
+-- ARGV[13+n+u] retention per state (StateLimits.retention's table): a dead letter's starts
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
@@ -73,6 +75,7 @@
 --@include state_index
 --@include attempts
 --@include schema
+--@include retire
 --@include dead_letter
 --@include user_cap
 --@include undo_plan
@@ -90,10 +93,12 @@ if n_extra > 32 then return redis.error_reply('claim_steps: at most 32 extra fie
 local undo_at = 12 + n_extra  -- ARGV[undo_at] = u, the steps after it (undo_plan's layout)
 local n_undo = tonumber(ARGV[undo_at])
 if n_undo > 32 then return redis.error_reply('claim_steps: at most 32 steps to undo') end
-local first_pair = undo_at + n_undo + 1
+local ret = ARGV[undo_at + n_undo + 1]
+local first_pair = undo_at + n_undo + 2
 local n = math.floor((#ARGV - first_pair + 1) / 2)
 if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
-local first_saga_key = 13 + n_undo
+local retired = KEYS[13]
+local first_saga_key = 14 + n_undo
 
 local now = now_ms()
 -- Numbers go to redis.call as strings made once: Lua turns a number argument into a
@@ -211,15 +216,17 @@ for i = 1, n do
       redis.call('HSET', saga, 'ec', 'LeaseExpired', 'em', em)
       redis.call('HINCRBY', KEYS[4], 'dead:' .. step, 1)
       history_append(hist, maxlen, ev)
-      state = begin_undo({saga = saga, hist = hist, ready_at = 13, index_at = 5,
+      state = begin_undo({saga = saga, hist = hist, ready_at = 14, index_at = 5,
                           record = record, from = s[3], step = step, epoch = epoch, now = now,
                           maxlen = maxlen, op = op,
-                          why = 'step ' .. step .. ' lost its lease ' .. max_expiries .. ' times'},
+                          why = 'step ' .. step .. ' lost its lease ' .. max_expiries .. ' times',
+                          retired = retired, user = s[2], ret = ret},
                          plan, head)
     else
-      dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5},
+      dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5,
+                   retired = retired},
                   {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
-                   from = s[3], ec = 'LeaseExpired', em = em, now = now})
+                   from = s[3], ec = 'LeaseExpired', em = em, now = now, ret = ret})
       history_append(hist, maxlen, ev)
     end
     redis.call('HSET', saga, 'op', op)

@@ -8,7 +8,8 @@
 -- KEYS[2]  dead-letter stream of the undo step
 -- KEYS[3]  partition counters               {p}:stats
 -- KEYS[4..9] state indexes, in keys.INDEXED order
--- KEYS[10+2(i-1)], KEYS[11+2(i-1)]  saga hash and history of entry i
+-- KEYS[10] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[11+2(i-1)], KEYS[12+2(i-1)]  saga hash and history of entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  undo step name (undo:<step>)
 -- ARGV[3]  worker (consumer) name
@@ -17,6 +18,7 @@
 -- ARGV[6]  history MAXLEN
 -- ARGV[7]  max lease expiries (as claim_steps: reaching it ends compensation_failed)
 -- ARGV[8]  the step whose output is the undone step's input ("_input" for the first)
+-- ARGV[9]  retention per state (StateLimits.retention's table): a dead letter's starts
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
@@ -33,6 +35,7 @@
 --@include state_index
 --@include attempts
 --@include schema
+--@include retire
 --@include dead_letter
 
 local ready = KEYS[1]
@@ -40,7 +43,8 @@ local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
 local lease_ms, op, maxlen = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 local max_expiries, input_step = tonumber(ARGV[7]), ARGV[8]
 local undone = string.sub(step, 6)
-local n = math.floor((#ARGV - 8) / 2)
+local retired, ret = KEYS[10], ARGV[9]
+local n = math.floor((#ARGV - 9) / 2)
 if n > 100 then return redis.error_reply('claim_undo: at most 100 entries per call') end
 
 local now = now_ms()
@@ -56,8 +60,8 @@ local function claim_data(code, entry, record, s, attempt, expired, token, lease
 end
 
 for i = 1, n do
-  local entry, record = ARGV[9 + 2 * (i - 1)], ARGV[10 + 2 * (i - 1)]
-  local saga, hist = KEYS[10 + 2 * (i - 1)], KEYS[11 + 2 * (i - 1)]
+  local entry, record = ARGV[10 + 2 * (i - 1)], ARGV[11 + 2 * (i - 1)]
+  local saga, hist = KEYS[11 + 2 * (i - 1)], KEYS[12 + 2 * (i - 1)]
   local s = redis.call('HMGET', saga, unpack(fields))
   local epoch = tonumber(s[5] or '0')
   local leased = s[7] and s[7] ~= ''
@@ -79,10 +83,11 @@ for i = 1, n do
     local attempt = attempts_of(s[15], epoch)
     local em = 'the lease expired ' .. max_expiries .. ' times, last on attempt ' .. attempt ..
                ' (worker ' .. (s[10] or '?') .. '); the executor may be crashing on this record'
-    dead_letter({saga = saga, dead = KEYS[2], stats = KEYS[3], first_index = 4},
+    dead_letter({saga = saga, dead = KEYS[2], stats = KEYS[3], first_index = 4,
+                 retired = retired},
                 {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
                  from = s[3], ec = 'LeaseExpired', em = em, now = now,
-                 to = STATE.COMPENSATION_FAILED})
+                 to = STATE.COMPENSATION_FAILED, ret = ret})
     redis.call('XACK', ready, group, entry)
     history_append(hist, maxlen, {'e', 'dead_lettered', 's', step, 'a', attempt, 'ep', epoch,
                                   'w', worker, 't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op})

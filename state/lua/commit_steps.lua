@@ -27,7 +27,8 @@
 -- ARGV[1]  consumer group
 -- ARGV[2]  history MAXLEN
 -- ARGV[3]  pages TTL (s)
--- ARGV[4]  retention of a completed saga (s)
+-- ARGV[4]  retention per state (StateLimits.retention's table, includes/retire): a
+--          completed saga's, or 'needs_review''s when one of its steps flagged it
 -- ARGV[5]  day of the month of KEYS[2] ("01".."31"): the day's spend field in KEYS[11]
 -- ARGV[6]  n: number of attempts, at most 64
 -- then 15 arguments per attempt, from its first argument a:
@@ -62,8 +63,9 @@
 --@include cost
 --@include committed_event
 --@include user_cap
+--@include retire
 
-local group, maxlen, pages_ttl, retention = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local group, maxlen, pages_ttl, retention = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local n = tonumber(ARGV[6])
 if n > 64 then return redis.error_reply('commit_steps: at most 64 attempts per call') end
 
@@ -130,8 +132,13 @@ local function commit_one(b, a, cap_lease, first_cost)
     -- Retention without a TTL: prune_retired (every worker's and the controller's
     -- maintenance sweep) deletes the hash and history at 'ret' with their index
     -- entries, which it had to visit anyway. Two EXPIREs per saga less, and no entry
-    -- in the server's expiry table for either key.
-    due = string.format('%d', now + retention * 1000)
+    -- in the server's expiry table for either key. Flagged for review (by this commit
+    -- or an earlier step's): kept for the review's retention.
+    local as = STATE.COMPLETED
+    if review ~= '' or redis.call('ZSCORE', KEYS[10], record) then as = 'needs_review' end
+    local secs = retention_of(retention, as)
+    due = ''
+    if secs >= 0 then due = string.format('%d', now + secs * 1000) end
     f[#f + 1] = 'ret'
     f[#f + 1] = due
   end
@@ -156,7 +163,7 @@ local function commit_one(b, a, cap_lease, first_cost)
     ev[#ev + 1] = review
   end
   history_append(hist, maxlen, ev)
-  if due then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
+  if due and due ~= '' then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
   return {RC.OK, state, next_step, next_entry}
 end
 

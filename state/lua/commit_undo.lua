@@ -1,6 +1,7 @@
 -- commit_undo: the exactly-once end of an undo attempt (commit_steps for a compensating
--- saga). Token-checked; in one script it drops the undone step's output (its effect no
--- longer stands), acknowledges the entry, enqueues the next undo of the plan or ends the
+-- saga). Token-checked; in one script it moves the undone step's output from out:<step>
+-- to undone:<step> (its effect no longer stands, but people still read what it was),
+-- acknowledges the entry, enqueues the next undo of the plan or ends the
 -- saga 'compensated', attributes the attempt's LLM cost as commit_steps does (the saga's
 -- cost:undo:<step>, the day's totals, the user's spend that budgets check), and appends
 -- the history. A second commit of the same attempt returns the recorded result, writing
@@ -16,6 +17,7 @@
 -- KEYS[12] day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[13] month's spend per user   {p}:spend:<yyyy-mm>
 -- KEYS[14..13+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[14+n] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
 -- ARGV[1]  undo step name (undo:<step>)
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -29,6 +31,7 @@
 -- ARGV[10] LLM tokens used by the attempt
 -- ARGV[11] n: number of cached-answer keys at KEYS[14..], at most 64
 -- ARGV[12] day of the month of KEYS[12] ("01".."31"): the day's spend field in KEYS[13]
+-- ARGV[13] retention per state (StateLimits.retention's table): a compensated saga's starts
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
@@ -42,6 +45,7 @@
 --@include fence
 --@include cost
 --@include committed_event
+--@include retire
 
 local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -75,6 +79,8 @@ if next_step ~= '' then
   state = STATE.COMPENSATING
   next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch, 'v', SCHEMA_VERSION)
 end
+local kept = redis.call('HGET', saga, 'out:' .. undone)
+if kept then redis.call('HSET', saga, 'undone:' .. undone, kept) end
 redis.call('HDEL', saga, 'out:' .. undone)
 local f = {'done:' .. step, token, 'next:' .. step, next_step, 'undo', rest, 'token', '',
            'lease', 0, 'worker', '', 'updated', now, 'op', op,
@@ -87,6 +93,10 @@ redis.call('HSET', saga, unpack(f))
 redis.call('HINCRBY', KEYS[5], 'committed:' .. step, 1)
 add_cost({saga = saga, costs = KEYS[12], spend = KEYS[13], dd = ARGV[12]}, s[11], step, cost)
 index_state(6, record, STATE.COMPENSATING, state, now)
+if state == STATE.COMPENSATED then
+  retire({saga = saga, retired = KEYS[14 + (tonumber(ARGV[11]) or 0)]}, s[11], record, now,
+         ARGV[13], state)
+end
 local ev = committed_event(step, attempt, epoch, worker, now, duration, next_step, op, cost,
                            ARGV[10])
 history_append(hist, maxlen, ev)

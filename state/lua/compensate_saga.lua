@@ -16,6 +16,8 @@
 -- KEYS[7]  entries deferred by the user cap there  {p}:deferred:<step>
 -- KEYS[8..13] state indexes, in keys.INDEXED order
 -- KEYS[14..13+n] undo ready streams of ARGV[7..6+n], in that order
+-- KEYS[14+n] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire): a saga
+--          that had ended is no longer due; one compensated at once starts its retention
 -- ARGV[1]  the current step as the caller read it (guards KEYS[3..7])
 -- ARGV[2]  consumer group
 -- ARGV[3]  operation id
@@ -23,6 +25,7 @@
 -- ARGV[5]  who asked, and why (free text)
 -- ARGV[6]  n: number of steps with a compensation, at most 32
 -- ARGV[7..6+n] those steps, latest in the pipeline first
+-- ARGV[7+n] retention per state (StateLimits.retention's table)
 -- Returns: {RC.OK, state, step, entry}       compensating (or compensated: nothing to undo)
 --          {RC.DUPLICATE, state, step, entry}  same op id, or already compensating or
 --                                              compensated: nothing written
@@ -34,6 +37,7 @@
 --@include history
 --@include state_index
 --@include op
+--@include retire
 --@include undo_plan
 --@include user_cap
 
@@ -61,5 +65,6 @@ local state, step, entry = begin_undo({saga = saga, hist = hist, ready_at = 14, 
                                        record = record, from = s[1], step = s[2],
                                        epoch = tonumber(s[6]), now = now, maxlen = maxlen,
                                        op = op, why = 'from ' .. s[1] .. ' at ' .. s[2] ..
-                                       ' by ' .. ARGV[5]}, plan, head)
+                                       ' by ' .. ARGV[5], retired = KEYS[14 + n],
+                                       user = s[7], ret = ARGV[7 + n]}, plan, head)
 return op_record(saga, op, {RC.OK, state, step, entry}, 'cmp_op')

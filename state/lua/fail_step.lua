@@ -23,6 +23,7 @@
 -- KEYS[16] entries deferred by the user cap  {p}:deferred:<step>
 -- KEYS[17..16+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- KEYS[17+n..16+n+u] undo ready streams of ARGV[19..18+u], in that order (dead only)
+-- KEYS[17+n+u] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -41,8 +42,9 @@
 -- ARGV[16] "1" when the step has a per-user cap: the attempt's slot in KEYS[15] goes to
 --          its user's oldest deferred entry (sent to KEYS[3]); "0" leaves KEYS[15..16]
 -- ARGV[17] lease of this step (ms): how long that released entry's slot is held for it
--- ARGV[18] u: number of steps with a compensation that follow (absent or 0: none), at most 32
+-- ARGV[18] u: number of steps with a compensation that follow (0: none), at most 32
 -- ARGV[19..18+u] those steps, latest in the pipeline first
+-- ARGV[19+u] retention per state (StateLimits.retention's table): a dead letter's starts
 -- Returns: {RC.OK, state, due_ms | dead_entry_id | first undo step}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
@@ -56,6 +58,7 @@
 --@include state_index
 --@include fence
 --@include cost
+--@include retire
 --@include dead_letter
 --@include user_cap
 --@include undo_plan
@@ -63,6 +66,9 @@
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
 local step, token, entry, group, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local ec, em, maxlen, worker = ARGV[7], ARGV[8], ARGV[10], ARGV[12]
+local n_cost, n_undo = tonumber(ARGV[14]) or 0, tonumber(ARGV[18]) or 0
+if n_undo > 32 then return redis.error_reply('fail_step: at most 32 steps to undo') end
+local retired, ret = KEYS[17 + n_cost + n_undo], ARGV[19 + n_undo]
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
                      'claimed', 'failtok', 'att:' .. step)
@@ -98,7 +104,6 @@ local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', du
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13], 'op', ARGV[9]}
 
 if action == 'dead' then
-  local n_cost, n_undo = tonumber(ARGV[14]) or 0, tonumber(ARGV[18] or '0') or 0
   local plan, head = undo_plan(saga, 18, n_undo)
   if head > 0 then
     ev[#ev + 1] = 'e'
@@ -111,13 +116,16 @@ if action == 'dead' then
     local state, first = begin_undo({saga = saga, hist = hist, ready_at = 17 + n_cost,
                                      index_at = 8, record = record, from = STATE.RUNNING,
                                      step = step, epoch = epoch, now = now, maxlen = maxlen,
-                                     op = ARGV[9], why = 'step ' .. step .. ' failed for good'},
+                                     op = ARGV[9], why = 'step ' .. step .. ' failed for good',
+                                     retired = retired, user = user, ret = ret},
                                     plan, head)
     return {RC.OK, state, first}
   end
-  local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 8},
+  local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 8,
+                          retired = retired},
                          {record = record, user = user, step = step, attempt = attempt,
-                          epoch = epoch, from = STATE.RUNNING, ec = ec, em = em, now = now})
+                          epoch = epoch, from = STATE.RUNNING, ec = ec, em = em, now = now,
+                          ret = ret})
   ev[#ev + 1] = 'e'
   ev[#ev + 1] = 'dead_lettered'
   history_append(hist, maxlen, ev)

@@ -18,6 +18,7 @@
 -- KEYS[13] day's cost totals    {p}:costs:<yyyy-mm-dd>
 -- KEYS[14] month's spend per user   {p}:spend:<yyyy-mm>
 -- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
+-- KEYS[15+n] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
 -- ARGV[1]  undo step name (undo:<step>)
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -33,6 +34,7 @@
 -- ARGV[13] LLM tokens used by the attempt
 -- ARGV[14] n: number of cached-answer keys at KEYS[15..], at most 64
 -- ARGV[15] day of the month of KEYS[13] ("01".."31"): the day's spend field in KEYS[14]
+-- ARGV[16] retention per state (StateLimits.retention's table): a dead letter's starts
 -- Returns: {RC.OK, state, due_ms | dead_entry_id}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
@@ -43,6 +45,7 @@
 --@include state_index
 --@include fence
 --@include cost
+--@include retire
 --@include dead_letter
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
@@ -75,10 +78,12 @@ local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', du
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13] or '0', 'op', op}
 
 if action == 'dead' then
-  local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 7},
+  local retired = KEYS[15 + (tonumber(ARGV[14]) or 0)]
+  local id = dead_letter({saga = saga, dead = KEYS[5], stats = KEYS[6], first_index = 7,
+                          retired = retired},
                          {record = record, user = user, step = step, attempt = attempt,
                           epoch = epoch, from = STATE.COMPENSATING, ec = ec, em = em, now = now,
-                          to = STATE.COMPENSATION_FAILED})
+                          to = STATE.COMPENSATION_FAILED, ret = ARGV[16]})
   ev[#ev + 1] = 'e'
   ev[#ev + 1] = 'dead_lettered'
   history_append(hist, maxlen, ev)

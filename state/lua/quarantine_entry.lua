@@ -16,6 +16,7 @@
 -- KEYS[7..12] state indexes, in SagaState order
 -- KEYS[13] users' slots of the step      {p}:inflight:<step>  (includes/user_cap)
 -- KEYS[14] entries deferred by the cap   {p}:deferred:<step>
+-- KEYS[15] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
 -- ARGV[1]  consumer group
 -- ARGV[2]  entry id
 -- ARGV[3]  reason
@@ -23,6 +24,7 @@
 -- ARGV[5]  step name (with KEYS[3..])
 -- ARGV[6]  history MAXLEN (with KEYS[3..])
 -- ARGV[7]  the record id (with KEYS[3..])
+-- ARGV[8]  retention per state (StateLimits.retention's table; with KEYS[3..])
 -- Returns: {RC.OK, quarantine_entry_id, dead_letter_id or ''}
 --          {RC.DUPLICATE, ''}  the entry is not pending (any more): a re-sent call, or
 --                              another executor quarantined it first; nothing written
@@ -37,6 +39,7 @@
 --@include history
 --@include state_index
 --@include attempts
+--@include retire
 --@include dead_letter
 --@include user_cap
 
@@ -50,7 +53,7 @@ local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[
                       'stream', KEYS[1], 'reason', ARGV[3], 'raw', ARGV[4], 't', now)
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 local dead_id = ''
-if #KEYS >= 14 then
+if #KEYS >= 15 then
   local step = ARGV[5]
   local s = redis.call('HMGET', KEYS[3], 'state', 'step', 'entry', 'uid', 'rid', 'epoch',
                        'att:' .. step)
@@ -68,10 +71,11 @@ if #KEYS >= 14 then
     local epoch = tonumber(s[6])
     local attempt = attempts_of(s[7], epoch)
     local em = 'its queue entry ' .. ARGV[2] .. ' was quarantined: ' .. ARGV[3]
-    dead_id = dead_letter({saga = KEYS[3], dead = KEYS[5], stats = KEYS[6], first_index = 7},
+    dead_id = dead_letter({saga = KEYS[3], dead = KEYS[5], stats = KEYS[6], first_index = 7,
+                           retired = KEYS[15]},
                           {record = s[5], user = s[4], step = step, attempt = attempt,
                            epoch = epoch, from = s[1], ec = 'Quarantined', em = em, now = now,
-                           to = to})
+                           to = to, ret = ARGV[8]})
     history_append(KEYS[4], ARGV[6], {'e', 'dead_lettered', 's', step, 'a', attempt,
                                       'ep', epoch, 't', now, 'ec', 'Quarantined', 'em', em})
   end

@@ -85,7 +85,10 @@ for i = 1, n do
     elseif s[2] ~= STATE.PENDING and tonumber(s[5] or 0) > now then
       replies[i] = {RC.LEASE_HELD, entry, s[7] or ''}
     else
-      local new = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[6], 'v', SCHEMA_VERSION)
+      -- 'rq': the entry it replaces (acknowledged below), so an outside count of
+      -- enqueues can tell a replacement from a second entry
+      local new = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[6], 'v', SCHEMA_VERSION,
+                             'rq', entry)
       redis.call('HSET', saga, 'entry', new)
       redis.call('XACK', ready, group, entry)
       replies[i] = op_record(saga, op, {RC.OK, entry, new}, 'rq')

@@ -57,3 +57,77 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     show = out[out.index("t-1") :]
     for expected in ("compensated", "lease expired", "undo:flight", "card declined"):
         assert expected in show, (expected, show[-3000:])
+
+
+WORKER_CUE = "start a worker in a second shell"
+"""The README's sentence after which its examples have a worker running."""
+NOT_RUN = "<!-- not part of the session -->"
+"""Marks a block drawn from elsewhere (a report the parser was unsure of)."""
+
+
+def commands_session() -> list[tuple[bool, str, int]]:
+    """The Commands section's shell lines in order: (a worker runs by then, the
+    command, the exit code the README shows after it with `echo $?`, else 0)."""
+    section = (REPO / "README.md").read_text().split("## Commands", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    out: list[tuple[bool, str, int]] = []
+    worker = False
+    for prose, block in re.findall(r"(.*?)```\n(.*?)```", section, re.S):
+        worker = worker or WORKER_CUE in prose
+        if NOT_RUN in prose.rsplit("\n\n", 1)[-1]:
+            continue
+        lines = [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+        for cmd in lines:
+            if cmd == "echo $?":
+                continue
+            out.append((worker, cmd, 0))
+        for i, line in enumerate(block.splitlines()):
+            if line == "$ echo $?":
+                want = int(block.splitlines()[i + 1])
+                prev = [c for c in block.splitlines()[:i] if c.startswith("$ ")][-1][2:]
+                idx = max(j for j, (_, c, _) in enumerate(out) if c == prev)
+                out[idx] = (out[idx][0], prev, want)
+    return out
+
+
+def test_every_record_the_commands_name_is_created_first() -> None:
+    """A newcomer running the examples in order never meets a record that no earlier
+    example started (but `nope`, shown failing on purpose)."""
+    started: set[str] = set()
+    for _, cmd, _code in commands_session():
+        words = cmd.split()
+        if words[:2] == ["saga", "start"]:
+            started.add(words[2])
+        for name in re.findall(r"\bmr-[\w-]+", cmd):
+            assert name in started, f"{cmd!r} names {name}, which no earlier example starts"
+
+
+def test_the_commands_run_as_written(tmp_path: Path) -> None:
+    """From the clone's directory, after the quick start's demo: each example exits as
+    shown (0 unless an `echo $?` follows it), a worker started where the README says."""
+    session = commands_session()
+    script = ["set +e", "saga demo >/dev/null 2>&1 || echo '@@ demo failed'"]
+    worker_on = False
+    for i, (worker, cmd, _) in enumerate(session):
+        if worker and not worker_on:
+            script.append(f"saga worker router parser grouper >{tmp_path}/worker.log 2>&1 &")
+            worker_on = True
+        script += [f"echo '@@ {i}'", cmd, 'echo "@@ rc $?"']  # a comment ends at its line
+    script += ["kill %1 2>/dev/null; wait", "saga server stop >/dev/null"]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SAGA_") and k not in ("REDIS_URL", "PYTHONPATH")}  # fmt: skip
+    env.update(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        SAGA_DATA_DIR=str(tmp_path / "data"),
+        SAGA_HEALTH_PORT="0",
+        NO_COLOR="1",
+    )
+    res = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=400, check=False)  # fmt: skip
+    (tmp_path / "session.out").write_text(res.stdout)
+    assert "@@ demo failed" not in res.stdout
+    codes = [int(c) for c in re.findall(r"^@@ rc (\d+)$", res.stdout, re.M)]
+    assert len(codes) == len(session), res.stdout[-3000:] + res.stderr[-3000:]
+    wrong = [(cmd, want, got) for (_, cmd, want), got in zip(session, codes, strict=True)
+             if want != got]  # fmt: skip
+    assert not wrong, (wrong, res.stdout[-4000:], res.stderr[-2000:])

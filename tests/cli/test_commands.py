@@ -85,7 +85,7 @@ async def test_bulk_retry_dry_run_then_real(redis: Any, keys: Keys, redis_url: s
     assert (await get_saga(redis, keys, "mr-a")).state == "failed"
     only_u2 = cli_json(keys, redis_url, "retry", "--step", "parser", "--user", "u-2", "--dry-run")
     assert only_u2["matched"] == ["mr-b"]
-    real = cli_json(keys, redis_url, "retry", "--step", "parser")
+    real = cli_json(keys, redis_url, "retry", "--step", "parser", "--yes")
     assert sorted(real["retried"]) == ["mr-a", "mr-b"]
     for rid in ("mr-a", "mr-b"):
         saga = await get_saga(redis, keys, rid)
@@ -155,6 +155,9 @@ def test_demo_runs_offline(tmp_path: Path) -> None:
         assert "all sagas ended as expected" in res.stdout
         assert "dead-lettered at router as intended: InvalidInputError" in res.stdout
         assert "cost     $0.0000" in res.stdout  # the mocked LLM naming is billed
+        url = f"unix://{tmp_path / 'data' / 'saga.sock'}"
+        assert f"the embedded server keeps running at {url}" in res.stdout  # said, not hidden
+        assert "`saga server stop` stops it" in res.stdout
     finally:
         _embedded(tmp_path, "server", "stop")
 
@@ -169,7 +172,7 @@ async def test_demo_keeps_its_queues_from_a_running_worker(
     env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
     worker = spawn_worker(env, tmp_path / "worker.log", ["router", "parser", "grouper"])
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         demo = await anyio.to_thread.run_sync(lambda: cli(keys, redis_url, "demo", timeout=180))
     finally:
         worker.kill()
@@ -179,3 +182,15 @@ async def test_demo_keeps_its_queues_from_a_running_worker(
     assert not [e for e in worker.events() if str(e.get("record_id", "")).startswith("sample-")]
     demo_keys = Keys(prefix=f"{keys.prefix}-demo", partitions=keys.partitions)
     assert len(cli_json(demo_keys, redis_url, "list")["sagas"]) == 5
+
+
+async def test_retry_from_parser_of_a_saga_failed_at_the_router_says_why(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """`retry --step parser` of a saga dead at the router re-runs from the router; the
+    sentence says the router never committed, not that pages expired."""
+    await run_to_dead(await machine(redis, keys), "mr-r", "router")
+    res = cli(keys, redis_url, "retry", "mr-r", "--step", "parser")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("saga mr-r re-runs from router in epoch 2"), res.stdout
+    assert "router has not committed" in res.stdout and "expired" not in res.stdout

@@ -97,3 +97,18 @@ def test_days_are_utc_and_inclusive() -> None:
     assert len(days_since(0, now)) == 30
     with pytest.raises(CliError):
         days_since(int(dt.datetime(2000, 1, 1, tzinfo=dt.UTC).timestamp() * 1000), now)
+
+
+async def test_a_fraction_of_a_cent_is_not_printed_as_zero(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """$0.000013 (a cheap model call) reads 0.000013 in `saga costs` and `$0.000013` in
+    `saga budget show`, not 0.0000."""
+    sm = await machine(redis, keys)
+    await start(sm, "mr-t", "u-t")
+    await commit(sm, "router", cost=0.000013)
+    rows = [line.split() for line in cli(keys, redis_url, "costs").stdout.splitlines()]
+    assert ["u-t", "router", "1", "0.000013"] in rows, rows
+    assert cli(keys, redis_url, "budget", "set", "u-t", "--daily", "1").returncode == 0
+    shown = cli(keys, redis_url, "budget", "show").stdout.splitlines()[2].split()
+    assert shown[:3] == ["u-t", "$1.0000", "$0.000013"], shown

@@ -83,13 +83,13 @@ async def test_replay_dry_run_changes_nothing(redis: Any, keys: Keys, redis_url:
 async def test_replay_reruns_from_the_failed_step(redis: Any, keys: Keys, redis_url: str) -> None:
     """replay re-runs each saga from its step in a new epoch and removes its dead letter."""
     await three_dead(await machine(redis, keys))
-    res = cli(keys, redis_url, "dlq", "replay", "--step", "parser", "--limit", "1")
+    res = cli(keys, redis_url, "dlq", "replay", "--step", "parser", "--limit", "1", "--yes")
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["replayed 1 saga(s):", "  mr-2  from parser"]
     assert await redis.hmget(keys.saga("mr-2"), "state", "step", "epoch") == [
         b"pending", b"parser", b"2",
     ]  # fmt: skip
-    doc = cli_json(keys, redis_url, "dlq", "replay")
+    doc = cli_json(keys, redis_url, "dlq", "replay", "--yes")
     assert doc["replayed"] == [{"record_id": "mr-1", "step": "router"},
                                {"record_id": "mr-3", "step": "parser"}]  # fmt: skip
     assert doc["errors"] == [] and doc["skipped"] == []
@@ -104,7 +104,7 @@ async def test_replay_skips_stale_dead_letters(redis: Any, keys: Keys, redis_url
     fields = {"rid": "mr-2", "uid": "u-1", "s": "router", "a": 1, "ep": 1, "ec": "X", "em": "y",
               "t": 1}  # fmt: skip
     await redis.xadd(keys.dead(0, "router"), fields)  # the saga does not name this letter
-    doc = cli_json(keys, redis_url, "dlq", "replay")
+    doc = cli_json(keys, redis_url, "dlq", "replay", "--yes")
     assert doc["replayed"] == [{"record_id": "mr-1", "step": "router"}]
     assert doc["skipped"] == [{"record_id": "mr-2", "step": "router", "reason": "stale"}]
     assert await redis.hget(keys.saga("mr-2"), "epoch") == b"1"
@@ -150,4 +150,43 @@ async def test_bulk_retry_agrees_with_dlq_list_after_a_purge(
     assert sorted(dry["without_dead_letter"]) == ["mr-a", "mr-b", "mr-c"]
     text = cli(keys, redis_url, "retry", "--step", "parser", "--failed", "--dry-run").stdout
     assert "would retry 1 saga(s)" in text and "left out 3 failed saga(s)" in text
-    assert cli_json(keys, redis_url, "retry", "--step", "parser", "--failed")["retried"] == ["mr-d"]
+    assert cli_json(keys, redis_url, "retry", "--step", "parser", "--failed", "--yes")[
+        "retried"
+    ] == ["mr-d"]
+
+
+async def test_bulk_actions_without_yes_are_dry_runs(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """`dlq replay` and a bulk `retry --step S` with no --yes list what they would do and
+    change nothing (as purge needs --yes); the sentence says how to confirm."""
+    await three_dead(await machine(redis, keys))
+    before = await snapshot(redis, keys)
+    res = cli(keys, redis_url, "dlq", "replay")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[0] == "would replay 3 saga(s):" and "--yes" in res.stdout
+    assert cli_json(keys, redis_url, "dlq", "replay")["dry_run"] is True
+    res = cli(keys, redis_url, "retry", "--step", "parser")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("would retry 2 saga(s)") and "--yes" in res.stdout
+    doc = cli_json(keys, redis_url, "retry", "--step", "parser", "--failed")
+    assert doc["dry_run"] is True and doc["retried"] == []
+    assert await snapshot(redis, keys) == before
+    res = cli(keys, redis_url, "retry", "mr-1", "--yes")
+    assert res.returncode == 2 and "bulk form only" in res.stderr
+
+
+async def test_show_fits_80_columns(redis: Any, keys: Keys, redis_url: str) -> None:
+    """`COLUMNS=80 saga dlq show` wraps a long message under its label: no line over 80."""
+    sm = await machine(redis, keys)
+    await start(sm, "mr-long")
+    from saga.state.model import FailAction
+    from tests.cli.inspect_support import fail
+
+    long = "the PDF has no extractable text (a scan without a text layer?); it needs OCR first"
+    await fail(sm, "router", FailAction.DEAD, error=("InvalidInputError", long))
+    res = cli(keys, redis_url, "dlq", "show", "mr-long", env={"COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, lines
+    assert " ".join(x.strip() for x in lines[7:9]) == f"message  {long}"

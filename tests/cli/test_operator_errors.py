@@ -196,3 +196,47 @@ def test_llm_timeout_is_not_a_step(keys: Keys) -> None:
     res = cli(keys, "redis://127.0.0.1:1/0", "config", "--json", env={"SAGA_LLM_TIMEOUT": "30"})
     assert res.returncode == 0, res.stderr
     assert '"steps": {}' in res.stdout and '"llm_timeout_s": 30.0' in res.stdout
+
+
+@pytest.mark.parametrize(("url", "code"), [("http://x", 2), ("redis://127.0.0.1:1/0", 3)])
+def test_console_checks_redis_before_it_says_it_started(keys: Keys, url: str, code: int) -> None:
+    """`saga console` with a bad REDIS_URL is the one sentence and exit code every other
+    command gives (2 invalid, 3 unreachable), and prints no URL as if it had started."""
+    res = cli(keys, url, "console", "--dev", "--port", "0", timeout=60)
+    assert res.returncode == code, res.stderr
+    assert "REDIS_URL" in one_sentence(res)
+    assert res.stdout == ""
+
+
+def test_up_with_a_bad_url_says_so_once(keys: Keys) -> None:
+    """`saga up` with a bad REDIS_URL says it once (not once per worker), exit 2."""
+    res = cli(keys, "http://x", "up", timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "REDIS_URL" in one_sentence(res)
+
+
+def test_a_taken_port_is_exit_2_for_the_console_as_for_a_worker(keys: Keys, redis_url: str) -> None:
+    """A port in use is a setting to change (exit 2) for the console and a worker alike."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        console = cli(keys, redis_url, "console", "--dev", "--port", port)
+        worker = cli(keys, redis_url, "worker", "router", "--health-port", port)
+    assert (console.returncode, worker.returncode) == (2, 2), (console.stderr, worker.stderr)
+    assert "pick another --port" in one_sentence(console)
+
+
+async def test_large_json_into_head_exits_141(redis: Any, keys: Keys, redis_url: str) -> None:
+    """`saga list --json | head -1` on an output far larger than a pipe's buffer: the
+    reader goes after one line; no message, exit 141, as documented."""
+    sm = await machine(redis, keys)
+    for i in range(400):
+        await start(sm, f"mr-{i:04d}")
+    script = f"{sys.executable} -m saga.cli.main list --json --limit 400 | head -1 >/dev/null; " \
+             "echo ${PIPESTATUS[0]}"  # fmt: skip
+    res = await anyio.to_thread.run_sync(
+        lambda: subprocess.run(["bash", "-c", script], env=env_for(keys, redis_url),
+                               capture_output=True, text=True, timeout=60, check=False)
+    )  # fmt: skip
+    assert res.stderr == "" and res.stdout == "141\n", (res.stdout, res.stderr)

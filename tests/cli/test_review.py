@@ -124,7 +124,18 @@ async def test_retry_review_reruns_flagged_sagas_from_a_step(
     await flagged_and_plain(await machine(redis, keys))
     dry = cli_json(keys, redis_url, "retry", "--review", "--step", "router", "--dry-run")
     assert dry["matched"] == ["mr-flag"] and dry["retried"] == []
-    done = cli_json(keys, redis_url, "retry", "--review", "--step", "router")
+    done = cli_json(keys, redis_url, "retry", "--review", "--step", "router", "--yes")
     assert done["retried"] == ["mr-flag"]
     saga = cli_json(keys, redis_url, "show", "mr-flag")["saga"]
     assert (saga["state"], saga["step"], saga["needs_review"]) == ("pending", "router", False)
+
+
+async def test_wait_says_needs_review_and_exits_6(redis: Any, keys: Keys, redis_url: str) -> None:
+    """`start --wait` of a saga that completed flagged for review says so (state and
+    reason) and exits 6, not 0; an unflagged one exits 0."""
+    await flagged_and_plain(await machine(redis, keys))
+    res = cli(keys, redis_url, "start", "mr-flag", "u-1", "--wait")
+    assert res.returncode == 6, res.stderr
+    assert "completed, needs review at grouper" in res.stdout
+    assert f"review parser: {REASON}" in res.stdout
+    assert cli(keys, redis_url, "start", "mr-ok", "u-1", "--wait").returncode == 0

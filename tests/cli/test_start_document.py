@@ -47,3 +47,23 @@ async def test_urls_pass_as_given(keys: Keys, redis_url: str, redis: Any, tmp_pa
         res = saga_cli(keys, redis_url, "start", f"r{n}", "u1", "--document", ref, cwd=tmp_path)
         assert res.returncode == 0, res.stderr
         assert (await get_saga(redis, keys, f"r{n}")).document == ref
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--document", "ftp://files.example/r1.pdf"], "scheme 'ftp'"),
+        (["--input", '{"document": "gopher://x/r1.pdf"}'], "scheme 'gopher'"),
+        (["--input", '{"doc": "/srv/r1.pdf"}'], "reads no field 'doc'"),
+    ],
+)
+async def test_a_start_that_can_only_dead_letter_is_refused(
+    keys: Keys, redis_url: str, redis: Any, tmp_path: Path, argv: list[str], says: str
+) -> None:
+    """A scheme the router cannot fetch, or an --input whose fields the router does not
+    read (its document silently dropped): exit 2, one sentence, no saga."""
+    res = saga_cli(keys, redis_url, "start", "r1", "u1", *argv, cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("\n") == 1 and says in res.stderr, res.stderr
+    with pytest.raises(SagaNotFoundError):
+        await get_saga(redis, keys, "r1")

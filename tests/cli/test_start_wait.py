@@ -44,7 +44,7 @@ async def test_worker_carries_the_saga_to_its_end(
     env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
     worker = spawn_worker(env, tmp_path / "worker.log", ["router", "parser", "grouper"])
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         doc = str(next(s.path for s in list_samples() if not s.fails_at))
         res = cli(keys, redis_url, "start", "mr-3", "u-1", "--document", doc, "--wait",
                   "--timeout", "60", timeout=90)  # fmt: skip
@@ -54,3 +54,24 @@ async def test_worker_carries_the_saga_to_its_end(
     assert res.returncode == 0, res.stderr + worker.tail()
     assert "completed at grouper" in res.stdout
     assert "no worker" not in res.stderr
+
+
+async def test_hint_comes_at_once_after_the_last_worker_stopped(
+    keys: Keys, redis_url: str, tmp_path: Path
+) -> None:
+    """A worker that stopped cleanly (SIGTERM) leaves at once: the hint is said after
+    NO_WORKER_AFTER_S, not a minute later when its group consumer looks idle."""
+    import signal
+
+    env = worker_env(worker_base_env(redis_url, keys, tmp_path / "data"), SAGA_PIPELINE="")
+    worker = spawn_worker(env, tmp_path / "worker.log", ["router"])
+    try:
+        await worker.wait_ready(within=120)
+        worker.signal(signal.SIGTERM)
+        assert await worker.wait_exit(within=30) == 0, worker.tail()
+    finally:
+        with contextlib.suppress(Exception):
+            worker.kill()
+    res = cli(keys, redis_url, "start", "mr-4", "u-1", "--wait", "--timeout", "8", timeout=90)
+    assert res.returncode == 5, res.stderr
+    assert "no worker is reading the router queue" in res.stderr

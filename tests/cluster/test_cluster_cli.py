@@ -62,7 +62,9 @@ async def test_the_operator_commands_work_on_a_cluster(
         assert [d["record_id"] for d in dead["dead_letters"]] == ["perm-1"]
         await saga_cli("costs", "--json")
         await saga_cli("cancel", "slow-60-1", "--json")
-        await saga_cli("retry", "--step", "router", "--json")  # re-runs perm-1: fails again
+        await saga_cli(
+            "retry", "--step", "router", "--json", "--yes"
+        )  # re-runs perm-1: fails again
 
         async def cancelled_and_refailed() -> bool:
             slow, _ = await get_saga_and_history(client, keys, "slow-60-1")

@@ -114,7 +114,7 @@ async def test_work_on_one_partition_is_not_held_behind_empty_ones(
            "SAGA_RECOVERY_INTERVAL": "60"}  # fmt: skip
     worker = spawn_worker(env, tmp_path / "worker.log", STEPS)
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         await start_sagas(client, keys, [rid])
         began = time.monotonic()
 

@@ -11,9 +11,12 @@ import pytest
 from redis.crc import key_slot
 
 from saga.state import budgets, operator, recovery, requeue, retention, streams
+from saga.state import review as review_store
+from saga.state.errors import StepConflictError
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction
+from saga.state.purge import Purger, purge_user
 from saga.state.repartition import Moved, move_record
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import SCRIPT_NAMES, load_all
@@ -102,6 +105,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await sm.release_deferred("router", p_raw, cap=1, lease_ms=60_000, most=10, idle=True)
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     await compensations(sm, keys, by_rid["s-undo"])
+    await review_and_purge(sm, rec, keys)
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -150,3 +154,16 @@ def test_a_records_keys_share_its_partitions_slot() -> None:
                          keys.user_index(p, "u1"), keys.review_index(p), keys.retired(p),
                          *keys.state_indexes(p)]  # fmt: skip
             assert len({key_slot(k.encode()) for k in record + partition}) == 1, (rid, p)
+
+
+async def review_and_purge(sm: StateMachine, rec: Recording, keys: Keys) -> None:
+    """decide_review (on a saga with no review open), purge_record, forget_user_costs."""
+    decision = review_store.Decision(step="parser", version=0, summary="s", decisions=b"{}",
+                                     event=b"{}")  # fmt: skip
+    with pytest.raises(StepConflictError):  # the script runs; the saga has no review open
+        await review_store.decide(sm, "s-late", decision, actor="a")
+    purger = Purger(rec, keys, ["router", "parser", "grouper", "undo:router"])
+    await rec.hset(keys.spend(0, "2026-12"), "u-gone", "0.5")
+    erased = await purge_user(rec, [purger], "u-gone", apply=True)
+    assert erased.ledger_fields  # forget_user_costs ran on its ledger
+    assert (await purger.record("s-none", apply=True, user_id="u1")).refused == ""

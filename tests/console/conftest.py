@@ -14,7 +14,7 @@ from saga.console.tokens import Role, add_stored_token
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from tests.cli.inspect_support import machine
-from tests.console.support import RunningConsole, serve, settings_env
+from tests.console.support import RunningConsole, console_signer, serve, settings_env
 
 StartConsole = Callable[..., RunningConsole]
 
@@ -52,8 +52,12 @@ async def tokens(redis: Any, keys: Keys) -> dict[Role, str]:
     """A stored token for each role: named ``vic`` (viewer) and ``olga`` (operator)."""
     now = int(time.time() * 1000)
     return {
-        Role.VIEWER: await add_stored_token(redis, keys, "vic", Role.VIEWER, now_ms=now),
-        Role.OPERATOR: await add_stored_token(redis, keys, "olga", Role.OPERATOR, now_ms=now),
+        Role.VIEWER: await add_stored_token(
+            redis, keys, "vic", Role.VIEWER, signer=console_signer(), now_ms=now
+        ),
+        Role.OPERATOR: await add_stored_token(
+            redis, keys, "olga", Role.OPERATOR, signer=console_signer(), now_ms=now
+        ),
     }
 
 

@@ -18,6 +18,7 @@ from saga.console.app import create_app
 from saga.console.config import build_config
 from saga.console.openapi import document
 from saga.console.server import bind
+from saga.console.tokens import Signer
 from saga.settings import load_settings
 from saga.state.keys import Keys
 
@@ -41,8 +42,18 @@ class RunningConsole:
         self.thread.join(timeout=15)
 
 
+TEST_SECRET = "console-test-secret-0123456789abcdef"
+"""The console's secret (SAGA_CONSOLE_SECRET) in the tests' environments."""
+
+
+def console_signer() -> Signer:
+    """The HMAC signer of TEST_SECRET, to store tokens as `saga console token add` does."""
+    return Signer(TEST_SECRET.encode())
+
+
 def settings_env(redis_url: str, keys: Keys, data_dir: Path, **extra: str) -> dict[str, str]:
     return {
+        "SAGA_CONSOLE_SECRET": TEST_SECRET,
         "REDIS_URL": redis_url,
         "SAGA_KEY_PREFIX": keys.prefix,
         "SAGA_PARTITIONS": str(keys.partitions),

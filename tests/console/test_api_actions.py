@@ -16,7 +16,7 @@ from saga.state.machine import StateMachine
 from saga.state.reads import get_saga, get_saga_and_history
 from tests.cli.inspect_support import start
 from tests.console.sagas import dead, flagged
-from tests.console.support import RunningConsole, check_schema
+from tests.console.support import RunningConsole, check_schema, console_signer
 
 pytestmark = pytest.mark.anyio
 
@@ -130,7 +130,9 @@ async def test_missing_bad_revoked_or_expired_tokens_are_401(
     """No credentials, an unknown, malformed, revoked or expired token: 401 with one
     sentence and a Bearer challenge; pages send people to sign in instead."""
     past = int(time.time() * 1000) - 3_600_000
-    expired = await add_stored_token(redis, keys, "old", Role.OPERATOR, ttl_s=1, now_ms=past)
+    expired = await add_stored_token(
+        redis, keys, "old", Role.OPERATOR, signer=console_signer(), ttl_s=1, now_ms=past
+    )
     await revoke_token(redis, keys, "vic")
     cases = {
         "": "sign in with a console token",

@@ -18,7 +18,7 @@ from saga.console.tokens import digest
 from saga.state.keys import Keys
 from tests.cli.inspect_support import env_for
 from tests.console.conftest import StartConsole
-from tests.console.support import cli_json, run_cli
+from tests.console.support import cli_json, console_signer, run_cli
 from tests.executor.support import REPO, http_status
 
 pytestmark = pytest.mark.anyio
@@ -27,14 +27,15 @@ pytestmark = pytest.mark.anyio
 async def test_token_add_list_revoke(
     keys: Keys, redis: Any, start_console: StartConsole, env: dict[str, str]
 ) -> None:
-    """add prints the token once and stores only its sha256; list shows name and role;
-    the token signs in until revoke; revoking an unknown name is exit 1."""
+    """add prints the token once and stores only its HMAC under the console's secret; list
+    shows name and role; the token signs in until revoke; revoking an unknown name is
+    exit 1."""
     added = await cli_json(env, "console", "token", "add", "ana", "--role", "operator",
                            "--expires", "2h")  # fmt: skip
     token = added["token"]
     assert re.fullmatch(r"saga_[A-Za-z0-9_-]{43}", token)
     stored = await redis.hgetall(keys.console_tokens())
-    assert list(stored) == [digest(token).encode()]
+    assert list(stored) == [console_signer().token_key(token).encode()]
     assert token.encode() not in b"".join(stored.values())
     code, listed, _ = await run_cli(env, "console", "token", "list")
     assert code == 0 and token not in listed

@@ -49,7 +49,7 @@ async def test_delivered_but_unclaimed_entry_is_requeued(sm: StateMachine, keys:
     assert await pending_ids(sm.client, keys.ready(0, READY)) == set()
     assert await lag(sm) == 1
     rows = dict(await stream_rows(sm.client, keys.ready(0, READY)))
-    assert rows[new] == {"rid": "r1", "ep": "1", "v": "1"}
+    assert rows[new] == {"rid": "r1", "ep": "1", "v": "1", "rq": old}  # the one it replaces
     h = await saga_hash(sm.client, keys, "r1")
     assert (h["state"], h["entry"]) == ("pending", new)
     # The next reader claims it like any entry.

@@ -104,7 +104,7 @@ async def test_entry_of_a_killed_worker_is_requeued_for_the_next_one(
     async def running() -> bool:
         return await states(redis, keys, ["hangonce-1"]) == ["running"]
 
-    await wait_until(running, within=20, what="the worker to claim")
+    await wait_until(running, within=60, what="the worker to claim", on_timeout=procs.tails)
     worker.kill()
     controller = procs.controller(env)
     await controller.wait_ready(within=90)
@@ -115,19 +115,27 @@ async def test_entry_of_a_killed_worker_is_requeued_for_the_next_one(
             0,
         )
 
-    await wait_until(requeued, within=30, what="the controller to requeue", on_timeout=procs.tails)
-    assert controller.logged("entries_requeued")
+    await wait_until(requeued, within=60, what="the controller to requeue", on_timeout=procs.tails)
+
+    async def logged() -> bool:  # the line is written after the script, flushed in a batch
+        return bool(controller.logged("entries_requeued"))
+
+    await wait_until(logged, within=30, what="entries_requeued logged", on_timeout=procs.tails)
     procs.worker(env)
     await wait_until(
         lambda: _completed(redis, keys, "hangonce-1"),
-        within=60,
+        within=120,
         what="completed",
         on_timeout=procs.tails,
     )
     saga, events = await saga_and_history(redis, keys, "hangonce-1")
     assert_one_commit_per_step(saga, events, ["router", "parser", "grouper"])
     assert "reclaimed" in [e.event.value for e in events]
-    assert await status(controller.port, "/livez") == 200
+
+    async def alive() -> bool:
+        return await status(controller.port, "/livez") == 200
+
+    await wait_until(alive, within=30, what="the controller's /livez", on_timeout=procs.tails)
 
 
 async def _completed(redis: Any, keys: Keys, rid: str) -> bool:

@@ -8,6 +8,7 @@ from saga.evaluation.truth import ExpectedDocument
 from tests.corpus import (
     layouts_documents,
     layouts_german,
+    layouts_ocr,
     layouts_pages,
     layouts_rows,
     layouts_scans,
@@ -54,3 +55,5 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_unseen_us.cumulative_au,
     layouts_unseen_us.vet_chemistry,
 )
+SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED
+"""Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""

@@ -70,3 +70,19 @@ def test_forward_auth_token_file_and_allowed_peers_reach_the_pod() -> None:
     assert mounts["console-tokens"]["readOnly"] is True
     assert found["NetworkPolicy"]["spec"]["ingress"][0]["from"] == peers
     assert lint(values) == []
+
+
+def test_the_console_secret_comes_from_a_secret() -> None:
+    """SAGA_CONSOLE_SECRET is a secretKeyRef (redis.existingSecret's `console-secret` by
+    default, or console.secret's), never a value; no other workload gets it."""
+    env = env_of(container(console_objects({"console": {"enabled": True}})["Deployment"]))
+    ref = env["SAGA_CONSOLE_SECRET"]
+    assert "value" not in ref
+    assert ref["valueFrom"]["secretKeyRef"] == {"name": "saga-redis", "key": "console-secret"}
+    own = {"console": {"enabled": True, "secret": {"existingSecret": "console", "key": "hmac"}}}
+    env = env_of(container(console_objects(own)["Deployment"]))
+    assert env["SAGA_CONSOLE_SECRET"]["valueFrom"]["secretKeyRef"] == {"name": "console",
+                                                                      "key": "hmac"}  # fmt: skip
+    for obj in render(own):
+        if obj["metadata"]["name"] != NAME and obj["kind"] in ("Deployment", "Job"):
+            assert "SAGA_CONSOLE_SECRET" not in env_of(container(obj)), obj["metadata"]["name"]

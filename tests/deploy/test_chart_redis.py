@@ -17,6 +17,7 @@ from tests.deploy.chart import (
     merged,
     of_kind,
     render,
+    render_error,
     render_text,
     validate_core,
     validate_keda,
@@ -148,3 +149,48 @@ def test_tls_ca_is_mounted_for_workers_and_handed_to_keda() -> None:
     ]
     for scaled in of_kind(objs, "ScaledObject").values():
         assert {t["metadata"]["enableTLS"] for t in scaled["spec"]["triggers"]} == {"true"}
+
+
+ROLE_USERS = {
+    "executor": "executor-user",
+    "controller": "controller-user",
+    "console": "console-user",
+    "init": "loader-user",
+    "keda": "keda-user",
+}
+"""Component -> the Secret key of its own ACL user name (deploy/redis/saga-users.acl)."""
+
+
+def test_each_component_connects_as_its_own_acl_user() -> None:
+    """redis.users.<role>: workers, controller, helm test, console, init Job and KEDA
+    each read their own user and password keys from the Secret, never another's."""
+    users = {r: {"username": u, "password": f"{u}-pw"} for r, u in ROLE_USERS.items()}
+    values = merged(example("small"), {"redis": {"users": users}, "console": {"enabled": True}})
+    objs = render(values)
+    seen = {}
+    for obj in [*workloads(objs), *of_kind(objs, "Pod").values()]:
+        env = env_of(container(obj))
+        component = obj["metadata"]["labels"]["app.kubernetes.io/component"]
+        user = env["REDIS_USERNAME"]["valueFrom"]["secretKeyRef"]["key"]
+        password = env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"]
+        assert password == f"{user}-pw", obj["metadata"]["name"]
+        assert "$(REDIS_USERNAME)@" in env["REDIS_URL"]["value"]
+        seen.setdefault(user, set()).add(component)
+    assert seen.pop("controller-user") >= {"controller"}
+    assert seen.pop("console-user") == {"console"}
+    assert seen.pop("loader-user") == {"init"}
+    assert set(seen) == {"executor-user"}  # every step's Deployment
+    (auth,) = of_kind(objs, "TriggerAuthentication").values()
+    params = {r["parameter"]: r["key"] for r in auth["spec"]["secretTargetRef"]}
+    assert (params["username"], params["password"]) == ("keda-user", "keda-user-pw")
+
+
+def test_a_url_secret_needs_each_users_own_url() -> None:
+    """With secretKeys.url, a role's own user must come as its own URL key: a user name
+    alone is one sentence at render time; an own URL is what the component reads."""
+    base = VARIANTS["url-and-address"]
+    bad = merged(base, {"redis": {"users": {"console": {"username": "console-user"}}}})
+    assert "redis.users.console: secretKeys.url is set" in render_error(bad)
+    good = merged(base, {"redis": {"users": {"init": {"url": "LOADER_URL"}}}})
+    (job,) = of_kind(render(good), "Job").values()
+    assert env_of(container(job))["REDIS_URL"]["valueFrom"]["secretKeyRef"]["key"] == "LOADER_URL"

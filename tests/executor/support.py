@@ -124,7 +124,7 @@ class Worker:
         assert code is not None
         return code
 
-    async def wait_ready(self, within: float = 30.0) -> float:
+    async def wait_ready(self, within: float = 120.0) -> float:
         async def ready() -> bool:
             assert self.alive(), f"worker exited with {self.proc.returncode}:\n{self.tail()}"
             return await status(self.port, "/readyz") == 200

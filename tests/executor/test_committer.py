@@ -41,7 +41,9 @@ async def test_a_batch_whose_reply_is_lost_is_resent_and_committed_once(
         return replies
 
     monkeypatch.setattr(machine, "evalsha_many", reply_lost_once)
-    health = HealthState()
+    health, downs = HealthState(), []
+    down = health.redis_down
+    monkeypatch.setattr(health, "redis_down", lambda exc: (downs.append(exc), down(exc)))
     committer = Committer(sm, health)
     runner = asyncio.get_running_loop().create_task(committer.run())
     req = CommitRequest(output=b"{}", next_step="parser", worker="w-a")
@@ -49,7 +51,9 @@ async def test_a_batch_whose_reply_is_lost_is_resent_and_committed_once(
     committer.close()
     await asyncio.wait_for(runner, 10)
 
-    assert sends == [1, 1] and health.last_error == "ConnectionError"
+    # the lost reply was noted, and the resend's success cleared it
+    assert sends == [1, 1] and [type(e).__name__ for e in downs] == ["ConnectionError"]
+    assert health.redis_ok and health.last_error == ""
     assert outcome.code == RC.DUPLICATE  # answered from the first call's record
     _, events = await get_saga_and_history(redis, keys, "lost-1")
     assert [e.event for e in events].count(EventType.COMMITTED) == 1

@@ -36,7 +36,7 @@ async def test_a_small_user_does_not_wait_behind_a_flood(
     cap of 2 per user the small user's sagas finish while most of the flood still waits;
     without it (cap 0, as before) they finish behind nearly all of it. Both floods finish."""
     worker = spawn(SAGA_USER_MAX_INFLIGHT=str(cap), SAGA_ROUTER_CONCURRENCY="4")
-    await worker.wait_ready(within=60)
+    await worker.wait_ready(within=120)
     tag = uuid.uuid4().hex[:6]
     flood = [f"slow-0.05-f{i:04d}{tag}" for i in range(FLOOD)]
     small = [f"slow-0.05-s{i}{tag}" for i in range(SMALL)]

@@ -50,6 +50,9 @@ async def test_second_worker_on_the_host_falls_back_to_a_free_port(
         await w.wait_ready()
         [taken] = w.logged("health_port_taken")
         assert taken["wanted"] == 8080 and taken["port"] == w.port
+        assert taken["hint"] == (
+            "another process holds 8080; set SAGA_HEALTH_PORT to choose the port"
+        )  # not redacted
         assert "Traceback" not in w.log.read_text()
 
     async def published() -> bool:

@@ -92,7 +92,7 @@ class FaultRun:
     async def spawn_ready(self, n: int, **overrides: str) -> list[Worker]:
         ws = [self.spawn(**overrides) for _ in range(n)]
         for w in ws:
-            await w.wait_ready(within=60)
+            await w.wait_ready(within=120)
         return ws
 
     def kill(self, w: Worker, sig: int = signal.SIGKILL) -> None:

@@ -54,6 +54,8 @@ class ReadyPoller:
                 for raw_id, fields in entries:
                     entry = raw_id.decode()
                     last[stream] = entry
+                    if b"rq" in fields:  # requeue_idle's replacement of an acked entry
+                        continue
                     rid = fields.get(b"rid", b"").decode(errors="replace")
                     ep = fields.get(b"ep", b"0").decode(errors="replace")
                     with self._lock:

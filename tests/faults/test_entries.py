@@ -103,7 +103,7 @@ async def test_entries_of_a_newer_release_wait_for_newer_workers(run: FaultRun) 
         for m in shown
     )
     newer = spawn_newer(run)
-    await newer.wait_ready(within=60)
+    await newer.wait_ready(within=120)
     for w in old:  # the rolling upgrade goes on: old pods stop, their pending entries
         w.signal(signal.SIGTERM)  # go to the newer worker once idle past the lease
         assert await w.wait_exit(within=30) == 0

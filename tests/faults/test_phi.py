@@ -95,7 +95,7 @@ async def test_no_phi_anywhere_with_a_data_key(run: FaultRun) -> None:
     env = phi_env(run, key)
     worker = spawn_worker(env, run.tmp / "worker-phi.log", ["router", "parser", "grouper"])
     run.workers.append(worker)
-    await worker.wait_ready(within=60)
+    await worker.wait_ready(within=120)
     rids = [f"phi-{i}" for i in range(3)]
     from saga.client import SagaClient
     from saga.runtime import document_pipeline, keys_of
@@ -145,7 +145,7 @@ async def test_slowlog_holds_page_text_without_a_data_key(run: FaultRun) -> None
     env = phi_env(run, "")
     worker = spawn_worker(env, run.tmp / "worker-clear.log", ["router"])
     run.workers.append(worker)
-    await worker.wait_ready(within=60)
+    await worker.wait_ready(within=120)
     from saga.client import SagaClient
     from saga.runtime import document_pipeline
     from saga.settings import load_settings

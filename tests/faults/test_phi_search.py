@@ -324,7 +324,7 @@ def phi_env(
         **env,
         "SAGA_ROUTER_MAX_ATTEMPTS": "1",
         "SAGA_PARSER_MAX_ATTEMPTS": "1",
-        "SAGA_ROUTER_TIMEOUT": "4",
+        "SAGA_ROUTER_TIMEOUT": "12",  # the timeout case; a loaded machine needs the margin
         "SAGA_DOCUMENT_ROOTS": str(root),
         "SAGA_DOCUMENT_URL_PREFIXES": f"{records}/records/",
         "SAGA_DOCUMENT_NETWORKS": "127.0.0.0/8",
@@ -363,7 +363,7 @@ async def test_a_patients_name_in_a_document_is_found_only_where_sealed_or_shown
         refs = {**local_documents(root, outside), **url_documents(records)}
         worker = spawn_worker(env, logs / "worker.log", ["router", "parser", "grouper"])
         run.workers.append(worker)
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         from saga.client import SagaClient
         from saga.runtime import document_pipeline, keys_of
         from saga.settings import load_settings
@@ -384,7 +384,7 @@ async def test_a_patients_name_in_a_document_is_found_only_where_sealed_or_shown
         assert hits(json.dumps(model.requests[0].body))  # the prompt the provider echoed
         metrics = await wait_metrics(worker.port)
 
-        cli_env = {**env, "REDIS_URL": run.server.url}
+        cli_env = {**env, "REDIS_URL": run.server.url, "SAGA_CONSOLE_SECRET": "s" * 32}
         cli_log = logs / "cli.log"
         listed = {
             "list": cli(cli_env, cli_log, "list", "--json", "--limit", "100"),

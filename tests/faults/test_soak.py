@@ -19,6 +19,9 @@ import anyio
 import psutil
 import pytest
 
+from saga.client import SagaClient
+from saga.settings import load_settings
+from saga.state.model import SagaState
 from tests.executor.support import SOAK, wait_until
 from tests.faults import runlog
 from tests.faults.harness import FaultRun
@@ -28,7 +31,10 @@ pytestmark = pytest.mark.anyio
 
 WAVES = 5
 RETENTION = {"SAGA_RETENTION_DAYS": "0.0005"}  # 43 s: completed sagas are deleted in the run
-SHORT_RETENTION = {"SAGA_RETENTION_DAYS": "0.000139"}  # 12 s (whole seconds, rounded down)
+ENDINGS = ("completed", "failed", "cancelled")
+SHORT_RETENTION = {  # 12 s for every way the soak's sagas end (whole seconds, rounded down)
+    "SAGA_RETENTION_DAYS": ",".join(f"{state}=0.000139" for state in ENDINGS)
+}
 
 
 async def memory(
@@ -115,13 +121,37 @@ async def test_soak_random_faults_memory_flat(run: FaultRun) -> None:
     await wait_until(trimmed(run, n // WAVES), within=90, what="ready streams trimmed", every=1)
 
 
+def wave_of(wave: int, per_wave: int) -> tuple[list[str], dict[str, SagaState]]:
+    """A wave's records and how each must end: one in ten fails for good at the router
+    (``perm-``: a dead letter), one in ten is cancelled while it retries (``retry-``)."""
+    rids, want = [], {}
+    for i in range(per_wave):
+        kind = ("perm-", "retry-", "", "", "", "", "", "", "", "")[i % 10]
+        rid = f"{kind}w{wave}-{i:05d}"
+        rids.append(rid)
+        want[rid] = {"perm-": SagaState.FAILED, "retry-": SagaState.CANCELLED}.get(
+            kind, SagaState.COMPLETED
+        )
+    return rids, want
+
+
+async def cancel_all(run: FaultRun, rids: list[str]) -> None:
+    """Cancel ``rids`` (still retrying) as an operator would, with the run's retention."""
+    settings = load_settings({"SAGA_DATA_DIR": str(run.tmp), **SHORT_RETENTION})
+    sagas = SagaClient(run.redis, run.keys, runlog.pipeline(), settings)
+    for rid in rids:
+        await sagas.cancel(rid, actor="soak")
+
+
 async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
-    """CI's soak: 750 sagas in five waves back to back, the same faults, sagas retired
-    after 12 s (longer than a wave takes to end and be checked). Once every saga's
-    retention has ended (waited for, not slept) and a fresh worker's maintenance pass
-    (the long form's 60 s loop, run at its start) has deleted them, trimmed the streams
-    and pruned the retired sagas' index entries, Redis's data set holds less than a
-    third of what the run added at its peak, and the long-lived worker's RSS is flat."""
+    """CI's soak: 750 sagas in five waves back to back, the same faults, one in ten failing
+    for good and one in ten cancelled, every way of ending retired after 12 s (longer
+    than a wave takes to end and be checked). Once every saga's retention has ended
+    (waited for, not slept) and a fresh worker's maintenance pass (the long form's 60 s
+    loop, run at its start) has deleted them with their dead letters, trimmed the
+    streams and pruned the retired sagas' index entries, Redis's data set holds less
+    than a third of what the run added at its peak, and the long-lived worker's RSS is
+    flat."""
     per_wave = 750 // WAVES
     proxy = Proxy(target_port=run.server.port, seed=29).start()
     run.url = f"redis://127.0.0.1:{proxy.port}/0"
@@ -135,22 +165,25 @@ async def test_soak_short_random_faults_memory_flat(run: FaultRun) -> None:
     everyone: list[str] = []
     try:
         for wave in range(WAVES):
-            rids = [f"w{wave}-{i:05d}" for i in range(per_wave)]
+            rids, want = wave_of(wave, per_wave)
             everyone += rids
             await run.start(rids)
+            await cancel_all(run, [r for r in rids if want[r] == SagaState.CANCELLED])
             lossy = await fault(run, proxy, rng, wave, SHORT_RETENTION)
             run.fault_end = time.monotonic()
-            await run.finish(rids, within=120, lossy_since=lossy)  # a summary row per wave
+            # a summary row per wave
+            await run.finish(rids, want=want, within=120, lossy_since=lossy)
             marks.append(await dataset())
     finally:
         proxy.stop()
     await wait_until(retention_over(run), within=60, what="every saga's retention to end")
     run.url = run.server.url  # the proxy is gone
     fresh = run.spawn(**SHORT_RETENTION)  # a restart: its first maintenance pass runs now
-    await fresh.wait_ready(within=60)
+    await fresh.wait_ready(within=120)
     await wait_until(expired(run, everyone), within=30, what="every saga deleted by the sweep")
     await wait_until(trimmed(run, 2), within=30, what="ready streams trimmed")
     await wait_until(pruned(run), within=30, what="retired sagas' index entries pruned")
+    assert await run.redis.xlen(run.keys.dead(0, "router")) == 0  # deleted with their sagas
     end = await dataset()
     kb = [(r >> 10, w >> 10) for r, w in [base, *marks, end]]
     run.extra["memory_marks_kb"] = kb
@@ -188,6 +221,7 @@ def pruned(run: FaultRun) -> Any:
     """Whether the retired sagas' index entries are gone (every index of partition 0)."""
     k = run.keys
     indexes = [k.retired(0), k.created_index(0), *k.state_indexes(0), k.review_index(0)]
+    indexes += [k.delayed(0, step) for step in runlog.STEPS]
     indexes.append(k.user_index(0, "u1"))
 
     async def check() -> bool:

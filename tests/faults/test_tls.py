@@ -97,7 +97,7 @@ async def test_worker_and_cli_over_tls_with_a_client_certificate(
     )
     worker = spawn_worker(env, tmp_path / "worker.log", ["router", "parser", "grouper"])
     try:
-        await worker.wait_ready(within=60)
+        await worker.wait_ready(within=120)
         done = saga_cli(env, "start", "tls-1", "u1", "--wait", "--timeout", "30")
         assert done.returncode == 0, done.stderr + worker.tail()
         assert "completed" in saga_cli(env, "show", "tls-1").stdout

@@ -72,6 +72,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
     for state in SagaState:
         pipe.zrange(k.state_index(0, state), 0, -1)
     pipe.zrange(k.review_index(0), 0, -1)
+    pipe.zrange(k.retired(0), 0, -1, withscores=True)
     replies = iter(await pipe.execute())
     sagas, hists = {}, {}
     for rid in RECORDS:
@@ -94,6 +95,9 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
         cap_sets[step] = (ready_rids, pel, last, deferred, inflight)
     index = {state: {text(m) for m in next(replies)} for state in SagaState}
     flagged = {text(m) for m in next(replies)}
+    retired = {text(m): int(score) for m, score in next(replies)}
+    for rid in RECORDS:
+        check_retention(rid, sagas[rid], retired)
 
     for rid in RECORDS:
         check_record(rid, model[rid], sagas[rid], hists[rid])
@@ -109,6 +113,21 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
         rv = {f[3:]: v for f, v in sagas[rid].items() if f.startswith("rv:")}
         assert rv == model[rid].review, (rid, rv, model[rid].review)
         assert (rid in flagged) == bool(rv)
+        assert int(sagas[rid].get("rvv", 0)) == model[rid].rvv, (rid, model[rid].rvv)
+
+
+def check_retention(rid: str, h: dict[str, str], retired: dict[str, int]) -> None:
+    """A saga in a terminal state is due for deletion at its 'ret', in the retired set
+    (whichever transition ended it); one that is not has no 'ret' (a stale member of a
+    re-run saga may remain: the sweep drops it)."""
+    if not h:
+        return
+    member = f"{h['uid']}|{rid}"
+    if SagaState(h["state"]).terminal:
+        assert h.get("ret"), (rid, h["state"], "ended without a retention")
+        assert retired.get(member) == int(h["ret"]), (rid, h["state"], h["ret"], retired)
+    else:
+        assert not h.get("ret"), (rid, h["state"], "alive but due for deletion", h["ret"])
 
 
 def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]) -> None:
@@ -140,6 +159,9 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
         elif ev["e"] == "retried":
             assert int(ev["ep"]) == epoch + 1
             step, epoch = ev["s"], epoch + 1
+        elif ev["e"] == "review_completed" and ev["n"]:  # the next step re-runs
+            assert int(ev["ep"]) == epoch + 1 and ev["s"] == ev["n"]
+            step, epoch, to = ev["s"], epoch + 1, P
         elif ev["e"] != "fenced":  # a fenced event names the zombie's step
             assert ev["s"] == step, (ev, step)
             assert int(ev.get("ep", epoch)) == epoch, (ev, epoch)  # 'cancelled' has no ep

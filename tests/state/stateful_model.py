@@ -44,6 +44,8 @@ TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     "compensating": (frozenset({P, R, W, F, X, CF}), CG),  # or compensated: nothing to undo
     "fenced": (ANY, SAME),
     "reviewed": (ANY, SAME),
+    "review_decided": (frozenset({C}), SAME),
+    "review_completed": (frozenset({C}), SAME),  # or pending when a step re-runs ('n')
 }
 """The allowed history paths, as data: every event, where it may come from, where it goes."""
 
@@ -84,6 +86,8 @@ class Rec:
     outputs: set[str] = field(default_factory=lambda: {"_input"})
     review: dict[str, str] = field(default_factory=dict)
     """Step -> review reason its last commit flagged (rv:<step> in the hash)."""
+    rvv: int = 0
+    """The review's version: decisions recorded (decide_review)."""
     plan: list[str] = field(default_factory=list)
     """Compensating: the steps left to undo, the current one first."""
     gone: bool = False

@@ -5,6 +5,7 @@ of sagas parked for their budget."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import msgspec
 import pytest
@@ -12,9 +13,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 import tests.state.stateful_harness as harness
-from saga.state import budgets, operator
+from saga.state import budgets, operator, review
 from saga.state.budgets import BUDGET_ERROR
-from saga.state.errors import SagaNotFoundError, StepConflictError
+from saga.state.errors import ReviewConflictError, SagaNotFoundError, StepConflictError
 from saga.state.keys import Keys
 from saga.state.reads import get_saga_and_history
 from saga.state.recovery import quarantine
@@ -22,7 +23,19 @@ from saga.state.repartition import Moved, move_record
 from tests.state.helpers import read_ready, snapshot
 from tests.state.stateful_harness import WORK, RedisMachine
 from tests.state.stateful_invariants import unchanged
-from tests.state.stateful_model import CD, CG, PREV, RECORDS, STEPS, UNDO_STEPS, C, P, W, X
+from tests.state.stateful_model import (
+    CD,
+    CG,
+    NEXT,
+    PREV,
+    RECORDS,
+    STEPS,
+    UNDO_STEPS,
+    C,
+    P,
+    W,
+    X,
+)  # fmt: skip
 
 
 class OperatorRules(RedisMachine):
@@ -98,6 +111,51 @@ class OperatorRules(RedisMachine):
             again = operator.accept_review(self.sm, rid, STEPS, op=op)
             self.run(unchanged(self.client, self.keys, again))
 
+    @rule(
+        rid=st.sampled_from(RECORDS),
+        step=st.sampled_from(STEPS),
+        stale=st.booleans(),
+        complete=st.booleans(),
+        resend=st.booleans(),
+    )
+    def decide_review(self, rid: str, step: str, stale: bool, complete: bool, resend: bool) -> None:
+        """A reviewer's decision on a flagged step of a completed saga, at the version
+        read (or a stale one: another reviewer came first). Refused ones write nothing;
+        the completing one clears the step's flag and re-runs the next step, if any, in a
+        new epoch; a re-send writes nothing."""
+        m = self.model[rid]
+        at = STEPS.index(step)
+        d = review.Decision(step=step, version=m.rvv - 1 if stale else m.rvv,
+                            summary="accept b0", decisions=b"{}", event=b"{}",
+                            complete=complete, reviewed=b'{"reviewed":1}', next_step=NEXT[step],
+                            rerun=STEPS[at + 1 :], kept=STEPS[: at + 1])  # fmt: skip
+        op = uuid.uuid4().hex
+        call = review.decide(self.sm, rid, d, actor="t", op=op)
+        if m.state is None:
+            with pytest.raises(SagaNotFoundError):
+                self.run(call)
+            return
+        if step not in m.review or m.state != C or stale:
+            refused = (
+                ReviewConflictError if step in m.review and m.state == C else StepConflictError
+            )
+            harness.event(f"decide_review: refused ({refused.__name__})")
+            self.run(unchanged(self.client, self.keys, _raises(call, refused)))
+            return
+        got = self.run(call)
+        m.rvv += 1
+        assert got.version == m.rvv
+        harness.event(f"decide_review: OK{' complete' if complete else ''}")
+        if complete:
+            m.review.pop(step)
+            if NEXT[step]:
+                m.apply_retry(NEXT[step], got.entry)
+                m.outputs.add(step)
+        if resend:
+            self.run(
+                unchanged(self.client, self.keys, review.decide(self.sm, rid, d, actor="t", op=op))
+            )
+
     @precondition(lambda self: self._in(P, CG))
     @rule(step=st.sampled_from(WORK), resend=st.booleans())
     def quarantine_ready(self, step: str, resend: bool) -> None:
@@ -160,3 +218,8 @@ class OperatorRules(RedisMachine):
             m.due_past, m.entry, m.pec = False, self._entry_of(rid), ""
             if not undo:
                 m.state = P
+
+
+async def _raises(call: Any, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        await call

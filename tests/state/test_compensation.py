@@ -239,5 +239,6 @@ async def test_compensation_reads_back_typed(usm: StateMachine, keys: Keys) -> N
     assert (saga.state, saga.step, saga.error_message) == (SagaState.COMPENSATED, "undo:router",
                                                            "boom")  # fmt: skip
     assert saga.attempts["undo:router"] == 1 and "router" not in saga.outputs
+    assert saga.undone_outputs == {"router": '{"x":1}'}  # still shown, marked undone
     begin = next(e for e in events if e.event == EventType.COMPENSATING)
     assert (begin.step, begin.next_step, begin.epoch) == ("undo:router", "undo:router", 2)

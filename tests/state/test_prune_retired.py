@@ -8,7 +8,7 @@ import pytest
 
 from saga.state import operator
 from saga.state.keys import Keys
-from saga.state.limits import StateLimits
+from saga.state.limits import Retention, StateLimits
 from saga.state.machine import StateMachine
 from saga.state.model import SagaState
 from saga.state.requests import CommitRequest
@@ -39,7 +39,7 @@ async def test_sagas_past_their_retention_are_deleted_with_their_entries(
     """At the end of its retention the sweep deletes a completed saga's hash and history
     and drops its created, user and state index entries; before it, nothing."""
     await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
-    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    sm = StateMachine(redis, keys, StateLimits(retention=Retention(completed_s=1)))
     await _complete(sm, "r1", "u1")
     assert await _indexed(redis, keys, "r1", "u1") == [True, True, True]
     assert await prune_retired(sm, 0) == 0  # not yet due
@@ -63,7 +63,7 @@ async def test_a_saga_an_earlier_release_let_expire_leaves_the_indexes(
     """A saga completed by a release that set a TTL: its hash is gone when it is due, and
     the sweep drops its index entries (and any history left)."""
     await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
-    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    sm = StateMachine(redis, keys, StateLimits(retention=Retention(completed_s=1)))
     await _complete(sm, "r1", "u1")
     await redis.hdel(keys.saga("r1"), "ret")
     await redis.delete(keys.saga("r1"))  # as its TTL would have
@@ -81,7 +81,7 @@ async def test_a_saga_an_earlier_release_let_expire_leaves_the_indexes(
 async def test_a_saga_rerun_after_completion_keeps_its_entries(redis: Any, keys: Keys) -> None:
     """A completed saga an operator re-ran is alive again: its entries stay."""
     await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
-    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    sm = StateMachine(redis, keys, StateLimits(retention=Retention(completed_s=1)))
     await _complete(sm, "r1", "u1")
     await operator.retry(sm, "r1", "router", "_input")
     due = await redis.zscore(keys.retired(0), "u1|r1")
@@ -99,7 +99,7 @@ async def test_one_pass_deletes_every_due_saga_past_a_thousand(redis: Any, keys:
     """A pass keeps going while sagas are due (a time budget, not a count): 1,200 due
     sagas are all deleted by one call, the earlier cap of 1,000 a pass notwithstanding."""
     await redis.xgroup_create(keys.ready(0, "router"), "executors", id="0", mkstream=True)
-    sm = StateMachine(redis, keys, StateLimits(retention_s=1))
+    sm = StateMachine(redis, keys, StateLimits(retention=Retention(completed_s=1)))
     n = 1200
     for i in range(n):
         await sm.start(f"r{i}", "u1", "router")

@@ -79,8 +79,13 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         EventType.RETRIED,
         EventType.CANCELLED,
     ]
-    # 'compensating' reads back in test_compensation (it needs a compensable step).
-    assert set(EventType) - {e.event for e in events} == {EventType.COMPENSATING}
+    # 'compensating' reads back in test_compensation (it needs a compensable step), the
+    # review decisions in test_review_decide (they need a completed, flagged saga).
+    assert set(EventType) - {e.event for e in events} == {
+        EventType.COMPENSATING,
+        EventType.REVIEW_DECIDED,
+        EventType.REVIEW_COMPLETED,
+    }
     reclaim = events[3]
     assert (reclaim.attempt, reclaim.previous_attempt, reclaim.previous_worker) == (2, 1, "w-a")
     assert 0 < reclaim.previous_claimed_ms <= reclaim.at_ms

@@ -1,8 +1,10 @@
-"""The stateful test's rules and invariants catch a broken compensation or a broken
-commit batch: each mutant script (undos in pipeline order instead of reverse; an undone
-step left standing, so a resumed compensation undoes it twice; a batch whose second
-attempt reads the first one's keys; a batch that counts its commits once) fails a short
-scripted run of the same machine that passes with the real scripts."""
+"""The stateful test's rules and invariants catch a broken compensation, a broken
+commit batch or a broken retention: each mutant script (undos in pipeline order instead
+of reverse; an undone step left standing, so a resumed compensation undoes it twice; a
+batch whose second attempt reads the first one's keys; a batch that counts its commits
+once; a sweep that leaves a deleted saga's dead letter; a cancel or a dead letter that
+starts no retention) fails a short scripted run of the same machine that passes with the
+real scripts."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from redis.exceptions import ResponseError
 import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
 from saga.state import scripts
-from saga.state.model import FailAction
+from saga.state.model import FailAction, SagaState
 
 MUTANTS = {
     "pipeline order": (
@@ -25,6 +27,35 @@ MUTANTS = {
     "undo twice": (
         "commit_undo.lua",
         "redis.call('HDEL', saga, 'out:' .. undone)",
+        "",
+    ),
+}
+RETENTION_MUTANTS = {
+    "dead letter outlives its saga": (
+        "prune_retired.lua",
+        "if s[4] and s[4] ~= '' then redis.call('XDEL', dead, s[4]) end",
+        "",
+    ),
+    "cancelled kept forever": (
+        "cancel_saga.lua",
+        "retire({saga = saga, retired = KEYS[14]}, s[7], record, now, ARGV[6], STATE.CANCELLED)",
+        "",
+    ),
+    "dead letter kept forever": (
+        "includes/dead_letter.lua",
+        "retire({saga = k.saga, retired = k.retired}, f.user, f.record, f.now, f.ret, to)",
+        "",
+    ),
+}
+REVIEW_MUTANTS = {
+    "no version check": (
+        "decide_review.lua",
+        "if version ~= tonumber(ARGV[4]) then return {RC.CONFLICT, version} end",
+        "",
+    ),
+    "flag kept at completion": (
+        "decide_review.lua",
+        "  redis.call('HDEL', saga, 'rv:' .. step)\n",
         "",
     ),
 }
@@ -51,7 +82,7 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     if name:
-        path, old, new = {**MUTANTS, **BATCH_MUTANTS}[name]
+        path, old, new = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS}[name]
         real = scripts._read
 
         def read(p: str) -> str:
@@ -121,5 +152,72 @@ def test_a_broken_commit_batch_is_caught(redis_url: str, quiet_events: None, mut
             return
         with pytest.raises((AssertionError, ResponseError)):  # a misread key: WRONGTYPE
             _batch_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _retention_scenario(m: stateful.SagaMachine) -> None:
+    """r0 dead-letters at the router and r1 is cancelled: each ends with its retention,
+    and the sweep deletes each with its dead letter."""
+    m.start_some({"r0", "r1"})
+    m.cancel("r1")
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", FailAction.DEAD, undos=False)  # r0: nothing to undo, a dead letter
+    assert m.model["r0"].state == SagaState.FAILED
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.prune("r0")
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.prune("r1")
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert m.model["r0"].gone and m.model["r1"].gone
+
+
+@pytest.mark.parametrize("mutant", ["", *RETENTION_MUTANTS], indirect=True)
+def test_a_broken_retention_is_caught(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real scripts pass; each mutant fails an invariant's or the prune rule's check."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _retention_scenario(m)
+            return
+        with pytest.raises(AssertionError):
+            _retention_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _review_scenario(m: stateful.SagaMachine) -> None:
+    """The router's commit flags the saga; once completed, one decision at the version
+    read, one at a stale version (refused), and the completing one, which re-runs the
+    parser in a new epoch."""
+    m.start_some({"r0"})
+    held = m.claim_ready("w-a")
+    (claim,) = list(getattr(held, "values", held))
+    m.commit(claim, resend=False, review="doubtful", wrong_next=False)
+    m.work("w-a", None, undos=False)  # parser: completed, needs review
+    m.decide_review("r0", "router", stale=False, complete=False, resend=True)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.decide_review("r0", "router", stale=True, complete=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.decide_review("r0", "router", stale=False, complete=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", None, undos=False)  # the parser re-runs on the reviewed output
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert m.model["r0"].state == SagaState.COMPLETED and not m.model["r0"].review
+
+
+@pytest.mark.parametrize("mutant", ["", *REVIEW_MUTANTS], indirect=True)
+def test_a_broken_review_decision_is_caught(
+    redis_url: str, quiet_events: None, mutant: str
+) -> None:
+    """The real decide_review passes; without its version check a stale decision lands
+    (the rule expects a conflict); a flag kept at completion fails the review invariant."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _review_scenario(m)
+            return
+        with pytest.raises((AssertionError, pytest.fail.Exception)):
+            _review_scenario(m)
     finally:
         m.teardown()

@@ -1,6 +1,8 @@
--- Mark a saga failed at its step and append a dead letter carrying the reason.
--- k = {saga, dead, stats, first_index}; f = {record, user, step, attempt, epoch, from, ec, em, now,
--- to}: to is STATE.FAILED unless given (STATE.COMPENSATION_FAILED for an undo step).
+-- Mark a saga failed at its step and append a dead letter carrying the reason; its
+-- retention starts (includes/retire: include it too).
+-- k = {saga, dead, stats, first_index, retired}; f = {record, user, step, attempt, epoch,
+-- from, ec, em, now, to, ret}: to is STATE.FAILED unless given (STATE.COMPENSATION_FAILED
+-- for an undo step); ret is the retention table (StateLimits.retention).
 local function dead_letter(k, f)
   local id = redis.call('XADD', k.dead, '*', 'rid', f.record, 'uid', f.user, 's', f.step,
                         'a', f.attempt, 'ep', f.epoch, 'ec', f.ec, 'em', f.em, 't', f.now)
@@ -10,5 +12,6 @@ local function dead_letter(k, f)
              'worker', '')
   index_state(k.first_index, f.record, f.from, to, f.now)
   redis.call('HINCRBY', k.stats, 'dead:' .. f.step, 1)
+  retire({saga = k.saga, retired = k.retired}, f.user, f.record, f.now, f.ret, to)
   return id
 end

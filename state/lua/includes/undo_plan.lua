@@ -17,8 +17,11 @@ end
 
 -- Enter 'compensating' in a new epoch (attempts count afresh, older tokens are fenced) and
 -- enqueue the first undo; an empty plan ends 'compensated' at once. Appends the
--- 'compensating' event. Returns the new state, step and ready entry.
--- c = {saga, hist, ready_at, index_at, record, from, step, epoch, now, maxlen, op, why}
+-- 'compensating' event. A saga that had ended (failed, cancelled) is no longer due for
+-- deletion; one compensated at once starts its retention (includes/retire: include it too).
+-- Returns the new state, step and ready entry.
+-- c = {saga, hist, ready_at, index_at, record, from, step, epoch, now, maxlen, op, why,
+--      retired, user, ret}: ret is the retention table (StateLimits.retention)
 local function begin_undo(c, plan, head)
   local epoch = c.epoch + 1
   local state, step, entry = STATE.COMPENSATED, c.step, ''
@@ -31,6 +34,11 @@ local function begin_undo(c, plan, head)
              'undo', table.concat(plan, ','), 'token', '', 'lease', 0, 'worker', '',
              'entry', entry, 'due', 0, 'dead_id', '', 'updated', c.now)
   index_state(c.index_at, c.record, c.from, state, c.now)
+  if head > 0 then
+    unretire({saga = c.saga, retired = c.retired}, c.user, c.record)
+  else
+    retire({saga = c.saga, retired = c.retired}, c.user, c.record, c.now, c.ret, state)
+  end
   local first = ''
   if head > 0 then first = step end
   history_append(c.hist, c.maxlen, {'e', 'compensating', 's', step, 'ep', epoch, 't', c.now,

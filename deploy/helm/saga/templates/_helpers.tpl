@@ -185,18 +185,25 @@ SAGA_REDIS_CA_FILE: {{ printf "%s/ca.crt" (include "saga.caDir" .) | quote }}
 {{- end -}}
 
 {{/*
-Redis connection env: REDIS_URL from the Secret, or built by Kubernetes from
-the Secret's parts with $(VAR) references. No value is ever inlined.
+Redis connection env of one component (call with dict "root" $ "role" <role>,
+role one of executor, controller, console, init): REDIS_URL from the Secret, or
+built by Kubernetes from the Secret's parts with $(VAR) references. The role's own
+ACL user (redis.users.<role>) when it has one, else the shared secretKeys user.
+No value is ever inlined.
 */}}
 {{- define "saga.redisEnv" -}}
-{{- $r := .Values.redis -}}
+{{- $r := .root.Values.redis -}}
 {{- $k := $r.secretKeys -}}
-{{- if $k.url }}
+{{- $u := get (default dict $r.users) .role | default dict -}}
+{{- $url := default $k.url $u.url -}}
+{{- $username := default $k.username $u.username -}}
+{{- $password := default $k.password $u.password -}}
+{{- if $url }}
 - name: REDIS_URL
   valueFrom:
     secretKeyRef:
       name: {{ $r.existingSecret }}
-      key: {{ $k.url }}
+      key: {{ $url }}
 {{- else }}
 - name: REDIS_HOST
   valueFrom:
@@ -208,25 +215,25 @@ the Secret's parts with $(VAR) references. No value is ever inlined.
     secretKeyRef:
       name: {{ $r.existingSecret }}
       key: {{ $k.port }}
-{{- if $k.username }}
+{{- if $username }}
 - name: REDIS_USERNAME
   valueFrom:
     secretKeyRef:
       name: {{ $r.existingSecret }}
-      key: {{ $k.username }}
+      key: {{ $username }}
 {{- end }}
-{{- $auth := ternary "$(REDIS_USERNAME)@" "" (not (empty $k.username)) }}
+{{- $auth := ternary "$(REDIS_USERNAME)@" "" (not (empty $username)) }}
 - name: REDIS_URL
   value: {{ printf "%s://%s$(REDIS_HOST):$(REDIS_PORT)/%d" (ternary "rediss" "redis" $r.tls) $auth (int $r.database) | quote }}
 {{- end }}
-{{- if $k.password }}
+{{- if $password }}
 {{- /* Its own variable, never spliced into the URL: any character works, and
        the URL holds no secret. saga uses it when the URL carries no password. */}}
 - name: REDIS_PASSWORD
   valueFrom:
     secretKeyRef:
       name: {{ $r.existingSecret }}
-      key: {{ $k.password }}
+      key: {{ $password }}
 {{- end }}
 {{- end -}}
 
@@ -267,6 +274,11 @@ the Secret's parts with $(VAR) references. No value is ever inlined.
 {{- end -}}
 {{- if and $r.secretKeys.ca (not $r.tls) -}}
 {{- fail "redis.secretKeys.ca is set but redis.tls is false: set redis.tls: true (and use rediss:// in the Secret's url)" -}}
+{{- end -}}
+{{- range $role, $u := default dict $r.users -}}
+{{- if and $r.secretKeys.url (not $u.url) (or $u.username $u.password) -}}
+{{- fail (printf "redis.users.%s: secretKeys.url is set, so give this user its own url key (a URL holds its user and password)" $role) -}}
+{{- end -}}
 {{- end -}}
 {{- if and $r.cluster (ne (int $r.database) 0) -}}
 {{- fail "redis.database must be 0 when redis.cluster is true (a cluster has only database 0)" -}}

@@ -22,16 +22,19 @@ enableTLS: "true"
 {{- define "saga.kedaAuthParams" -}}
 {{- $r := .Values.redis -}}
 {{- $k := $r.secretKeys -}}
+{{- $u := get (default dict $r.users) "keda" | default dict -}}
+{{- $username := default $k.username $u.username -}}
+{{- $password := default $k.password $u.password -}}
 {{- $out := list -}}
 {{- if not $r.address -}}
 {{- $out = append $out (dict "parameter" (ternary "hosts" "host" $r.cluster) "key" $k.host) -}}
 {{- $out = append $out (dict "parameter" (ternary "ports" "port" $r.cluster) "key" $k.port) -}}
 {{- end -}}
-{{- if $k.username -}}
-{{- $out = append $out (dict "parameter" "username" "key" $k.username) -}}
+{{- if $username -}}
+{{- $out = append $out (dict "parameter" "username" "key" $username) -}}
 {{- end -}}
-{{- if $k.password -}}
-{{- $out = append $out (dict "parameter" "password" "key" $k.password) -}}
+{{- if $password -}}
+{{- $out = append $out (dict "parameter" "password" "key" $password) -}}
 {{- end -}}
 {{- if and $r.tls $k.ca -}}
 {{- $out = append $out (dict "parameter" "ca" "key" $k.ca) -}}

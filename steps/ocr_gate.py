@@ -1,0 +1,124 @@
+"""The confidence gate: what a value read by OCR must show before it is accepted.
+
+Runs in the parser after vetting, on the output of either extractor. A result
+whose provenance cites a page the router read by OCR gets the confidence of the
+characters of its value (``Provenance.ocr_confidence``, from the page's
+confidence map) and is rejected, with the reason, when
+
+* those characters were read under ``StepConfig.ocr_min_confidence``;
+* a letter OCR confuses with a digit (``O o D Q I l | S s B Z g``) touches the
+  value: ``1O.5`` or ``l4`` is never read as 10.5 or 14, nor corrected into it;
+* the value is written with the decimal separator the document does not use
+  (``4,6`` in a document of points): a lost or added speck is the commonest
+  OCR misread of a number, and ``4,6`` could be 4.6 or 46.
+
+Each rejection asks for review, naming the pages (``reasons``). Nothing here
+changes a character of the text or of a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from msgspec.structs import replace
+
+from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance, Rejected
+from saga.steps.ocr_layout import span_confidence
+from saga.steps.page_layout import uses_decimal_comma
+
+CONFUSABLE = frozenset("OoDQIl|SsBZg")
+LOW_PAGE_CONFIDENCE = 70
+"""A page read at a mean word confidence under this is named in the review reason."""
+
+
+def gate(
+    extraction: Extraction, pages: Sequence[str], ocr: Sequence[OcrPage], threshold: int
+) -> tuple[Extraction, list[str]]:
+    """The extraction with OCR values checked, and the review reasons it gives."""
+    if not ocr:
+        return extraction, []
+    maps = {page.page: page.confidence.split("\n") for page in ocr}
+    lines = {page.page: pages[page.page - 1].split("\n") for page in ocr if page.page <= len(pages)}
+    comma = uses_decimal_comma(pages)
+    kept: list[Biomarker] = []
+    rejected: list[Rejected] = []
+    low_pages: set[int] = set()
+    for found in extraction.biomarkers:
+        prov = found.provenance
+        if prov is None or prov.page not in maps:
+            kept.append(found)
+            continue
+        confidence = _confidence(prov, lines[prov.page], maps[prov.page])
+        prov = replace(prov, ocr_confidence=confidence)
+        reason = why_not(found, prov, confidence, threshold, comma=comma)
+        if reason:
+            low_pages.add(prov.page)
+            rejected.append(
+                Rejected(
+                    name=found.name,
+                    value_text=found.value_text,
+                    unit=found.unit,
+                    reason=reason,
+                    provenance=prov,
+                )
+            )
+        else:
+            kept.append(replace(found, provenance=prov))
+    marked = [_marked(r, lines, maps) for r in extraction.rejected]
+    out = replace(extraction, biomarkers=kept, rejected=marked + rejected)
+    return out, _reasons(rejected, low_pages, ocr)
+
+
+def why_not(
+    found: Biomarker, prov: Provenance, confidence: int | None, threshold: int, *, comma: bool
+) -> str:
+    """Why an OCR value cannot be accepted; "" when it can."""
+    if confidence is None:
+        return "read by OCR, but its characters are not where it cites them"
+    if confidence < threshold:
+        return f"read by OCR at confidence {confidence} (under {threshold})"
+    line, start, end = prov.line, prov.start, prov.end
+    near = line[max(start - 1, 0) : end + 1]
+    if any(ch in CONFUSABLE for ch in near):
+        return "read by OCR with a letter that looks like a digit touching the value"
+    written = found.value_text
+    wrong_separator = "," in written if not comma else "." in written
+    if wrong_separator and any(ch.isdigit() for ch in written):
+        return "read by OCR with a decimal separator the document does not use"
+    return ""
+
+
+def _confidence(prov: Provenance, lines: Sequence[str], maps: Sequence[str]) -> int | None:
+    for index, text in enumerate(lines):
+        if text.strip() == prov.line and index < len(maps):
+            offset = len(text) - len(text.lstrip())
+            return span_confidence(maps[index], prov.start + offset, prov.end + offset)
+    return None
+
+
+def _marked(item: Rejected, lines: dict[int, list[str]], maps: dict[int, list[str]]) -> Rejected:
+    prov = item.provenance
+    if prov is None or prov.page not in maps:
+        return item
+    confidence = _confidence(prov, lines[prov.page], maps[prov.page])
+    return replace(item, provenance=replace(prov, ocr_confidence=confidence))
+
+
+def _reasons(rejected: Sequence[Rejected], pages: set[int], ocr: Sequence[OcrPage]) -> list[str]:
+    reasons = []
+    if rejected:
+        where = _pages(sorted(pages))
+        count = len(rejected)
+        reasons.append(
+            f"{count} value{'s' if count > 1 else ''} on {where} not trusted as read by OCR"
+        )
+    weak = [p.page for p in ocr if p.mean_confidence < LOW_PAGE_CONFIDENCE]
+    if weak:
+        reasons.append(f"{_pages(weak)} read by OCR at low confidence")
+    return reasons
+
+
+def _pages(numbers: Sequence[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:10])
+    more = ", ..." if len(numbers) > 10 else ""
+    return f"page{'s' if len(numbers) > 1 else ''} {shown}{more}"

@@ -1,0 +1,101 @@
+"""OCR: words laid out as text, the confidence gate, and Tesseract end to end (skipped
+with the reason when it is not installed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance
+from saga.steps.ocr_engine import Word, available
+from saga.steps.ocr_gate import gate
+from saga.steps.ocr_layout import page_text
+
+
+def _word(text: str, left: int, conf: int, line: int = 1, top: int = 0) -> Word:
+    return Word(text, left, top, 10 * len(text), 20, conf, line)
+
+
+def test_words_become_cells_two_spaces_apart_with_a_confidence_map() -> None:
+    words = [
+        _word("Sodium", 0, 95),
+        _word("139", 200, 62),
+        _word("mmol/L", 240, 91),
+        _word("Glucose", 0, 90, line=2, top=40),
+    ]
+    laid = page_text(words)
+    assert laid.text == "Sodium  139 mmol/L\nGlucose"
+    assert laid.confidence == "999999  666 999999\n9999999"
+
+
+def _one(line: str, start: int, end: int, value_text: str) -> Extraction:
+    found = Biomarker(
+        name="Sodium",
+        value=float(value_text.replace(",", ".")) if value_text[0].isdigit() else None,
+        value_text=value_text,
+        unit="mmol/L",
+        provenance=Provenance(page=1, line=line, start=start, end=end),
+    )
+    return Extraction(biomarkers=[found])
+
+
+def test_a_value_read_under_the_threshold_is_rejected_and_the_page_named() -> None:
+    page = "Sodium  139  mmol/L"
+    ocr = [OcrPage(page=1, confidence="999999  666  999999", mean_confidence=80)]
+    out, reasons = gate(_one(page, 8, 11, "139"), [page], ocr, threshold=80)
+    assert not out.biomarkers
+    assert out.rejected[0].reason == "read by OCR at confidence 60 (under 80)"
+    assert out.rejected[0].provenance is not None
+    assert out.rejected[0].provenance.ocr_confidence == 60
+    assert reasons == ["1 value on page 1 not trusted as read by OCR"]
+
+
+def test_a_confident_value_keeps_its_ocr_confidence() -> None:
+    page = "Sodium  139  mmol/L"
+    ocr = [OcrPage(page=1, confidence="999999  999  999999", mean_confidence=95)]
+    out, reasons = gate(_one(page, 8, 11, "139"), [page], ocr, threshold=80)
+    assert out.biomarkers[0].provenance is not None
+    assert out.biomarkers[0].provenance.ocr_confidence == 90
+    assert reasons == []
+
+
+@pytest.mark.parametrize(
+    ("page", "start", "end", "value_text"),
+    [
+        ("Sodium  1O9  mmol/L", 9, 10, "9"),  # an O glued to the digits
+        ("Sodium  l39  mmol/L", 9, 11, "39"),  # an l for a 1
+        ("Potassium  4,6  mmol/L", 11, 14, "4,6"),  # a comma in a document of points
+    ],
+)
+def test_confusable_characters_are_never_read_into_a_value(
+    page: str, start: int, end: int, value_text: str
+) -> None:
+    ocr = [OcrPage(page=1, confidence="".join(" " if c == " " else "9" for c in page))]
+    out, _ = gate(_one(page, start, end, value_text), [page, "Chloride 103.5 mmol/L"], ocr, 80)
+    assert not out.biomarkers
+    assert "read by OCR with" in out.rejected[0].reason
+
+
+def test_pages_not_read_by_ocr_are_left_alone() -> None:
+    page = "Sodium  139  mmol/L"
+    extraction = _one(page, 8, 11, "139")
+    out, reasons = gate(extraction, [page], [], threshold=80)
+    assert out == extraction and reasons == []
+
+
+@pytest.mark.skipif(bool(available("eng")), reason=available("eng") or "tesseract present")
+def test_tesseract_reads_a_rendered_table_row() -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    from saga.steps.ocr import OcrLimits, image_text
+    from tests.corpus.fonts import font_path
+    from tests.corpus.scanner import still
+
+    image = Image.new("L", (1700, 400), 255)
+    font = ImageFont.truetype(str(font_path("sans")), size=40)
+    ImageDraw.Draw(image).text((60, 100), "Sodium      139      mmol/L      135-145", font=font)
+    ImageDraw.Draw(image).text((60, 200), "Potassium   4.4      mmol/L      3.5-5.1", font=font)
+    pages, read = image_text(
+        still(image, fmt="PNG", dpi=(300, 300)), max_pages=5, limits=OcrLimits(languages="eng")
+    )
+    assert "139" in pages[0] and "4.4" in pages[0]
+    assert read[0].page == 1 and len(read[0].confidence) == len(pages[0])
