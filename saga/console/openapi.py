@@ -49,7 +49,7 @@ STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 BOOL = {"type": "boolean"}
 OWN: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
-    "Me": obj(subject=STR, role={"enum": ["viewer", "operator"]}, via=STR),
+    "Me": obj(subject=STR, role={"enum": ["viewer", "reviewer", "operator"]}, via=STR),
     "SagaDetail": {"oneOf": [ref("ShowOutputDocument"), ref("ShowDocument")],
                    "description": "outputs for operators only"},
     "Counts": obj(counts=ref("StateCounts")),
