@@ -175,9 +175,7 @@ def parse_role(value: str) -> Role:
     try:
         return Role(value)
     except ValueError:
-        raise ConsoleConfigError(
-            f"role {value!r} must be viewer, reviewer or operator"
-        ) from None
+        raise ConsoleConfigError(f"role {value!r} must be viewer, reviewer or operator") from None
 
 
 def read_token_file(path: str) -> dict[str, FileToken]:
