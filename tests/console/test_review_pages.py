@@ -125,8 +125,12 @@ async def test_a_viewer_cannot_review_and_sees_no_document(
     write_pdf(docs / "report.pdf")
     await flagged_with_pdf(sm, "mr-flag", docs / "report.pdf")
     async with review_console.client(tokens[Role.VIEWER]) as http:
-        for path in ("/sagas/mr-flag/review", "/sagas/mr-flag/review/page/2",
-                     "/api/v1/sagas/mr-flag/review", "/api/v1/sagas/mr-flag/review/pages/2"):
+        for path in (
+            "/sagas/mr-flag/review",
+            "/sagas/mr-flag/review/page/2",
+            "/api/v1/sagas/mr-flag/review",
+            "/api/v1/sagas/mr-flag/review/pages/2",
+        ):
             res = await http.get(path)
             assert res.status_code == 403, path
         res = await http.post("/api/v1/sagas/mr-flag/review/reject", json={"item": "r0"})
@@ -148,8 +152,9 @@ async def test_forms_decide_each_item_and_the_review_completes(
     await flagged_with_pdf(sm, "mr-flag", docs / "report.pdf")
     async with httpx.AsyncClient(base_url=review_console.url, timeout=30) as http:
         await sign_in(http, ann)
-        forged = await http.post("/sagas/mr-flag/review",
-                                 data={"item": "r0", "kind": "reject", "version": "0"})
+        forged = await http.post(
+            "/sagas/mr-flag/review", data={"item": "r0", "kind": "reject", "version": "0"}
+        )
         assert forged.status_code == 403
         forms = [
             {"item": "b0", "kind": "correct", "value": "11.8", "version": "0"},
@@ -198,8 +203,10 @@ async def test_two_reviewers_at_once_one_success_one_clear_conflict(
     assert "another reviewer decided on record 'mr-flag' first" in lost.json()["error"]
     async with httpx.AsyncClient(base_url=review_console.url, timeout=30) as http:
         await sign_in(http, ann)
-        stale = await http.post("/sagas/mr-flag/review", data={
-            "item": "r0", "kind": "reject", "version": "0", "csrf": csrf_of(http)})
+        stale = await http.post(
+            "/sagas/mr-flag/review",
+            data={"item": "r0", "kind": "reject", "version": "0", "csrf": csrf_of(http)},
+        )
         assert stale.status_code == 409
         assert "Another reviewer decided on this saga after you opened it" in stale.text
     _, events = await get_saga_and_history(redis, keys, "mr-flag")
@@ -212,16 +219,16 @@ async def test_queue_is_oldest_first_with_counts_per_reason_and_a_user_filter(
     """Two flagged sagas: oldest first, counts per kind of reason, the user filter keeps
     one; the API answers the same document (its schema holds)."""
     write_pdf(docs / "report.pdf")
-    await flagged_with_pdf(sm, "mr-old", docs / "report.pdf", user="u-1")
-    time.sleep(0.002)  # the next one is flagged at a later millisecond, whatever the load
-    await flagged_with_pdf(sm, "mr-new", docs / "report.pdf", user="u-2")
+    await flagged_with_pdf(sm, "z-old", docs / "report.pdf", user="u-1")
+    await anyio.sleep(0.002)  # the next one is flagged at a later millisecond
+    await flagged_with_pdf(sm, "a-new", docs / "report.pdf", user="u-2")
     async with review_console.client(ann) as http:
         doc = (await http.get("/api/v1/review-queue")).json()
         check_schema("ReviewQueue", doc)
-        assert [r["record_id"] for r in doc["rows"]] == ["mr-old", "mr-new"]
+        assert [r["record_id"] for r in doc["rows"]] == ["z-old", "a-new"]
         assert doc["counts"] == {"coverage": 2, "rejected": 2}
         assert doc["total"] == 2
         one = (await http.get("/api/v1/review-queue?user=u-2")).json()
-        assert [r["record_id"] for r in one["rows"]] == ["mr-new"]
+        assert [r["record_id"] for r in one["rows"]] == ["a-new"]
         html = (await http.get("/review?user=u-2")).text
-        assert 'href="/sagas/mr-new/review"' in html and "mr-old" not in html
+        assert 'href="/sagas/a-new/review"' in html and "z-old" not in html
