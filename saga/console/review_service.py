@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from saga import review
 from saga.console import review_source as source
 from saga.console.auth import Identity
@@ -18,6 +20,7 @@ from saga.console.errors import ConsoleError
 from saga.console.service import Service, _audited
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
+from saga.steps.models import Biomarker
 from saga.steps.review import Fix, Item, Kind
 
 FIX_FIELDS = ("name", "value", "unit", "range", "flag", "line")
@@ -113,3 +116,45 @@ def page_cache(app: Any) -> source.PageCache:
     if cache is None:
         cache = app.state.review_pages = source.PageCache()
     return cache  # type: ignore[no-any-return]
+
+
+class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One decision of the saga's history, as the review page's audit trail shows it."""
+
+    at_ms: int
+    summary: str
+    by: str
+    note: str
+    old: str
+    new: str
+
+
+def value_text(b: Biomarker | None) -> str:
+    if b is None:
+        return "—"
+    value = b.value_text or ("" if b.value is None else f"{b.value:g}")
+    extra = ", ".join(x for x in (b.reference_text, b.flag.value if b.flag.value != "unknown"
+                                  else "") if x)  # fmt: skip
+    return " ".join(x for x in (b.name, value, b.unit) if x) + (f" ({extra})" if extra else "")
+
+
+async def decisions(svc: Service, record_id: str, saga_type: str | None = None) -> list[DecisionRow]:
+    """Every review decision in the saga's history, oldest first, with the old and the
+    new value (opened when sealed): the audit trail."""
+    from saga.state.model import EventType
+    from saga.state.reads import get_history
+    from saga.state.review import open_event
+    from saga.steps.review import Decision
+
+    keys = await svc.typed(saga_type)
+    found = []
+    for e in await get_history(svc.redis, keys, record_id):
+        if e.event != EventType.REVIEW_DECIDED or not e.review_decision:
+            continue
+        try:
+            d = msgspec.json.decode(open_event(keys, e.review_decision), type=Decision)
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
+            continue
+        found.append(DecisionRow(at_ms=e.at_ms, summary=e.detail, by=d.by, note=d.note,
+                                 old=value_text(d.old), new=value_text(d.new)))  # fmt: skip
+    return found

@@ -167,6 +167,10 @@ async def test_forms_decide_each_item_and_the_review_completes(
             assert res.status_code == 303, res.text
         done = await http.get(res.headers["location"])
         assert "the review is complete and grouper re-runs" in done.text
+        trail = done.text.split('id="decisions"', 1)[1].split("</table>", 1)[0]
+        assert "<td>Hemoglobin 11.2 g/dL (12.0 - 15.5, low)</td>" in trail
+        assert "<td>Hemoglobin 11.8 g/dL (12.0 - 15.5, low)</td>" in trail
+        assert "<td>misprint</td>" in trail and "<td>Iron 80 ug/dL</td>" in trail
     saga, events = await get_saga_and_history(redis, keys, "mr-flag")
     assert (saga.state.value, saga.step, saga.needs_review) == ("pending", "grouper", False)
     decided = [e.detail for e in events if e.event == "review_decided"]
