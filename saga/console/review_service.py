@@ -138,7 +138,9 @@ def value_text(b: Biomarker | None) -> str:
     return " ".join(x for x in (b.name, value, b.unit) if x) + (f" ({extra})" if extra else "")
 
 
-async def decisions(svc: Service, record_id: str, saga_type: str | None = None) -> list[DecisionRow]:
+async def decisions(
+    svc: Service, record_id: str, saga_type: str | None = None
+) -> list[DecisionRow]:
     """Every review decision in the saga's history, oldest first, with the old and the
     new value (opened when sealed): the audit trail."""
     from saga.state.model import EventType
