@@ -76,7 +76,8 @@ async def _page(
     return render(request, "review.html", status=status, view=view, rows=found,
                   sel=selected, page=page, image=image, same_page=same_page,
                   marked=marked, flash=flash,
-                  decisions=await rs.decisions(svc, rid, saga_type), error=error, saga_type=saga_type or "",
+                  decisions=await rs.decisions(svc, rid, saga_type), error=error,
+                  saga_type=saga_type or "",
                   type_query=_type_query(saga_type), url=review_url,
                   elsewhere=[r for r in found if r.kind in ("rejected", "line")])  # fmt: skip
 
