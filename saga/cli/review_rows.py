@@ -45,10 +45,9 @@ def shown(item: Item) -> Biomarker | None:
 
 
 def row(item: Item) -> ItemRow:
-    b, p = shown(item), item.provenance
-    if b is None and item.decision is None:
-        b = item.value
-    d = item.decision
+    b, p, d = shown(item), item.provenance, item.decision
+    if b is None:  # rejected: the value as it was, struck through where it is shown
+        b = (d.old if d is not None else None) or item.value
     decision = f"{d.kind.value} by {d.by}" if d is not None else ""
     if d is not None and d.note:
         decision += f" ({d.note})"
@@ -70,7 +69,8 @@ def rows(view: ReviewView) -> list[ItemRow]:
 
 def cells(r: ItemRow) -> list[str]:
     mark = "*" if r.undecided else ""
-    return [r.id + mark, r.kind, r.name, r.canonical, r.value, r.unit, r.range, r.flag,
+    name = r.name or (f"({r.line})" if r.kind == "line" else "")
+    return [r.id + mark, r.kind, name, r.canonical, r.value, r.unit, r.range, r.flag,
             str(r.page or ""), r.checks, r.reasons, r.decision]  # fmt: skip
 
 
