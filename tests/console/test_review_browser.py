@@ -7,7 +7,6 @@ tmp/artefacts/console (and docs/ with SAGA_DOCS_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -20,7 +19,6 @@ from typing import Any
 import anyio
 import msgspec
 import pytest
-from PIL import Image
 
 from saga.adapters.embedded_redis import EmbeddedServer
 from saga.client import SagaClient
@@ -31,6 +29,7 @@ from saga.state.keys import Keys
 from saga.state.reads import get_saga_and_history
 from tests.console.browser import CHROMIUM_ARGS, Stack, chromium_or_skip, saga_up, shot
 from tests.console.support import REPO
+from tests.console.test_review_pages import yellow
 from tests.executor.support import wait_until
 from tests.steps.pdfgen import make_pdf
 
@@ -136,11 +135,6 @@ async def saga_and_history(stack: Stack, rid: str) -> tuple[Any, list[Any]]:
         await client.aclose()
 
 
-def highlighted(png: bytes) -> int:
-    image = Image.open(io.BytesIO(png)).convert("RGB")
-    return sum(1 for r, g, b in image.getdata() if r > 240 and 200 < g < 245 and b < 190)
-
-
 async def docs_shot(page: Any, name: str, full: bool = True, only: str = "") -> None:
     """An artefact, and with SAGA_DOCS_SCREENSHOTS=1 the docs' picture (``only``: just
     that element, e.g. ``main`` without the header)."""
@@ -151,6 +145,25 @@ async def docs_shot(page: Any, name: str, full: bool = True, only: str = "") -> 
             await page.locator(only).screenshot(path=path)
         else:
             await page.screenshot(path=path, full_page=full)
+
+
+async def correct_reject_add(p: Any) -> None:
+    """Correct b0, reject r0, add the unexplained line u0 as Potassium, through the forms."""
+    await p.click("#row-b0 a.item-link")
+    await p.fill("#fix-value", "13.4")
+    await p.click("#correct-item")
+    assert "Corrected" in await p.inner_text("#flash")
+    await p.click("#row-r0 a.item-link")
+    await p.fill("#reject-note", "misprint: 145")
+    await p.click("#reject-item")
+    assert "Rejected" in await p.inner_text("#flash")
+    await p.click("#row-u0 a.item-link")
+    await p.fill("#fix-name", "Potassium")
+    await p.fill("#fix-value", "4.1")
+    await p.fill("#fix-unit", "mmol/L")
+    await p.fill("#fix-range", "3.5 - 5.1")
+    await p.click("#add-item")
+    assert "the review is complete and grouper re-runs" in await p.inner_text("#flash")
 
 
 async def test_a_reviewer_reviews_a_flagged_saga_end_to_end(browser: Any, stack: Stack) -> None:
@@ -177,24 +190,10 @@ async def test_a_reviewer_reviews_a_flagged_saga_end_to_end(browser: Any, stack:
     src = await image.get_attribute("src")
     assert src == f"/sagas/{rid}/review/page/1?item=r0"
     png = await (await p.request.get(stack.url + src)).body()
-    assert highlighted(png) > 500  # Sodium's line, in yellow
+    assert yellow(png) > 500  # Sodium's line, in yellow
     await docs_shot(p, "console-review")
 
-    await p.click("#row-b0 a.item-link")
-    await p.fill("#fix-value", "13.4")
-    await p.click("#correct-item")
-    assert "Corrected" in await p.inner_text("#flash")
-    await p.click("#row-r0 a.item-link")
-    await p.fill("#reject-note", "misprint: 145")
-    await p.click("#reject-item")
-    assert "Rejected" in await p.inner_text("#flash")
-    await p.click("#row-u0 a.item-link")
-    await p.fill("#fix-name", "Potassium")
-    await p.fill("#fix-value", "4.1")
-    await p.fill("#fix-unit", "mmol/L")
-    await p.fill("#fix-range", "3.5 - 5.1")
-    await p.click("#add-item")
-    assert "the review is complete and grouper re-runs" in await p.inner_text("#flash")
+    await correct_reject_add(p)
     assert await p.locator("#decisions tbody tr").count() == 3
 
     await p.click(f"a[href='/sagas/{rid}']")
@@ -214,6 +213,11 @@ async def test_a_reviewer_reviews_a_flagged_saga_end_to_end(browser: Any, stack:
     assert ann.errors == []
     await ann.context.close()
 
+    await viewer_cannot_review(browser, stack, rid)
+
+
+async def viewer_cannot_review(browser: Any, stack: Stack, rid: str) -> None:
+    """A viewer gets a 403 on the review page and no link to it on the saga's page."""
     vic = await signed_in(browser, stack, mint(stack, "vic", "viewer"))
     res = await vic.page.goto(f"{stack.url}/sagas/{rid}/review")
     assert res.status == 403
