@@ -170,5 +170,5 @@ def _picture(content: bytes, page: int) -> bytes | None:
 
 def _png(image: Any) -> bytes:
     out = io.BytesIO()
-    image.save(out, format="PNG", optimize=False)
+    image.save(out, format="PNG", compress_level=3)  # fast: drawn on request, then cached
     return out.getvalue()
