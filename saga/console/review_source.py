@@ -22,7 +22,9 @@ from typing import Any
 import anyio.to_thread
 import structlog
 
-from saga.steps.models import Provenance
+from saga.console.review_source_types import Box, Where
+
+__all__ = ["PageCache", "Where", "cache_key", "draw", "line_boxes", "page_png"]
 
 log = structlog.get_logger("saga.console")
 SCALE = 1.5
@@ -31,14 +33,6 @@ CACHE_ENTRIES = 32
 LINE_FILL = (255, 214, 0, 90)
 VALUE_EDGE = (214, 40, 40, 255)
 _PDFIUM = threading.Lock()  # PDFium is not thread-safe: one document at a time
-
-
-class Where:
-    """The line (and the value's span inside it) to highlight on a page."""
-
-    def __init__(self, p: Provenance | None) -> None:
-        self.line = p.line if p else ""
-        self.start, self.end = (p.start, p.end) if p else (0, 0)
 
 
 class PageCache:
@@ -83,14 +77,27 @@ async def page_png(settings: Any, document: str, page: int, where: Where) -> byt
     except StepError as exc:  # its message names no path (adapters.documents)
         log.info("review_source_unavailable", error=type(exc).__name__)
         return None
-    return await anyio.to_thread.run_sync(draw, doc.content, doc.media_type, page, where)
+    languages = settings.step_config.ocr_languages if settings.step_config.ocr else ""
+    return await anyio.to_thread.run_sync(draw, doc.content, doc.media_type, page, where, languages)
 
 
-def draw(content: bytes, media_type: str, page: int, where: Where) -> bytes | None:
+def draw(
+    content: bytes, media_type: str, page: int, where: Where, ocr_languages: str = ""
+) -> bytes | None:
+    """``ocr_languages``: on a page without text, find the line by OCR in these
+    languages ("" leaves such a page unmarked)."""
     try:
         if content.startswith(b"%PDF-"):
             with _PDFIUM:
-                return _pdf_page(content, page, where)
+                found = _pdf_page(content, page, where, bool(ocr_languages))
+            if found is None:
+                return None
+            image, height, boxes, scan = found
+            if scan is not None:  # outside PDFium's lock: OCR takes a second or more
+                from saga.console.review_ocr import ocr_boxes
+
+                boxes = ocr_boxes(scan, height, where, ocr_languages)
+            return _marked(image, height, boxes)
         if media_type.startswith("image/"):
             return _picture(content, page)
     except Exception as exc:  # a damaged document: the page shows the text instead
@@ -98,9 +105,14 @@ def draw(content: bytes, media_type: str, page: int, where: Where) -> bytes | No
     return None
 
 
-def _pdf_page(content: bytes, page: int, where: Where) -> bytes | None:
+def _pdf_page(
+    content: bytes, page: int, where: Where, ocr: bool
+) -> tuple[Any, float, list[Box], Any] | None:
+    """The page's picture, its height (points), the line's boxes from its text, and
+    (a page without text, OCR allowed) its picture at OCR_DPI to find them in."""
     import pypdfium2 as pdfium
-    from PIL import Image, ImageDraw
+
+    from saga.console.review_ocr import OCR_DPI
 
     pdf = pdfium.PdfDocument(content)
     try:
@@ -111,10 +123,18 @@ def _pdf_page(content: bytes, page: int, where: Where) -> bytes | None:
         height = p.get_height()
         textpage = p.get_textpage()
         boxes = line_boxes(textpage, where)
+        bare = not textpage.get_text_range().strip()
         textpage.close()
+        scan = p.render(scale=OCR_DPI / 72).to_pil() if bare and ocr and where.line else None
         p.close()
     finally:
         pdf.close()
+    return image, height, boxes, scan
+
+
+def _marked(image: Any, height: float, boxes: list[Box]) -> bytes:
+    from PIL import Image, ImageDraw
+
     overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
     pen = ImageDraw.Draw(overlay)
     for kind, (left, bottom, right, top) in boxes:
@@ -127,7 +147,7 @@ def _pdf_page(content: bytes, page: int, where: Where) -> bytes | None:
     return _png(Image.alpha_composite(image, overlay))
 
 
-def line_boxes(textpage: Any, where: Where) -> list[tuple[str, tuple[float, ...]]]:
+def line_boxes(textpage: Any, where: Where) -> list[Box]:
     """PDFium's boxes of the line (``line``) and of the value's span in it (``value``),
     found by comparing the text without whitespace; [] when the line is not there."""
     needle = "".join(where.line.split()).casefold()
@@ -139,7 +159,7 @@ def line_boxes(textpage: Any, where: Where) -> list[tuple[str, tuple[float, ...]
     at = flat.find(needle)
     if at < 0:
         return []
-    found: list[tuple[str, tuple[float, ...]]] = []
+    found: list[Box] = []
     first, last = kept[at][0], kept[at + len(needle) - 1][0]
     found += [("line", r) for r in _rects(textpage, first, last)]
     if 0 <= where.start < where.end <= len(where.line):

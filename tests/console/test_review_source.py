@@ -70,3 +70,31 @@ def test_the_cache_keeps_the_most_recent_pages() -> None:
     cache.put("c", b"3")
     assert cache.get("b") == (False, None)
     assert cache.get("a") == (True, b"1") and cache.get("c") == (True, b"3")
+
+
+def _scanned(pdf: bytes) -> bytes:
+    """The PDF's first page as a picture only (no text layer), as a scanner sends it."""
+    import pypdfium2 as pdfium
+
+    doc = pdfium.PdfDocument(pdf)
+    picture = doc[0].render(scale=200 / 72).to_pil().convert("L")
+    out = io.BytesIO()
+    picture.save(out, format="PDF", resolution=200)
+    return out.getvalue()
+
+
+def test_on_a_scanned_page_the_line_is_found_by_ocr() -> None:
+    """A page without text: with OCR on, Tesseract's words place the highlight; with OCR
+    off the page is drawn unmarked."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("tesseract") is None:
+        pytest.skip("no tesseract: apt-get install tesseract-ocr")
+    scan = _scanned(PDF)
+    where = Where(Provenance(page=1, line="Sodium 1450 mmol/L 135 - 145", start=7, end=11))
+    lit = draw(scan, "application/pdf", 1, where, "eng")
+    unmarked = draw(scan, "application/pdf", 1, where, "")
+    assert lit is not None and unmarked is not None
+    assert yellow(lit) > 300 and yellow(unmarked) == 0
