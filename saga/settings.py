@@ -61,6 +61,8 @@ class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     groups_header: str = "X-Forwarded-Groups"
     operator_group: str = "saga-operators"
     """Forward-auth: users in this group (comma-separated groups header) are operators."""
+    reviewer_group: str = "saga-reviewers"
+    """Forward-auth: users in this group (and not the operators') are reviewers."""
     trusted_proxies: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
     """Networks whose requests may carry the forward-auth headers."""
     session_ttl_s: int = 8 * 3600
@@ -387,6 +389,7 @@ def _console_settings(get: Any, num: Any) -> ConsoleSettings:
         auth_header=get("SAGA_CONSOLE_AUTH_HEADER"),
         groups_header=get("SAGA_CONSOLE_GROUPS_HEADER", "X-Forwarded-Groups"),
         operator_group=get("SAGA_CONSOLE_OPERATOR_GROUP", "saga-operators"),
+        reviewer_group=get("SAGA_CONSOLE_REVIEWER_GROUP", "saga-reviewers"),
         trusted_proxies=tuple(n.strip() for n in proxies if n.strip()),
         session_ttl_s=int(num("SAGA_CONSOLE_SESSION_TTL", 8 * 3600, int)),
     )

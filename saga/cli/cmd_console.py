@@ -7,7 +7,7 @@ from typing import Any
 
 from saga.cli.common import CliError, Exit, check_redis, fmt_ms, print_json, run, table
 
-ROLES = ("viewer", "operator")
+ROLES = ("viewer", "reviewer", "operator")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -22,6 +22,7 @@ from saga.cli.attempts import Attempt
 from saga.cli.shapes_data import PurgeReport, RetentionDocument
 from saga.cli.timeline import SagaView
 from saga.controller.check import Check
+from saga.review import DecideResult, ReviewView
 from saga.settings import Settings
 from saga.state.budgets import BudgetStatus
 from saga.state.dead_letters import DeadLetter
@@ -293,6 +294,8 @@ SHAPES: dict[str, Any] = {
     "retry-bulk": BulkRetryDocument,
     "cancel": CancelResult,
     "review-accept": ReviewAccepted,
+    "review-show": ReviewView,
+    "review-decide": DecideResult,
     "dlq-letters": DeadLettersDocument,
     "dlq-replay": ReplayDocument,
     "dlq-purge": PurgeDocument,

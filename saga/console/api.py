@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from saga.console import params
+from saga.console import params, review_api
 from saga.console.auth import Identity
 from saga.console.service import Service
 from saga.console.tokens import Role
@@ -86,13 +86,6 @@ async def cancel(request: Request, who: Identity | None, body: Body) -> Response
     if bool_field(body, "compensate"):
         return json(await service(request).compensate(who_of(who), rid))
     return json(await service(request).cancel(who_of(who), rid))
-
-
-@endpoint(OPERATOR, api=True, mutates=True)
-async def accept_review(request: Request, who: Identity | None, body: Body) -> Response:
-    rid = validate_id(request.path_params["record_id"], "record id")
-    note = text_field(body, "note", 300)
-    return json(await service(request).accept_review(who_of(who), rid, note))
 
 
 @endpoint(VIEWER, api=True)
@@ -178,7 +171,7 @@ def routes() -> list[Route]:
         Route(f"{p}/sagas/{{record_id}}", saga, methods=["GET"]),
         Route(f"{p}/sagas/{{record_id}}/retry", retry, methods=["POST"]),
         Route(f"{p}/sagas/{{record_id}}/cancel", cancel, methods=["POST"]),
-        Route(f"{p}/sagas/{{record_id}}/review/accept", accept_review, methods=["POST"]),
+        *review_api.routes(p),  # the review's reads and decisions (accept whole among them)
         Route(f"{p}/queues", queues, methods=["GET"]),
         Route(f"{p}/dead-letters", dead_letters, methods=["GET"]),
         Route(f"{p}/dead-letters/replay", replay, methods=["POST"]),

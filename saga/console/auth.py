@@ -152,7 +152,11 @@ class Access:
         if _SUBJECT.fullmatch(user) is None:
             raise Unauthenticated(f"the auth proxy's {s.auth_header} header is not a usable name")
         groups = re.split(r"[,\s]+", request.headers.get(s.groups_header) or "")
-        role = Role.OPERATOR if s.operator_group in groups else Role.VIEWER
+        role = Role.VIEWER
+        if s.operator_group in groups:
+            role = Role.OPERATOR
+        elif s.reviewer_group in groups:
+            role = Role.REVIEWER
         return Identity(user, role, "forward")
 
     def from_trusted_proxy(self, request: Any) -> bool:

@@ -21,7 +21,8 @@ CLI = {
     "ListDocument": "list", "ShowDocument": "show", "ShowOutputDocument": "show-output",
     "TopDocument": "top", "DeadLettersDocument": "dlq-letters", "ReplayDocument": "dlq-replay",
     "PurgeDocument": "dlq-purge", "RetryResult": "retry", "CancelResult": "cancel",
-    "ReviewAccepted": "review-accept", "CostsDocument": "costs",
+    "ReviewAccepted": "review-accept", "ReviewView": "review-show",
+    "DecideResult": "review-decide", "CostsDocument": "costs",
     "BudgetsDocument": "budget-show", "BudgetCleared": "budget-clear",
 }  # fmt: skip
 """Component -> the CLI's ``--json`` schema it is (``saga/cli/schemas/<name>.json``)."""
@@ -49,7 +50,7 @@ STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 BOOL = {"type": "boolean"}
 OWN: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
-    "Me": obj(subject=STR, role={"enum": ["viewer", "operator"]}, via=STR),
+    "Me": obj(subject=STR, role={"enum": ["viewer", "reviewer", "operator"]}, via=STR),
     "SagaDetail": {"oneOf": [ref("ShowOutputDocument"), ref("ShowDocument")],
                    "description": "outputs for operators only"},
     "Counts": obj(counts=ref("StateCounts")),
@@ -59,6 +60,8 @@ OWN: dict[str, dict[str, Any]] = {
         "type": "object", "description": "user -> saga type -> sagas parked for the budget",
         "additionalProperties": {"type": "object", "additionalProperties": INT}}),
     "BudgetSet": obj(budget=ref("BudgetStatus"), woken=INT),
+    "ReviewDecision": {"oneOf": [ref("DecideResult"), ref("ReviewAccepted")],
+                       "description": "one item decided; accept without item: the whole saga"},
 }  # fmt: skip
 """The console's own answers (the CLI prints nothing like them)."""
 
@@ -102,6 +105,27 @@ def _op(summary: str, response: str, role: str, **extra: Any) -> dict[str, Any]:
             "responses": {"200": ok, **errors}}  # fmt: skip
 
 
+def _conflict(op: dict[str, Any]) -> dict[str, Any]:
+    """An operation whose version check can refuse it (another reviewer came first)."""
+    op["responses"]["409"] = {
+        "description": "another reviewer decided first (reload), or the saga is not flagged",
+        "content": _json(ref("Error")),
+    }
+    return op
+
+
+def _png(summary: str, parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    errors = {"401": {"description": "not signed in", "content": _json(ref("Error"))},
+              "403": {"description": "needs the reviewer role", "content": _json(ref("Error"))},
+              "404": {"description": "no such page, or no picture can be made",
+                      "content": _json(ref("Error"))}}  # fmt: skip
+    return {"summary": summary, "description": "Role: reviewer.", "parameters": parameters,
+            "responses": {"200": {"description": "the page",
+                                  "content": {"image/png": {"schema": {"type": "string",
+                                              "contentMediaType": "image/png"}}}},
+                          **errors}}  # fmt: skip
+
+
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
@@ -125,9 +149,28 @@ PATHS: dict[str, dict[str, Any]] = {
         "cancel (saga cancel); compensate: undo the committed steps, latest first "
         "(saga cancel --compensate)", "CancelResult", "operator", parameters=[RECORD],
         requestBody=_body(compensate=BOOL))},
-    "/sagas/{record_id}/review/accept": {"post": _op(
-        "accept flagged results (saga review accept)", "ReviewAccepted", "operator",
-        parameters=[RECORD], requestBody=_body(note=STR))},
+    "/sagas/{record_id}/review": {"get": _op(
+        "the review of a flagged saga: every item with its page, reasons and decision, and "
+        "the version to decide against (saga review show)", "ReviewView", "reviewer",
+        parameters=[RECORD, TYPE])},
+    "/sagas/{record_id}/review/{kind}": {"post": _conflict(_op(
+        "decide one item: accept, correct, reject or add (saga review <kind> <record> <item>); "
+        "accept without item accepts the flagged results whole (saga review accept, operator "
+        "role)", "ReviewDecision", "reviewer",
+        parameters=[RECORD, {"name": "kind", "in": "path", "required": True,
+                             "schema": {"enum": ["accept", "correct", "reject", "add"]}}],
+        requestBody=_body(item=STR, version=INT, note=STR, name=STR, value=STR, unit=STR,
+                          range=STR, flag={"enum": ["", "high", "low", "normal", "unknown"]},
+                          page=INT, line=STR, type=STR)))},
+    "/sagas/{record_id}/review/pages/{page}": {"get": _png(
+        "a page of the saga's document as PNG, the item's line highlighted", [
+            RECORD, {"name": "page", "in": "path", "required": True, "schema": INT},
+            _query("item", "the item whose line is highlighted (b0, r1, u0, a0)"), TYPE])},
+    "/review-queue": {"get": _op(
+        "sagas waiting for review, oldest first, with counts per reason", "ReviewQueue",
+        "viewer", parameters=[_query("user", "only this user's sagas"),
+                              _query("type", "of this saga type"),
+                              _query("limit", "at most N rows (1-500, default 200)", INT)])},
     "/queues": {"get": _op("per step queues and breakers (saga top)", "TopDocument", "viewer")},
     "/dead-letters": {"get": _op("dead letters, newest first (saga dlq list)",
                                  "DeadLettersDocument", "viewer",
@@ -158,7 +201,11 @@ PATHS: dict[str, dict[str, Any]] = {
 
 @functools.cache
 def document() -> dict[str, Any]:
-    _, components = msgspec.json.schema_components((StateCounts, CostRow), ref_template=REF)
+    from saga.console.review_queue import ReviewQueue
+
+    _, components = msgspec.json.schema_components(
+        (StateCounts, CostRow, ReviewQueue), ref_template=REF
+    )
     return {
         "openapi": "3.1.0",
         "info": {

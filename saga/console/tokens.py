@@ -35,14 +35,24 @@ _CHECK = b"saga console secret check v1"
 
 
 class Role(StrEnum):
-    """What a person may do. ``viewer``: ids, states, timings, errors, costs; no document
-    names, no outputs. ``operator``: also outputs, and every action."""
+    """What a person may do, each role all the one before may. ``viewer``: ids, states,
+    timings, errors, costs; no document names, no outputs. ``reviewer``: also a flagged
+    saga's values beside their source page, and the review decisions (accept, correct,
+    reject, add). ``operator``: also outputs, and every action."""
 
     VIEWER = "viewer"
+    REVIEWER = "reviewer"
     OPERATOR = "operator"
 
+    @property
+    def rank(self) -> int:
+        return _RANKS[self]
+
     def allows(self, needed: Role) -> bool:
-        return self == Role.OPERATOR or needed == Role.VIEWER
+        return self.rank >= needed.rank
+
+
+_RANKS = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.OPERATOR: 2}
 
 
 class FileToken(msgspec.Struct, frozen=True):
@@ -165,7 +175,7 @@ def parse_role(value: str) -> Role:
     try:
         return Role(value)
     except ValueError:
-        raise ConsoleConfigError(f"role {value!r} must be viewer or operator") from None
+        raise ConsoleConfigError(f"role {value!r} must be viewer, reviewer or operator") from None
 
 
 def read_token_file(path: str) -> dict[str, FileToken]:

@@ -131,6 +131,16 @@ class Metrics:
             description="Age of the step's oldest entry waiting for a worker (0: none waiting).",
         )
         meter.create_observable_gauge(
+            "saga_review_backlog",
+            [self._review(0)],
+            description="Sagas waiting for a person's review (saga list --review).",
+        )
+        meter.create_observable_gauge(
+            "saga_review_oldest_age_seconds",
+            [self._review(1)],
+            description="How long the saga waiting longest for review has waited (0: none).",
+        )
+        meter.create_observable_gauge(
             "saga_circuit_state",
             [self._circuits],
             description="Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
@@ -167,6 +177,13 @@ class Metrics:
         for saga_type, stats in self.snapshot.rows():
             age = ages.get((saga_type, stats.step), 0.0)
             yield Observation(age, {"saga_type": saga_type, "step": stats.step})
+
+    def _review(self, field: int) -> Any:
+        def observe(_options: CallbackOptions) -> Iterable[Observation]:
+            for saga_type, numbers in list(self.snapshot.review.items()):
+                yield Observation(numbers[field], {"saga_type": saga_type})
+
+        return observe
 
     def _errors(self, _options: CallbackOptions) -> Iterable[Observation]:
         for (step, error_class), n in list(self.errors.items()):
@@ -265,5 +282,7 @@ def metric_names() -> list[str]:
         "saga_llm_tokens_total",
         *_GAUGES,
         "saga_oldest_ready_age_seconds",
+        "saga_review_backlog",
+        "saga_review_oldest_age_seconds",
         "saga_circuit_state",
     ]

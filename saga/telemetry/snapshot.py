@@ -19,6 +19,7 @@ from saga.adapters.breaker import BreakerStatus, read_all
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import Keys
 from saga.state.queries import StepStats, oldest_waiting_ms, queue_stats
+from saga.state.review_queue import Backlog, backlog
 
 log = structlog.get_logger("saga.telemetry")
 
@@ -41,6 +42,8 @@ class QueueSnapshot:
         self.oldest_age_s: dict[tuple[str, str], float] = {}
         """Per (type, step), the age of its oldest entry waiting for a worker (by the
         server's clock)."""
+        self.review: dict[str, tuple[int, float]] = {}
+        """Per type, the sagas waiting for a person's review and the oldest one's wait (s)."""
         self.at = 0.0
 
     def rows(self) -> list[tuple[str, StepStats]]:
@@ -59,18 +62,22 @@ class QueueSnapshot:
         found: list[StepStats] = []
         names: list[str] = []
         oldest: dict[tuple[str, str], int] = {}
+        review: dict[str, Backlog] = {}
         for keys, steps in types:
             stats = await queue_stats(client, keys, list(steps))
             found += stats
             names += [keys.saga_type] * len(stats)
             waiting = await oldest_waiting_ms(client, keys, list(steps))
             oldest.update({(keys.saga_type, s): ms for s, ms in waiting.items()})
+            review[keys.saga_type] = await backlog(client, keys)
         secs, micros = await client.time()
         now_ms = int(secs) * 1000 + int(micros) // 1000
         shared = types[0][0] if types else None  # breakers are shared by every type
         got = await read_all(client, shared, list(breakers)) if breakers and shared else {}
         self.steps, self.types, self.breakers, self.at = found, names, got, time.monotonic()
         self.oldest_age_s = {k: max(now_ms - ms, 0) / 1000 for k, ms in oldest.items()}
+        self.review = {t: (b.count, max(now_ms - b.oldest_ms, 0) / 1000 if b.oldest_ms else 0.0)
+                       for t, b in review.items()}  # fmt: skip
 
     async def refresh_loop(
         self,

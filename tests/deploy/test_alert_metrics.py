@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 def test_every_expression_parses() -> None:
     """Each alert and panel expression is valid PromQL and selects at least one metric."""
     exprs = chart_expressions()
-    assert sum(k.startswith("alert ") for k in exprs) == 7
+    assert sum(k.startswith("alert ") for k in exprs) == 8
     assert sum(k.startswith("panel ") for k in exprs) >= 15
     for where, expr in exprs.items():
         assert metric_names(expr), where

@@ -182,6 +182,7 @@ def test_prometheus_rule_has_every_alert() -> None:
         "SagaEntriesWithoutWorker",
         "SagaEndToEndSlow",
         "SagaProcessRestarting",
+        "SagaReviewBacklogOld",
         "SagaControllerAbsent",
     }
     for r in group["rules"]:
