@@ -197,6 +197,16 @@ def _cost_rows(c: _Columns) -> list[list[str]]:
             [_num(s[n].redis.server_cpu_us_per_transition, 1) for n in names],
         ),
         line(
+            "  whole life, start incl.",
+            [_num(s[n].redis.life_server_cpu_us_per_transition, 1) for n in names],
+            *ratio("life_server_cpu_per_transition"),
+        ),
+        line(
+            "  commands, start incl.",
+            [_num(s[n].redis.life_commands_per_transition, 1) for n in names],
+            *ratio("life_commands_per_transition"),
+        ),
+        line(
             "memory B/saga",
             [_num(s[n].memory.per_saga_bytes) for n in names],
             *ratio("memory_per_saga"),

@@ -76,6 +76,12 @@ class RedisCost(msgspec.Struct, frozen=True, kw_only=True):
     round_trips: dict[str, float]
     """Per transition: single commands by name, and ``pipeline`` for whole pipelines."""
     server_cpu_us_per_transition: float
+    life_commands_per_transition: float = 0.0
+    """Commands over a saga's whole life per step transition: the start (submission)
+    and the backlog phase; the retention sweep is not in it (it runs days later, once
+    per ended saga: docs/benchmarks.md)."""
+    life_server_cpu_us_per_transition: float = 0.0
+    """Server CPU of the same, µs per step transition."""
 
 
 class Memory(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,6 +139,9 @@ class Ratios(msgspec.Struct, frozen=True, kw_only=True):
     worker_cpu_per_transition: float
     handoff_p50: float | None
     e2e_p50: float | None
+    life_server_cpu_per_transition: float | None = None
+    """Server CPU over a saga's whole life (start included), saga's over the reference's."""
+    life_commands_per_transition: float | None = None
 
 
 class Target(msgspec.Struct, frozen=True, kw_only=True):

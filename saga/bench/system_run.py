@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from saga.bench.config import USERS, BenchConfig, BenchError, Progress
-from saga.bench.measure import forks, pcts, settle_memory, used_memory
+from saga.bench.measure import (
+    commandstats_with_usec,
+    delta,
+    forks,
+    pcts,
+    server_cpu_s,
+    settle_memory,
+    used_memory,
+)
 from saga.bench.memory_map import memory_by_kind
 from saga.bench.phases import Phase, backlog, cleanup, load_of, paced
 from saga.bench.report import Memory, RedisCost, SystemResult, Throughput, Workers
@@ -35,7 +43,10 @@ async def run_system(
         forks0 = await forks(client)
         mem0 = await settle_memory(client)
         progress(f"{system.name}: submitting {n} sagas")
+        stats0, cpu0 = (await commandstats_with_usec(client))[0], await server_cpu_s(client)
         await system.submit(client, records)
+        stats1, cpu1 = (await commandstats_with_usec(client))[0], await server_cpu_s(client)
+        start = _Start(commands=sum(delta(stats1, stats0).values()) - 1, cpu_s=cpu1 - cpu0)
         progress(f"{system.name}: {cfg.workers} worker(s) x concurrency {cfg.concurrency}, backlog")
         phase = await backlog(client, system, cfg, url, env, log_dir, rids)
         if len(phase.timings) != n:
@@ -69,7 +80,7 @@ async def run_system(
         transitions=transitions,
         throughput=throughput,
         latency=latency,
-        redis=_redis_cost(phase, transitions),
+        redis=_redis_cost(phase, transitions, start),
         memory=Memory(
             per_saga_bytes=round((mem1 - mem0) / n, 1),
             retained_per_saga_bytes=round((mem2 - mem0) / n, 1),
@@ -94,7 +105,14 @@ def _throughput(phase: Phase, n: int, transitions: int) -> Throughput:
     )
 
 
-def _redis_cost(phase: Phase, transitions: int) -> RedisCost:
+class _Start:
+    """What submitting the sagas cost the server (the driver's INFO excluded)."""
+
+    def __init__(self, commands: int, cpu_s: float) -> None:
+        self.commands, self.cpu_s = max(commands, 0), max(cpu_s, 0.0)
+
+
+def _redis_cost(phase: Phase, transitions: int, start: _Start) -> RedisCost:
     trips = sum(u.round_trips for u in phase.usages)
     singles: Counter[str] = Counter()
     for u in phase.usages:
@@ -109,6 +127,10 @@ def _redis_cost(phase: Phase, transitions: int) -> RedisCost:
         round_trips_per_transition=round(trips / transitions, 3),
         round_trips=breakdown,
         server_cpu_us_per_transition=round(phase.server_cpu_s * 1e6 / transitions, 2),
+        life_commands_per_transition=round((total_cmds + start.commands) / transitions, 3),
+        life_server_cpu_us_per_transition=round(
+            (phase.server_cpu_s + start.cpu_s) * 1e6 / transitions, 2
+        ),
     )
 
 

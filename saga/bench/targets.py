@@ -37,6 +37,13 @@ def ratios(saga: SystemResult, ref: SystemResult) -> Ratios:
         ),
         handoff_p50=_ratio(lat.handoff_ms.p50, rlat.handoff_ms.p50) if lat and rlat else None,
         e2e_p50=_ratio(lat.e2e_ms.p50, rlat.e2e_ms.p50) if lat and rlat else None,
+        life_server_cpu_per_transition=_ratio(
+            saga.redis.life_server_cpu_us_per_transition,
+            ref.redis.life_server_cpu_us_per_transition,
+        ),
+        life_commands_per_transition=_ratio(
+            saga.redis.life_commands_per_transition, ref.redis.life_commands_per_transition
+        ),
     )
 
 

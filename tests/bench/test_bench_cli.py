@@ -68,6 +68,9 @@ def test_json_is_a_complete_report(report_json: dict[str, Any]) -> None:
         assert result.latency.round_trips_per_transition > 0
         assert result.redis.round_trips_per_transition > 0
         assert result.redis.commands_per_transition > 0
+        # the whole life adds the start: more than the backlog phase alone
+        assert result.redis.life_commands_per_transition > result.redis.commands_per_transition
+        assert result.redis.life_server_cpu_us_per_transition > 0
         assert result.redis.command_us and all(v > 0 for v in result.redis.command_us.values())
         assert result.workers.processes == 1 and result.workers.peak_rss_bytes > 0
         assert result.memory.sample_keys
