@@ -118,9 +118,11 @@ async def saga(request: Request, who: Identity | None) -> Response:
     if not operator:  # a viewer's copy: no document reference, no operator's error detail
         s = msgspec.structs.replace(s, document="", error_detail="")
     outputs = render_outputs(s.outputs, s.undone_outputs) if operator else ""
+    blocks = await _json_blocks(svc, keys, s) if operator else []
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
+                  blocks=blocks,
                   steps=svc.pipeline.names, undoable=bool(svc.undoable()),
                   done=DONE.get(request.query_params.get("done", "")),
                   document=s.document,
@@ -230,6 +232,17 @@ async def _budget_parked(svc: Service, keys: Any, s: Any) -> bool:
         else ""
     )
     return parked_for_budget(s.state, s.error_class, pec)
+
+
+async def _json_blocks(svc: Service, keys: Any, s: Any) -> list[Any]:
+    """The input and the outputs as JSON, in the order of the saga type's steps."""
+    from saga.console.saga_detail import json_blocks
+    from saga.state.queries import registered_steps
+    from saga.state.reads import get_input
+
+    steps = svc.pipeline.names if keys == svc.keys else await registered_steps(svc.redis, keys)
+    raw = await get_input(svc.redis, keys, s.record_id)
+    return json_blocks(steps, raw, s.outputs, s.undone_outputs)
 
 
 def _now_ms() -> int:

@@ -1,0 +1,95 @@
+"""The console beside Temporal's UI, over HTTP against a real console and Redis: the
+saga's input and each step's output as collapsible JSON in step order (an undone one
+kept), the raw event history tab, search by record id and prefix, previous/next
+pages and the sort by updated or created."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from typing import Any
+
+import pytest
+
+from saga.console.saga_detail import json_blocks, pretty
+from saga.console.tokens import Role
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine
+from saga.state.reads import get_history
+from tests.console.sagas import PATIENT, flagged
+from tests.console.support import RunningConsole, sign_in
+
+pytestmark = pytest.mark.anyio
+
+
+def details(html: str) -> list[tuple[str, str]]:
+    """(id, the JSON inside) of each ``<details class="json">`` in page order."""
+    found = re.findall(r'<details class="json[^"]*" id="json-([a-z_]+)"[^>]*>.*?<pre>(.*?)</pre>',
+                       html, re.S)  # fmt: skip
+    return [(name, unescape(body)) for name, body in found]
+
+
+async def test_an_operator_sees_the_input_and_each_output_as_json_in_step_order(
+    sm: StateMachine, console: RunningConsole, tokens: dict[Role, str]
+) -> None:
+    """The saga page of an operator has the input, then router, parser, grouper, each
+    the stored JSON indented; a viewer's page has none of them."""
+    await flagged(sm, "mr-json", "u-1")
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.OPERATOR])
+        res = await http.get("/sagas/mr-json")
+    assert res.status_code == 200
+    found = details(res.text)
+    assert [name for name, _ in found] == ["input", "router", "parser", "grouper"]
+    assert json.loads(found[0][1]) == {"document": "/records/Jane-Doe-1970-03-14/report.pdf"}
+    assert json.loads(found[1][1]) == {"document_name": "Jane-Doe-1970-03-14-report.pdf",
+                                       "page_count": 2}  # fmt: skip
+    assert "\n  " in found[2][1]  # indented, not one line
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.VIEWER])
+        viewer = await http.get("/sagas/mr-json")
+    assert details(viewer.text) == [] and PATIENT not in viewer.text
+
+
+def test_json_blocks_keep_an_undone_output_in_its_step_place() -> None:
+    """After a compensation the undone output stays, in the step's place, marked undone;
+    a value that is not JSON is shown as it is."""
+    undone = {"flight": '{"seat": "3A"}', "hotel": "x"}
+    blocks = json_blocks(["flight", "hotel", "mail"], '{"trip": 1}', {"mail": "{}"}, undone)
+    assert [(b.name, b.note) for b in blocks] == [
+        ("input", ""), ("flight", "undone by its compensation"),
+        ("hotel", "undone by its compensation"), ("mail", "")]  # fmt: skip
+    assert blocks[1].body == pretty('{"seat": "3A"}') == '{\n  "seat": "3A"\n}'
+    assert blocks[2].body == "x"
+
+
+async def test_the_history_tab_lists_every_event_with_its_id_time_and_attributes(
+    sm: StateMachine, console: RunningConsole, tokens: dict[Role, str], redis: Any, keys: Keys
+) -> None:
+    """/sagas/{id}/history: one row per stream entry, oldest first, with the entry id,
+    the event, its ISO time and its attributes (step, attempt, epoch, worker, review)."""
+    await flagged(sm, "mr-hist", "u-1")
+    events = await get_history(redis, keys, "mr-hist")
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.VIEWER])
+        page = await http.get("/sagas/mr-hist")
+        assert 'href="/sagas/mr-hist/history"' in page.text
+        res = await http.get("/sagas/mr-hist/history")
+        missing = await http.get("/sagas/mr-none/history")
+    assert res.status_code == 200, res.text
+    ids = re.findall(r'<tr id="ev-([0-9]+-[0-9]+)">', res.text)
+    assert ids == [e.id for e in events] and len(ids) >= 4
+    names = re.findall(r"<td><b>([a-z_]+)</b></td>", res.text)
+    assert names == [e.event.value for e in events]
+    committed = next(e for e in events if e.event.value == "committed" and e.step == "parser")
+    row = res.text.split(f'<tr id="ev-{committed.id}">')[1].split("</tr>")[0]
+    assert 'class="k">step</span> <span class="v">parser</span>' in row
+    assert 'class="k">attempt</span> <span class="v">1</span>' in row
+    assert 'class="k">review</span>' in row
+    t = committed.at_ms
+    assert re.search(r"<time datetime=\"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\">", row)
+    assert f".{t % 1000:03d}Z" in row
+    assert missing.status_code == 404 and "no saga exists for record 'mr-none'" in unescape(
+        missing.text
+    )
