@@ -44,17 +44,25 @@ async def me(request: Request, who: Identity | None) -> Response:
 
 @endpoint(VIEWER, api=True)
 async def sagas(request: Request, who: Identity | None) -> Response:
-    """`saga list --json`; the next page's URL is in the Link header (rel="next"), so the
-    body stays the CLI's document."""
+    """`saga list --json`; the next and previous pages' URLs are in the Link header
+    (rel="next", rel="prev"), so the body stays the CLI's document."""
     from saga.cli.cmd_list import document
 
     q = request.query_params
     page = await service(request).page(params.list_query(q), params.saga_type(q.get("type")))
     response = json(document(page.rows, page.skipped))
+    links = []
+    keep = {k: v for k, v in request.query_params.items() if k not in ("cursor", "before")}
+    if page.prev is not None:
+        links.append(
+            f'<{PREFIX}/sagas?{urlencode({**keep, "before": page.prev.encode()})}>; rel="prev"'
+        )
     if page.next is not None:
-        query = {k: v for k, v in request.query_params.items() if k != "cursor"}
-        query["cursor"] = page.next.encode()
-        response.headers["Link"] = f'<{PREFIX}/sagas?{urlencode(query)}>; rel="next"'
+        links.append(
+            f'<{PREFIX}/sagas?{urlencode({**keep, "cursor": page.next.encode()})}>; rel="next"'
+        )
+    if links:
+        response.headers["Link"] = ", ".join(links)
     return response
 
 

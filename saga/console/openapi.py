@@ -75,7 +75,9 @@ LIST_PARAMS = [
     _query("user", "only this user's sagas"), _query("review", "only sagas flagged for review"),
     _query("since", "created since: 30m, 2h, 7d or an ISO date"),
     _query("limit", "at most this many (1-500, default 50)", INT),
-    _query("cursor", "where the previous page ended (from its Link header)"),
+    _query("cursor", "where the previous page ended (from its Link header, rel=next)"),
+    _query("before", "where the next page started: the page before (Link header, rel=prev)"),
+    _query("sort", "created (newest created first, default) or updated (last change of state)"),
     _query("type", "sagas of this registered saga type (default: the console's own)"),
 ]  # fmt: skip
 USER = {"name": "user_id", "in": "path", "required": True, "schema": STR}
@@ -87,7 +89,8 @@ COST_PARAMS = [
     _query("user", "only this user"),
     _query("since", "from the day of: 7d or an ISO date (default 30 days)"),
 ]
-NEXT = {"Link": {"description": 'the next page: <URL>; rel="next" (absent on the last)',
+NEXT = {"Link": {"description": 'the next and previous pages: <URL>; rel="next", <URL>; '
+                 'rel="prev" (each absent where there is none)',
                  "schema": STR}}  # fmt: skip
 
 

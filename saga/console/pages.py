@@ -92,15 +92,25 @@ async def logout(request: Request, who: Identity | None, body: Body) -> Response
 async def sagas(request: Request, who: Identity | None) -> Response:
     q = request.query_params
     query, saga_type = params.list_query(q), params.saga_type(q.get("type"))
-    svc = service(request)
-    page, counts = await svc.page(query, saga_type), await svc.counts(saga_type)
+    svc, text = service(request), params.search(q.get("q"))
+    found = None
+    if text:  # a record id opens its saga; the start of one lists the sagas it begins
+        exact, found = await svc.search(text, saga_type)
+        if exact:
+            return see_other(f"/sagas/{text}" + (f"?type={saga_type}" if saga_type else ""))
+    page = found or await svc.page(query, saga_type)
+    counts = await svc.counts(saga_type)
     steps, types = await svc.steps(None, saga_type), await svc.type_names()
-    keep = {k: v for k, v in q.items() if k != "cursor" and v}
-    more = urlencode({**keep, "cursor": page.next.encode()}) if page.next else ""
+    keep = {k: v for k, v in q.items() if k not in ("cursor", "before") and v}
+    nxt = getattr(page, "next", None)
+    prev = getattr(page, "prev", None)
+    more = urlencode({**keep, "cursor": nxt.encode()}) if nxt else ""
+    back = urlencode({**keep, "before": prev.encode()}) if prev else ""
     # A record id may exist in several types: a row of another type links with its type.
     other = f"?type={saga_type}" if saga_type and saga_type != svc.keys.saga_type else ""
     return render(request, "sagas.html", page=page, counts=counts, steps=steps, f=keep,
-                  states=params.STATES, next_query=more, paged="cursor" in q, types=types,
+                  states=params.STATES, next_query=more, prev_query=back, search=found,
+                  paged="cursor" in q or "before" in q, types=types, orders=params.ORDERS,
                   own_type=svc.keys.saga_type, type_query=other)  # fmt: skip
 
 

@@ -67,6 +67,16 @@ class Service:
     async def page(self, q: ListQuery, saga_type: str | None = None) -> SagaPage:
         return await list_page(self.redis, await self.typed(saga_type), q)
 
+    async def search(self, text: str, saga_type: str | None = None) -> tuple[bool, Any]:
+        """A record id: (True, None) when a saga of that id exists; else (False, the
+        sagas whose id starts with ``text``, newest created first)."""
+        from saga.state.search import find_prefix
+
+        keys = await self.typed(saga_type)
+        if await self.redis.exists(keys.saga(text)):
+            return True, None
+        return False, await find_prefix(self.redis, keys, text)
+
     async def counts(self, saga_type: str | None = None) -> StateCounts:
         return await state_counts(self.redis, await self.typed(saga_type))
 

@@ -17,7 +17,7 @@ from saga.console.tokens import Role
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.reads import get_history
-from tests.console.sagas import PATIENT, flagged
+from tests.console.sagas import PATIENT, completed, flagged, waiting
 from tests.console.support import RunningConsole, sign_in
 
 pytestmark = pytest.mark.anyio
@@ -93,3 +93,69 @@ async def test_the_history_tab_lists_every_event_with_its_id_time_and_attributes
     assert missing.status_code == 404 and "no saga exists for record 'mr-none'" in unescape(
         missing.text
     )
+
+
+async def test_search_opens_a_record_or_lists_the_ids_it_begins(
+    sm: StateMachine, console: RunningConsole, tokens: dict[Role, str]
+) -> None:
+    """q=<id> redirects to the saga; q=<start> lists the sagas whose id begins so (and
+    no other); a glob character is one clear sentence, a 400."""
+    for rid in ("lab-2026-001", "lab-2026-002", "lab-2027-001", "other-1"):
+        await completed(sm, rid, "u-1")
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.VIEWER])
+        exact = await http.get("/sagas", params={"q": "lab-2026-002"})
+        prefix = await http.get("/sagas", params={"q": "lab-2026"})
+        bad = await http.get("/sagas", params={"q": "lab*"})
+    assert exact.status_code == 303 and exact.headers["location"] == "/sagas/lab-2026-002"
+    assert listed(prefix.text) == ["lab-2026-002", "lab-2026-001"]
+    assert "2 saga(s) whose record id starts with <b>lab-2026</b>" in prefix.text
+    assert bad.status_code == 400 and "give a record id or its start" in unescape(bad.text)
+
+
+async def test_previous_and_next_pages_and_the_sort_by_update(
+    sm: StateMachine, console: RunningConsole, tokens: dict[Role, str]
+) -> None:
+    """Pages of 2 over 6 sagas: next, next, then previous twice gives the first page back
+    (which has no previous link); sort=updated puts the saga created first and failed
+    last first; the API gives both links in its Link header."""
+    from saga.state.operator import cancel
+
+    await waiting(sm, "pg-old", "u-1")  # out of the ready stream: the others claim theirs
+    for i in range(5):
+        await completed(sm, f"pg-{i}", "u-1")
+    await cancel(sm, "pg-old")  # created first, changed last
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.VIEWER])
+        first = await http.get("/sagas?limit=2")
+        assert 'id="prev-page"' not in first.text
+        second = await http.get(link(first.text, "next-page"))
+        third = await http.get(link(second.text, "next-page"))
+        back = await http.get(link(third.text, "prev-page"))
+        front = await http.get(link(back.text, "prev-page"))
+        by_update = await http.get("/sagas?sort=updated&limit=2")
+        api = await http.get("/api/v1/sagas", params={"limit": "2", "cursor": cursor(second)})
+        bad = await http.get("/sagas?sort=name")
+    assert listed(first.text) == ["pg-4", "pg-3"]
+    assert listed(second.text) == ["pg-2", "pg-1"] and listed(third.text) == ["pg-0", "pg-old"]
+    assert listed(back.text) == listed(second.text) and listed(front.text) == listed(first.text)
+    assert 'id="prev-page"' not in front.text and 'id="next-page"' in front.text
+    assert listed(by_update.text) == ["pg-old", "pg-4"]
+    assert 'rel="prev"' in api.headers["link"] and 'rel="next"' in api.headers["link"]
+    assert bad.status_code == 400 and "sort must be created or updated" in bad.text
+
+
+def listed(html: str) -> list[str]:
+    return re.findall(r'<a href="/sagas/([^"?]+)[^"]*" class="record">', html)
+
+
+def link(html: str, anchor: str) -> str:
+    found = re.search(rf'<a href="([^"]+)"[^>]* id="{anchor}">', html)
+    assert found, anchor
+    return unescape(found.group(1))
+
+
+def cursor(res: Any) -> str:
+    found = re.search(r"cursor=([^&\"]+)", link(res.text, "next-page"))
+    assert found
+    return found.group(1)
