@@ -95,10 +95,13 @@ class Service:
         return doc
 
     async def queues(self) -> Any:
-        """``saga top --once --json``; throughput against the previous call's sample."""
+        """``saga top --once --json`` of every registered saga type (as ``saga top``
+        without ``--type``); throughput against the previous call's sample."""
         from saga.cli.cmd_top import document, sample
+        from saga.state.types import type_names
 
-        cur = await sample(self.redis, self.keys)
+        names = sorted({self.keys.saga_type, *await type_names(self.redis, self.keys)})
+        cur = await sample(self.redis, [self.keys.of_type(t) for t in names])
         prev = self._last if self._last and cur.at - self._last.at <= RATE_WINDOW_S else None
         self._last = cur
         return document(cur, prev)

@@ -159,3 +159,39 @@ def cursor(res: Any) -> str:
     found = re.search(r"cursor=([^&\"]+)", link(res.text, "next-page"))
     assert found
     return found.group(1)
+
+
+async def test_queues_show_every_type_ready_as_undelivered_and_the_workers(
+    redis: Any, keys: Keys, sm: StateMachine, console: RunningConsole, tokens: dict[Role, str]
+) -> None:
+    """The Queues page is `saga top` of every registered type: a row per type and step
+    whose ready is the undelivered count (not the stream's length), the parked and
+    deferred columns, and each live worker with its host, pid and health address."""
+    import time
+
+    from saga.state.presence import Presence, announce
+    from saga.state.types import TypeInfo, register_type
+    from tests.cli.inspect_support import STEPS, machine, start
+
+    await register_type(redis, keys, TypeInfo(name="orders", steps=tuple(STEPS)))
+    orders = await machine(redis, keys.of_type("orders"))
+    for rid in ("o-1", "o-2", "o-3"):
+        await start(orders, rid)
+    await completed(sm, "d-1", "u-1")  # documents: its router entries delivered and acked
+    me = Presence(worker="w-7f3a", saga_type="orders", steps=("router",), host="node-4",
+                  pid=4242, health="10.1.2.3:8080", started_ms=int(time.time() * 1000))  # fmt: skip
+    await announce(redis, keys, me, int(time.time() * 1000))
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.VIEWER])
+        res = await http.get("/queues")
+    assert res.status_code == 200
+    rows = {m[0]: m[1:] for m in re.findall(
+        r'<tr data-step="([a-z_:/]+)">\s*<td>[a-z]+</td><td>[a-z:_]+</td><td class="num">(\S+)</td>'
+        r'\s*<td class="num">(\d+)</td>', res.text)}  # fmt: skip
+    assert rows["orders/router"] == ("3", "0")  # 3 started, none delivered
+    assert rows["documents/router"] == ("0", "0")  # its stream still holds the entry
+    assert {"orders/parser", "documents/grouper"} <= set(rows)
+    assert '<th class="num">parked</th><th class="num">deferred</th>' in res.text
+    worker = res.text.split('<table class="list" id="workers">')[1].split("</table>")[0]
+    for shown in ("w-7f3a", "orders", "router", "node-4", "4242", "10.1.2.3:8080"):
+        assert f">{shown}<" in worker, shown
