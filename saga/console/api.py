@@ -82,8 +82,8 @@ async def saga(request: Request, who: Identity | None) -> Response:
 @endpoint(OPERATOR, api=True, mutates=True)
 async def retry(request: Request, who: Identity | None, body: Body) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
-    step = text_field(body, "step", 32) or None
-    return json(await service(request).retry(who_of(who), rid, step, bool_field(body, "force")))
+    step, force = text_field(body, "step", 32) or None, bool_field(body, "force")
+    return json(await service(request).retry(who_of(who), rid, step, force, _type(request, body)))
 
 
 @endpoint(OPERATOR, api=True, mutates=True)
@@ -92,15 +92,21 @@ async def cancel(request: Request, who: Identity | None, body: Body) -> Response
     --json`` (the committed steps are undone, latest first)."""
     rid = validate_id(request.path_params["record_id"], "record id")
     if bool_field(body, "compensate"):
-        return json(await service(request).compensate(who_of(who), rid))
-    return json(await service(request).cancel(who_of(who), rid))
+        return json(await service(request).compensate(who_of(who), rid, _type(request, body)))
+    return json(await service(request).cancel(who_of(who), rid, _type(request, body)))
 
 
 @endpoint(OPERATOR, api=True, mutates=True)
 async def accept_review(request: Request, who: Identity | None, body: Body) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
     note = text_field(body, "note", 300)
-    return json(await service(request).accept_review(who_of(who), rid, note))
+    return json(await service(request).accept_review(who_of(who), rid, note, _type(request, body)))
+
+
+def _type(request: Request, body: Body) -> str | None:
+    """The saga type an action is on: ``type`` in the body or the query (``--type``);
+    the console's own type without one."""
+    return params.saga_type(text_field(body, "type", 32) or request.query_params.get("type"))
 
 
 @endpoint(VIEWER, api=True)

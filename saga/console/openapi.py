@@ -122,15 +122,16 @@ PATHS: dict[str, dict[str, Any]] = {
     "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
                                       "SagaDetail", "viewer", parameters=[RECORD, TYPE])},
     "/sagas/{record_id}/retry": {"post": _op("re-run from a step (saga retry)", "RetryResult",
-                                             "operator", parameters=[RECORD],
-                                             requestBody=_body(step=STR, force=BOOL))},
+                                             "operator", parameters=[RECORD, TYPE],
+                                             requestBody=_body(step=STR, force=BOOL,
+                                                               type=STR))},
     "/sagas/{record_id}/cancel": {"post": _op(
         "cancel (saga cancel); compensate: undo the committed steps, latest first "
-        "(saga cancel --compensate)", "CancelResult", "operator", parameters=[RECORD],
-        requestBody=_body(compensate=BOOL))},
+        "(saga cancel --compensate)", "CancelResult", "operator", parameters=[RECORD, TYPE],
+        requestBody=_body(compensate=BOOL, type=STR))},
     "/sagas/{record_id}/review/accept": {"post": _op(
         "accept flagged results (saga review accept)", "ReviewAccepted", "operator",
-        parameters=[RECORD], requestBody=_body(note=STR))},
+        parameters=[RECORD, TYPE], requestBody=_body(note=STR, type=STR))},
     "/queues": {"get": _op("per step queues and breakers (saga top)", "TopDocument", "viewer")},
     "/dead-letters": {"get": _op("dead letters, newest first (saga dlq list)",
                                  "DeadLettersDocument", "viewer",

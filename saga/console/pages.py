@@ -121,7 +121,8 @@ async def saga(request: Request, who: Identity | None) -> Response:
 
     rid = validate_id(request.path_params["record_id"], "record id")
     svc, w = service(request), who_of(who)
-    keys = await svc.typed(params.saga_type(request.query_params.get("type")))
+    sagas = await svc.client_of(params.saga_type(request.query_params.get("type")))
+    keys = sagas.keys
     s, events = await get_saga_and_history(svc.redis, keys, rid)
     now = _now_ms()
     operator = w.role == Role.OPERATOR
@@ -133,7 +134,7 @@ async def saga(request: Request, who: Identity | None) -> Response:
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
                   blocks=blocks,
-                  steps=svc.pipeline.names, undoable=bool(svc.undoable()),
+                  steps=sagas.type_info.steps, undoable=bool(sagas.type_info.undoable),
                   done=DONE.get(request.query_params.get("done", "")),
                   document=s.document,
                   other_type=keys.saga_type if keys != svc.keys else "")  # fmt: skip
@@ -142,34 +143,46 @@ async def saga(request: Request, who: Identity | None) -> Response:
 @endpoint(OPERATOR, api=False)
 async def confirm(request: Request, who: Identity | None) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
-    action = request.query_params.get("action", "")
+    q = request.query_params
+    action, saga_type = q.get("action", ""), params.saga_type(q.get("type"))
     if action not in ACTIONS:
         raise ConsoleError(ACTIONS_TEXT)
-    svc, step = service(request), request.query_params.get("step", "")
-    if action == "retry" and step not in svc.pipeline.names:
-        raise ConsoleError(f"step {step!r} is not a step of the pipeline")
-    if action == "compensate" and not svc.undoable():
-        raise ConsoleError(f"no step of {svc.keys.saga_type} has a compensation; cancel instead")
-    s = await svc.sagas.get(rid)
-    return render(request, "confirm.html", s=s, action=action, step=step,
-                  plan=svc.undo_plan(s.outputs) if action == "compensate" else [])  # fmt: skip
+    svc, step = service(request), q.get("step", "")
+    sagas = await svc.client_of(saga_type)
+    info = sagas.type_info
+    if action == "retry" and step not in info.steps:
+        raise ConsoleError(f"step {step!r} is not a step of {info.name}")
+    if action == "compensate" and not info.undoable:
+        raise ConsoleError(f"no step of {info.name} has a compensation; cancel instead")
+    s = await sagas.get(rid)
+    plan = svc.undo_plan(info.undoable, s.outputs) if action == "compensate" else []
+    return render(request, "confirm.html", s=s, action=action, step=step, plan=plan,
+                  saga_type=saga_type or "", type_query=_type_query(svc, saga_type))  # fmt: skip
 
 
 @endpoint(OPERATOR, api=False, mutates=True)
 async def act(request: Request, who: Identity | None, body: Body) -> Response:
+    """One action on a saga of any registered type (the form's ``type``)."""
     rid = validate_id(request.path_params["record_id"], "record id")
     action, svc, w = request.path_params["action"], service(request), who_of(who)
+    saga_type = params.saga_type(text_field(body, "type", 32) or None)
     if action == "retry":
-        await svc.retry(w, rid, text_field(body, "step", 32) or None, False)
+        await svc.retry(w, rid, text_field(body, "step", 32) or None, False, saga_type)
     elif action == "cancel":
-        await svc.cancel(w, rid)
+        await svc.cancel(w, rid, saga_type)
     elif action == "compensate":
-        await svc.compensate(w, rid)
+        await svc.compensate(w, rid, saga_type)
     elif action == "accept":
-        await svc.accept_review(w, rid, text_field(body, "note", 300))
+        await svc.accept_review(w, rid, text_field(body, "note", 300), saga_type)
     else:
         raise ConsoleError(ACTIONS_TEXT)
-    return see_other(f"/sagas/{rid}?done={action}")
+    typed = _type_query(svc, saga_type)
+    return see_other(f"/sagas/{rid}{typed}{'&' if typed else '?'}done={action}")
+
+
+def _type_query(svc: Service, saga_type: str | None) -> str:
+    """``?type=T`` for a saga of another type than the console's own, else ""."""
+    return f"?type={saga_type}" if saga_type and saga_type != svc.keys.saga_type else ""
 
 
 @endpoint(VIEWER, api=False)

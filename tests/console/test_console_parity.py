@@ -195,3 +195,40 @@ async def test_queues_show_every_type_ready_as_undelivered_and_the_workers(
     worker = res.text.split('<table class="list" id="workers">')[1].split("</table>")[0]
     for shown in ("w-7f3a", "orders", "router", "node-4", "4242", "10.1.2.3:8080"):
         assert f">{shown}<" in worker, shown
+
+
+async def test_actions_work_on_every_registered_type(
+    redis: Any, keys: Keys, console: RunningConsole, tokens: dict[Role, str]
+) -> None:
+    """A dead-lettered saga of type orders (not the console's own) is retried through its
+    page's confirmation, and another cancelled through the API with its type; the own
+    type's record of the same id is untouched."""
+    from saga.state.reads import get_saga
+    from saga.state.types import TypeInfo, register_type
+    from tests.cli.inspect_support import STEPS, machine, start
+    from tests.console.sagas import dead
+    from tests.console.support import csrf_of
+
+    await register_type(redis, keys, TypeInfo(name="orders", steps=tuple(STEPS)))
+    orders = await machine(redis, keys.of_type("orders"))
+    await dead(orders, "o-dead", "u-1")
+    await start(orders, "o-run", "u-1")
+    await start(await machine(redis, keys), "o-run", "u-1")  # the own type, same id
+    async with console.client() as http:
+        await sign_in(http, tokens[Role.OPERATOR])
+        page = await http.get("/sagas/o-dead?type=orders&action=retry")
+        assert 'name="type" value="orders"' in page.text
+        confirm = await http.get("/sagas/o-dead/confirm",
+                                 params={"action": "retry", "step": "parser", "type": "orders"})  # fmt: skip
+        assert confirm.status_code == 200 and "A saga of type <b>orders</b>" in confirm.text
+        done = await http.post("/sagas/o-dead/retry",
+                               data={"step": "parser", "type": "orders", "csrf": csrf_of(http)})  # fmt: skip
+    assert done.status_code == 303
+    assert done.headers["location"] == "/sagas/o-dead?type=orders&done=retry"
+    async with console.client(tokens[Role.OPERATOR]) as api:
+        cancelled = await api.post("/api/v1/sagas/o-run/cancel", json={"type": "orders"})
+    assert cancelled.status_code == 200, cancelled.text
+    retried = await get_saga(redis, keys.of_type("orders"), "o-dead")
+    assert (retried.state.value, retried.step, retried.epoch) == ("pending", "parser", 2)
+    assert (await get_saga(redis, keys.of_type("orders"), "o-run")).state.value == "cancelled"
+    assert (await get_saga(redis, keys, "o-run")).state.value == "pending"
