@@ -216,13 +216,13 @@ async def test_actions_work_on_every_registered_type(
     await start(await machine(redis, keys), "o-run", "u-1")  # the own type, same id
     async with console.client() as http:
         await sign_in(http, tokens[Role.OPERATOR])
-        page = await http.get("/sagas/o-dead?type=orders&action=retry")
+        page = await http.get("/sagas/o-dead?type=orders")
         assert 'name="type" value="orders"' in page.text
-        confirm = await http.get("/sagas/o-dead/confirm",
-                                 params={"action": "retry", "step": "parser", "type": "orders"})  # fmt: skip
+        ask = {"action": "retry", "step": "parser", "type": "orders"}
+        confirm = await http.get("/sagas/o-dead/confirm", params=ask)
         assert confirm.status_code == 200 and "A saga of type <b>orders</b>" in confirm.text
-        done = await http.post("/sagas/o-dead/retry",
-                               data={"step": "parser", "type": "orders", "csrf": csrf_of(http)})  # fmt: skip
+        form = {"step": "parser", "type": "orders", "csrf": csrf_of(http)}
+        done = await http.post("/sagas/o-dead/retry", data=form)
     assert done.status_code == 303
     assert done.headers["location"] == "/sagas/o-dead?type=orders&done=retry"
     async with console.client(tokens[Role.OPERATOR]) as api:
