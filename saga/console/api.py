@@ -49,7 +49,17 @@ async def sagas(request: Request, who: Identity | None) -> Response:
     from saga.cli.cmd_list import document
 
     q = request.query_params
-    page = await service(request).page(params.list_query(q), params.saga_type(q.get("type")))
+    svc, saga_type, text = (
+        service(request),
+        params.saga_type(q.get("type")),
+        params.search(q.get("q")),
+    )
+    if text:  # the sagas whose record id starts with q (the id itself included)
+        from saga.state.search import find_prefix
+
+        found = await find_prefix(svc.redis, await svc.typed(saga_type), text)
+        return json(document(found.rows, 0))
+    page = await svc.page(params.list_query(q), saga_type)
     response = json(document(page.rows, page.skipped))
     links = []
     keep = {k: v for k, v in request.query_params.items() if k not in ("cursor", "before")}

@@ -78,6 +78,8 @@ LIST_PARAMS = [
     _query("cursor", "where the previous page ended (from its Link header, rel=next)"),
     _query("before", "where the next page started: the page before (Link header, rel=prev)"),
     _query("sort", "created (newest created first, default) or updated (last change of state)"),
+    _query("q", "a record id or its start: the sagas whose id starts so, newest first "
+           "(the other filters do not apply)"),
     _query("type", "sagas of this registered saga type (default: the console's own)"),
 ]  # fmt: skip
 USER = {"name": "user_id", "in": "path", "required": True, "schema": STR}

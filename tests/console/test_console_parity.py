@@ -232,3 +232,19 @@ async def test_actions_work_on_every_registered_type(
     assert (retried.state.value, retried.step, retried.epoch) == ("pending", "parser", 2)
     assert (await get_saga(redis, keys.of_type("orders"), "o-run")).state.value == "cancelled"
     assert (await get_saga(redis, keys, "o-run")).state.value == "pending"
+
+
+async def test_the_api_searches_by_record_id_prefix(
+    sm: StateMachine, console: RunningConsole, tokens: dict[Role, str]
+) -> None:
+    """GET /api/v1/sagas?q=<start>: the list document of the sagas whose id starts so."""
+    from tests.console.support import check_schema
+
+    for rid in ("lab-1", "lab-2", "lib-1"):
+        await completed(sm, rid, "u-1")
+    async with console.client(tokens[Role.VIEWER]) as api:
+        doc = (await api.get("/api/v1/sagas", params={"q": "lab-"})).json()
+        bad = await api.get("/api/v1/sagas", params={"q": "la?"})
+    check_schema("ListDocument", doc)
+    assert [r["record_id"] for r in doc["sagas"]] == ["lab-2", "lab-1"]
+    assert bad.status_code == 400 and "give a record id or its start" in bad.json()["error"]
