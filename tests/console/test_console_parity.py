@@ -248,3 +248,37 @@ async def test_the_api_searches_by_record_id_prefix(
     check_schema("ListDocument", doc)
     assert [r["record_id"] for r in doc["sagas"]] == ["lab-2", "lab-1"]
     assert bad.status_code == 400 and "give a record id or its start" in bad.json()["error"]
+
+
+async def test_outputs_stay_visible_after_a_compensation(
+    redis: Any, keys: Keys, start_console: Any, tokens: dict[Role, str]
+) -> None:
+    """A trip compensated from the console (hotel then flight undone by their workers)
+    still shows its input and both outputs as JSON, in step order, marked undone."""
+    from saga.state.requests import CommitRequest
+    from saga.state.streams import ensure_groups
+    from tests.console.test_compensate import TRIPS, at
+    from tests.state.helpers import claim_next
+
+    trips = start_console(SAGA_PIPELINE=TRIPS)
+    tk = keys.of_type("trips")
+    await ensure_groups(redis, tk, ["flight", "hotel", "pay", "undo:flight", "undo:hotel"])
+    tsm = StateMachine(redis, tk)
+    await at(tsm, "t-undo", "pay")
+    async with trips.client(tokens[Role.OPERATOR]) as api:
+        res = await api.post("/api/v1/sagas/t-undo/cancel", json={"compensate": True})
+        assert res.status_code == 200, res.text
+    for step, prev, nxt in (("hotel", "flight", "undo:flight"), ("flight", "_input", "")):
+        claim = await claim_next(tsm, f"undo:{step}", "w-u", prev_step=prev)
+        req = CommitRequest(output=b"{}", next_step=nxt, worker="w-u")
+        assert (await tsm.commit(claim, req)).code.name == "OK"
+    async with trips.client() as http:
+        await sign_in(http, tokens[Role.OPERATOR])
+        page = await http.get("/sagas/t-undo")
+    assert "compensated" in page.text
+    found = details(page.text)
+    assert [name for name, _ in found] == ["input", "flight", "hotel"]
+    assert json.loads(found[2][1]) == {"trip": {"who": "ann"}, "what": ["flight", "hotel"]}
+    marked = re.findall(r'<details class="json undone" id="json-([a-z]+)"', page.text)
+    assert marked == ["flight", "hotel"]
+    assert page.text.count("(undone by its compensation)") >= 2
