@@ -68,6 +68,12 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     limit: int = 50
     after: Cursor | None = None
     """Continue after the entry a previous page ended at."""
+    before: Cursor | None = None
+    """The page before: the entries just newer than the one a later page started at
+    (still shown newest first). Not with ``after``."""
+    order: str = "created"
+    """``created``: from the most selective index (with a state, by the time it entered
+    the state); ``updated``: every saga by the time of its last change of state."""
 
 
 class SagaPage(msgspec.Struct, frozen=True):
@@ -77,6 +83,8 @@ class SagaPage(msgspec.Struct, frozen=True):
     skipped: int = 0
     """Index entries passed over because their record id is malformed (anything with
     write access can add one; none can be a saga's), left in place for an operator."""
+    prev: Cursor | None = None
+    """Where the page before this one ends (its ``before``); None on the first page."""
 
 
 _FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em")
@@ -98,18 +106,21 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
     page's cursor is the last entry read, so filtered-out entries are not read twice.
     """
     steps = await registered_steps(client, keys)
-    fields = [*_FIELDS, *(f"att:{s}" for s in steps), *(f"cost:{s}" for s in steps)]
-    fields += [f"rv:{s}" for s in steps]
-    indexes = [_index(keys, p, q) for p in keys.all_partitions()]
-    merge = _IndexMerge(client, indexes, q, min(max(q.limit, 50), 1000))
+    fields = _fields_of(steps)
+    back = q.before is not None
+    want = q.limit + 1 if back else q.limit  # reading back: one more says a page is before
+    merge = _IndexMerge(client, _indexes(keys, q), q, min(max(q.limit, 50), 1000))
     rows: list[SagaRow] = []
+    at: list[Cursor] = []
+    """The index position of each row (a page's first and last are the links' cursors)."""
     seen: set[str] = set()
     last: Cursor | None = None
     skipped = 0
     for _ in range(_MAX_ROUNDS):
-        batch = [c for c in await merge.take(max(q.limit - len(rows), 25) * 2) if c[1] not in seen]
+        batch = [c for c in await merge.take(max(want - len(rows), 25) * 2) if c[1] not in seen]
         if not batch:
-            return SagaPage(rows, None, skipped)
+            last = None
+            break
         seen.update(rid for _, rid, _ in batch)
         batch, bad = _well_formed(batch)
         skipped += bad
@@ -118,7 +129,7 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
             pipe.hmget(keys.saga(rid), fields)
         expired = []
         for (score, rid, index), values in zip(batch, await pipe.execute(), strict=True):
-            if len(rows) >= q.limit:
+            if len(rows) >= want:
                 break
             last = Cursor(int(score), rid)
             if values[1] is None:
@@ -127,10 +138,31 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
             row = _saga_row(rid, values, steps)
             if _matches(row, q):
                 rows.append(row)
+                at.append(last)
         await _prune(client, expired)
-        if len(rows) >= q.limit:
+        if len(rows) >= want:
             break
-    return SagaPage(rows, last, skipped)
+    if back:  # read oldest first from the cursor up: shown newest first
+        more = len(rows) > q.limit
+        rows, at = rows[: q.limit][::-1], at[: q.limit][::-1]
+        return SagaPage(rows, at[-1] if at else None, skipped, at[0] if more else None)
+    prev = at[0] if at and q.after is not None else None
+    return SagaPage(rows, last, skipped, prev)
+
+
+async def rows_of(client: Any, keys: Keys, record_ids: list[str]) -> list[SagaRow]:
+    """The list rows of these sagas, in this order (one pipeline); gone ones are left out."""
+    steps = await registered_steps(client, keys)
+    fields = _fields_of(steps)
+    pipe = client.pipeline(transaction=False)
+    for rid in record_ids:
+        pipe.hmget(keys.saga(rid), fields)
+    found = zip(record_ids, await pipe.execute(), strict=True)
+    return [_saga_row(rid, v, steps) for rid, v in found if v[1] is not None]
+
+
+def _fields_of(steps: list[str]) -> list[str]:
+    return [*_FIELDS, *(f"{kind}:{s}" for kind in ("att", "cost", "rv") for s in steps)]
 
 
 def _well_formed(batch: list[tuple[float, str, str]]) -> tuple[list[tuple[float, str, str]], int]:
@@ -146,8 +178,20 @@ def _well_formed(batch: list[tuple[float, str, str]]) -> tuple[list[tuple[float,
     return good, len(batch) - len(good)
 
 
+def _indexes(keys: Keys, q: ListQuery) -> list[str]:
+    """The indexes a listing merges: one per partition, or, ordered by update, every
+    state index of every partition (a saga is in exactly one; pending and running
+    share theirs)."""
+    from saga.state.keys import INDEXED
+
+    if q.order == "updated" and not (q.review or q.state or q.parked):
+        found = [keys.state_index(p, s) for p in keys.all_partitions() for s in INDEXED]
+        return list(dict.fromkeys(found))
+    return [_index(keys, p, q) for p in keys.all_partitions()]
+
+
 def _index(keys: Keys, p: int, q: ListQuery) -> str:
-    if q.user:
+    if q.user and q.order != "updated":
         return keys.user_index(p, q.user)
     if q.review:
         return keys.review_index(p)
@@ -190,12 +234,14 @@ async def _prune(client: Any, expired: list[tuple[str, str]]) -> None:
 
 
 class _IndexMerge:
-    """Merges per-partition index ranges (highest score first), refilled on demand."""
+    """Merges per-partition index ranges (highest score first; lowest first from a
+    ``before`` cursor), refilled on demand."""
 
     def __init__(self, client: Any, indexes: list[str], q: ListQuery, batch: int) -> None:
         self.client, self.indexes, self.batch = client, indexes, batch
-        self.low = q.since_ms or "-inf"
-        self.after = q.after
+        self.up = q.before is not None
+        self.cursor = q.before if q.before is not None else q.after
+        self.low: int | str = q.before.score if q.before else (q.since_ms or "-inf")
         self.high: int | str = q.after.score if q.after else "+inf"
         self.buffers: dict[str, deque[tuple[Any, float]]] = {i: deque() for i in indexes}
         self.offsets = dict.fromkeys(indexes, 0)
@@ -204,9 +250,14 @@ class _IndexMerge:
     async def _fill(self, indexes: list[str]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for i in indexes:
-            pipe.zrevrangebyscore(
-                i, self.high, self.low, start=self.offsets[i], num=self.batch, withscores=True
-            )
+            if self.up:
+                pipe.zrangebyscore(
+                    i, self.low, self.high, start=self.offsets[i], num=self.batch, withscores=True
+                )
+            else:
+                pipe.zrevrangebyscore(
+                    i, self.high, self.low, start=self.offsets[i], num=self.batch, withscores=True
+                )
         for i, rows in zip(indexes, await pipe.execute(), strict=True):
             self.buffers[i].extend(r for r in rows if self._past_cursor(r))
             self.offsets[i] += len(rows)
@@ -214,13 +265,20 @@ class _IndexMerge:
                 self.exhausted.add(i)
 
     def _past_cursor(self, entry: tuple[Any, float]) -> bool:
-        """Entries of the cursor's own score come after it when their id sorts lower."""
-        a = self.after
-        return a is None or entry[1] < a.score or text(entry[0]) < a.record_id
+        """Entries of the cursor's own score come after it when their id sorts lower
+        (higher, reading up from a ``before`` cursor)."""
+        c = self.cursor
+        if c is None:
+            return True
+        if self.up:
+            return entry[1] > c.score or text(entry[0]) > c.record_id
+        return entry[1] < c.score or text(entry[0]) < c.record_id
 
     async def take(self, n: int) -> list[tuple[float, str, str]]:
-        """Up to ``n`` (score, record id, index) triples, highest score first."""
+        """Up to ``n`` (score, record id, index) triples, highest score first (lowest
+        first reading up)."""
         out: list[tuple[float, str, str]] = []
+        pick = min if self.up else max
         while len(out) < n:
             empty = [i for i in self.indexes if not self.buffers[i] and i not in self.exhausted]
             if empty:
@@ -229,7 +287,7 @@ class _IndexMerge:
             if not live:
                 break
             # (score, id): one total order over partitions, the order a cursor resumes in.
-            best = max(live, key=lambda i: (self.buffers[i][0][1], self.buffers[i][0][0]))
+            best = pick(live, key=lambda i: (self.buffers[i][0][1], text(self.buffers[i][0][0])))
             member, score = self.buffers[best].popleft()
             out.append((score, text(member), best))
         return out

@@ -111,3 +111,11 @@ async def get_saga_and_history(
 
 async def get_history(client: Any, keys: Keys, record_id: str) -> list[HistoryEvent]:
     return (await get_saga_and_history(client, keys, record_id))[1]
+
+
+async def get_input(client: Any, keys: Keys, record_id: str) -> str:
+    """The saga's first input as it was started (JSON; "" when there is none), opened
+    when it is sealed."""
+    validate_id(record_id)
+    raw = await client.hget(keys.saga(record_id), "out:_input")
+    return text(keys.unseal(raw)) if raw else ""

@@ -44,17 +44,35 @@ async def me(request: Request, who: Identity | None) -> Response:
 
 @endpoint(VIEWER, api=True)
 async def sagas(request: Request, who: Identity | None) -> Response:
-    """`saga list --json`; the next page's URL is in the Link header (rel="next"), so the
-    body stays the CLI's document."""
+    """`saga list --json`; the next and previous pages' URLs are in the Link header
+    (rel="next", rel="prev"), so the body stays the CLI's document."""
     from saga.cli.cmd_list import document
 
     q = request.query_params
-    page = await service(request).page(params.list_query(q), params.saga_type(q.get("type")))
+    svc, saga_type, text = (
+        service(request),
+        params.saga_type(q.get("type")),
+        params.search(q.get("q")),
+    )
+    if text:  # the sagas whose record id starts with q (the id itself included)
+        from saga.state.search import find_prefix
+
+        found = await find_prefix(svc.redis, await svc.typed(saga_type), text)
+        return json(document(found.rows, 0))
+    page = await svc.page(params.list_query(q), saga_type)
     response = json(document(page.rows, page.skipped))
+    links = []
+    keep = {k: v for k, v in request.query_params.items() if k not in ("cursor", "before")}
+    if page.prev is not None:
+        links.append(
+            f'<{PREFIX}/sagas?{urlencode({**keep, "before": page.prev.encode()})}>; rel="prev"'
+        )
     if page.next is not None:
-        query = {k: v for k, v in request.query_params.items() if k != "cursor"}
-        query["cursor"] = page.next.encode()
-        response.headers["Link"] = f'<{PREFIX}/sagas?{urlencode(query)}>; rel="next"'
+        links.append(
+            f'<{PREFIX}/sagas?{urlencode({**keep, "cursor": page.next.encode()})}>; rel="next"'
+        )
+    if links:
+        response.headers["Link"] = ", ".join(links)
     return response
 
 
@@ -74,8 +92,8 @@ async def saga(request: Request, who: Identity | None) -> Response:
 @endpoint(OPERATOR, api=True, mutates=True)
 async def retry(request: Request, who: Identity | None, body: Body) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
-    step = text_field(body, "step", 32) or None
-    return json(await service(request).retry(who_of(who), rid, step, bool_field(body, "force")))
+    step, force = text_field(body, "step", 32) or None, bool_field(body, "force")
+    return json(await service(request).retry(who_of(who), rid, step, force, _type(request, body)))
 
 
 @endpoint(OPERATOR, api=True, mutates=True)
@@ -84,8 +102,14 @@ async def cancel(request: Request, who: Identity | None, body: Body) -> Response
     --json`` (the committed steps are undone, latest first)."""
     rid = validate_id(request.path_params["record_id"], "record id")
     if bool_field(body, "compensate"):
-        return json(await service(request).compensate(who_of(who), rid))
-    return json(await service(request).cancel(who_of(who), rid))
+        return json(await service(request).compensate(who_of(who), rid, _type(request, body)))
+    return json(await service(request).cancel(who_of(who), rid, _type(request, body)))
+
+
+def _type(request: Request, body: Body) -> str | None:
+    """The saga type an action is on: ``type`` in the body or the query (``--type``);
+    the console's own type without one."""
+    return params.saga_type(text_field(body, "type", 32) or request.query_params.get("type"))
 
 
 @endpoint(VIEWER, api=True)

@@ -16,7 +16,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from saga.console import api, budget_pages, pages, review_pages
+from saga.console import api, budget_pages, pages, review_pages, saga_detail
 from saga.console.auth import Access
 from saga.console.config import ConsoleConfig
 from saga.console.headers import SecurityHeaders
@@ -47,6 +47,7 @@ def create_app(settings: Settings, config: ConsoleConfig, redis: Any | None = No
             *review_pages.routes(),
             *pages.routes(),
             *budget_pages.routes(),
+            *saga_detail.routes(),
             Route("/livez", livez, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Mount("/static", StaticFiles(packages=[("saga.console", "static")]), name="static"),

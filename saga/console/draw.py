@@ -95,7 +95,9 @@ def when(ms: int) -> str:
 
 # -- the cost chart -----------------------------------------------------------------
 
-CHART_W, CHART_H, LEFT, BOTTOM = 720.0, 200.0, 56.0, 22.0
+CHART_W, CHART_H, LEFT, BOTTOM = 720.0, 200.0, 84.0, 22.0
+"""The axis labels sit left of LEFT: wide enough for ``$0.000025`` at the tick font
+(a top under a cent has six places; at 56 units it was clipped by the SVG's edge)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,9 @@ class Chart:
     """The value of the top of the axis, in dollars."""
     labels: list[tuple[float, str]]
     """(x, day) under some bars."""
+    left: float = LEFT
+    base: float = CHART_H - BOTTOM
+    right: float = CHART_W - 8
 
 
 def cost_chart(by_day: Sequence[dict[str, Any]]) -> Chart:

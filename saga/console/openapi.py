@@ -78,7 +78,11 @@ LIST_PARAMS = [
     _query("user", "only this user's sagas"), _query("review", "only sagas flagged for review"),
     _query("since", "created since: 30m, 2h, 7d or an ISO date"),
     _query("limit", "at most this many (1-500, default 50)", INT),
-    _query("cursor", "where the previous page ended (from its Link header)"),
+    _query("cursor", "where the previous page ended (from its Link header, rel=next)"),
+    _query("before", "where the next page started: the page before (Link header, rel=prev)"),
+    _query("sort", "created (newest created first, default) or updated (last change of state)"),
+    _query("q", "a record id or its start: the sagas whose id starts so, newest first "
+           "(the other filters do not apply)"),
     _query("type", "sagas of this registered saga type (default: the console's own)"),
 ]  # fmt: skip
 USER = {"name": "user_id", "in": "path", "required": True, "schema": STR}
@@ -90,7 +94,8 @@ COST_PARAMS = [
     _query("user", "only this user"),
     _query("since", "from the day of: 7d or an ISO date (default 30 days)"),
 ]
-NEXT = {"Link": {"description": 'the next page: <URL>; rel="next" (absent on the last)',
+NEXT = {"Link": {"description": 'the next and previous pages: <URL>; rel="next", <URL>; '
+                 'rel="prev" (each absent where there is none)',
                  "schema": STR}}  # fmt: skip
 
 
@@ -143,12 +148,13 @@ PATHS: dict[str, dict[str, Any]] = {
     "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
                                       "SagaDetail", "viewer", parameters=[RECORD, TYPE])},
     "/sagas/{record_id}/retry": {"post": _op("re-run from a step (saga retry)", "RetryResult",
-                                             "operator", parameters=[RECORD],
-                                             requestBody=_body(step=STR, force=BOOL))},
+                                             "operator", parameters=[RECORD, TYPE],
+                                             requestBody=_body(step=STR, force=BOOL,
+                                                               type=STR))},
     "/sagas/{record_id}/cancel": {"post": _op(
         "cancel (saga cancel); compensate: undo the committed steps, latest first "
-        "(saga cancel --compensate)", "CancelResult", "operator", parameters=[RECORD],
-        requestBody=_body(compensate=BOOL))},
+        "(saga cancel --compensate)", "CancelResult", "operator", parameters=[RECORD, TYPE],
+        requestBody=_body(compensate=BOOL, type=STR))},
     "/sagas/{record_id}/review": {"get": _op(
         "the review of a flagged saga: every item with its page, reasons and decision, and "
         "the version to decide against (saga review show)", "ReviewView", "reviewer",

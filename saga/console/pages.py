@@ -92,15 +92,25 @@ async def logout(request: Request, who: Identity | None, body: Body) -> Response
 async def sagas(request: Request, who: Identity | None) -> Response:
     q = request.query_params
     query, saga_type = params.list_query(q), params.saga_type(q.get("type"))
-    svc = service(request)
-    page, counts = await svc.page(query, saga_type), await svc.counts(saga_type)
+    svc, text = service(request), params.search(q.get("q"))
+    found = None
+    if text:  # a record id opens its saga; the start of one lists the sagas it begins
+        exact, found = await svc.search(text, saga_type)
+        if exact:
+            return see_other(f"/sagas/{text}" + (f"?type={saga_type}" if saga_type else ""))
+    page = found or await svc.page(query, saga_type)
+    counts = await svc.counts(saga_type)
     steps, types = await svc.steps(None, saga_type), await svc.type_names()
-    keep = {k: v for k, v in q.items() if k != "cursor" and v}
-    more = urlencode({**keep, "cursor": page.next.encode()}) if page.next else ""
+    keep = {k: v for k, v in q.items() if k not in ("cursor", "before") and v}
+    nxt = getattr(page, "next", None)
+    prev = getattr(page, "prev", None)
+    more = urlencode({**keep, "cursor": nxt.encode()}) if nxt else ""
+    back = urlencode({**keep, "before": prev.encode()}) if prev else ""
     # A record id may exist in several types: a row of another type links with its type.
     other = f"?type={saga_type}" if saga_type and saga_type != svc.keys.saga_type else ""
     return render(request, "sagas.html", page=page, counts=counts, steps=steps, f=keep,
-                  states=params.STATES, next_query=more, paged="cursor" in q, types=types,
+                  states=params.STATES, next_query=more, prev_query=back, search=found,
+                  paged="cursor" in q or "before" in q, types=types, orders=params.ORDERS,
                   own_type=svc.keys.saga_type, type_query=other)  # fmt: skip
 
 
@@ -111,17 +121,20 @@ async def saga(request: Request, who: Identity | None) -> Response:
 
     rid = validate_id(request.path_params["record_id"], "record id")
     svc, w = service(request), who_of(who)
-    keys = await svc.typed(params.saga_type(request.query_params.get("type")))
+    sagas = await svc.client_of(params.saga_type(request.query_params.get("type")))
+    keys = sagas.keys
     s, events = await get_saga_and_history(svc.redis, keys, rid)
     now = _now_ms()
     operator = w.role == Role.OPERATOR
     if not operator:  # a viewer's copy: no document reference, no operator's error detail
         s = msgspec.structs.replace(s, document="", error_detail="")
     outputs = render_outputs(s.outputs, s.undone_outputs) if operator else ""
+    blocks = await _json_blocks(svc, keys, s) if operator else []
     return render(request, "saga.html", s=s, rows=timeline(s, events, now),
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
-                  steps=svc.pipeline.names, undoable=bool(svc.undoable()),
+                  blocks=blocks,
+                  steps=sagas.type_info.steps, undoable=bool(sagas.type_info.undoable),
                   done=DONE.get(request.query_params.get("done", "")),
                   document=s.document,
                   other_type=keys.saga_type if keys != svc.keys else "")  # fmt: skip
@@ -130,34 +143,46 @@ async def saga(request: Request, who: Identity | None) -> Response:
 @endpoint(OPERATOR, api=False)
 async def confirm(request: Request, who: Identity | None) -> Response:
     rid = validate_id(request.path_params["record_id"], "record id")
-    action = request.query_params.get("action", "")
+    q = request.query_params
+    action, saga_type = q.get("action", ""), params.saga_type(q.get("type"))
     if action not in ACTIONS:
         raise ConsoleError(ACTIONS_TEXT)
-    svc, step = service(request), request.query_params.get("step", "")
-    if action == "retry" and step not in svc.pipeline.names:
-        raise ConsoleError(f"step {step!r} is not a step of the pipeline")
-    if action == "compensate" and not svc.undoable():
-        raise ConsoleError(f"no step of {svc.keys.saga_type} has a compensation; cancel instead")
-    s = await svc.sagas.get(rid)
-    return render(request, "confirm.html", s=s, action=action, step=step,
-                  plan=svc.undo_plan(s.outputs) if action == "compensate" else [])  # fmt: skip
+    svc, step = service(request), q.get("step", "")
+    sagas = await svc.client_of(saga_type)
+    info = sagas.type_info
+    if action == "retry" and step not in info.steps:
+        raise ConsoleError(f"step {step!r} is not a step of {info.name}")
+    if action == "compensate" and not info.undoable:
+        raise ConsoleError(f"no step of {info.name} has a compensation; cancel instead")
+    s = await sagas.get(rid)
+    plan = svc.undo_plan(info.undoable, s.outputs) if action == "compensate" else []
+    return render(request, "confirm.html", s=s, action=action, step=step, plan=plan,
+                  saga_type=saga_type or "", type_query=_type_query(svc, saga_type))  # fmt: skip
 
 
 @endpoint(OPERATOR, api=False, mutates=True)
 async def act(request: Request, who: Identity | None, body: Body) -> Response:
+    """One action on a saga of any registered type (the form's ``type``)."""
     rid = validate_id(request.path_params["record_id"], "record id")
     action, svc, w = request.path_params["action"], service(request), who_of(who)
+    saga_type = params.saga_type(text_field(body, "type", 32) or None)
     if action == "retry":
-        await svc.retry(w, rid, text_field(body, "step", 32) or None, False)
+        await svc.retry(w, rid, text_field(body, "step", 32) or None, False, saga_type)
     elif action == "cancel":
-        await svc.cancel(w, rid)
+        await svc.cancel(w, rid, saga_type)
     elif action == "compensate":
-        await svc.compensate(w, rid)
+        await svc.compensate(w, rid, saga_type)
     elif action == "accept":
-        await svc.accept_review(w, rid, text_field(body, "note", 300))
+        await svc.accept_review(w, rid, text_field(body, "note", 300), saga_type)
     else:
         raise ConsoleError(ACTIONS_TEXT)
-    return see_other(f"/sagas/{rid}?done={action}")
+    typed = _type_query(svc, saga_type)
+    return see_other(f"/sagas/{rid}{typed}{'&' if typed else '?'}done={action}")
+
+
+def _type_query(svc: Service, saga_type: str | None) -> str:
+    """``?type=T`` for a saga of another type than the console's own, else ""."""
+    return f"?type={saga_type}" if saga_type and saga_type != svc.keys.saga_type else ""
 
 
 @endpoint(VIEWER, api=False)
@@ -230,6 +255,17 @@ async def _budget_parked(svc: Service, keys: Any, s: Any) -> bool:
         else ""
     )
     return parked_for_budget(s.state, s.error_class, pec)
+
+
+async def _json_blocks(svc: Service, keys: Any, s: Any) -> list[Any]:
+    """The input and the outputs as JSON, in the order of the saga type's steps."""
+    from saga.console.saga_detail import json_blocks
+    from saga.state.queries import registered_steps
+    from saga.state.reads import get_input
+
+    steps = svc.pipeline.names if keys == svc.keys else await registered_steps(svc.redis, keys)
+    raw = await get_input(svc.redis, keys, s.record_id)
+    return json_blocks(steps, raw, s.outputs, s.undone_outputs)
 
 
 def _now_ms() -> int:

@@ -1,7 +1,9 @@
 """Query parameters of the list pages and their API twins, checked into typed queries.
 
 The same names and meanings as the CLI's flags (``saga list --state --step --user
---review --since --limit --type``), plus ``cursor`` for the next page.
+--review --since --limit --type``), plus ``cursor`` for the next page, ``before``
+for the previous one, ``sort`` (``created`` | ``updated``) and ``q`` (a record id or
+its start).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from saga.state.listing import Cursor, ListQuery
 from saga.state.model import SagaState
 
 MAX_PAGE = 500
+ORDERS = ("created", "updated")
+"""``sort``: newest created first, or by the last change of state (``updated``)."""
 STATES = [*(s.value for s in SagaState), "parked"]
 """The state filter's values, as ``saga list --state``: ``parked`` is waiting without
 spending attempts (a budget or an open circuit), a subset of waiting_retry."""
@@ -45,7 +49,12 @@ def list_query(p: Mapping[str, str]) -> ListQuery:
     state = p.get("state") or None
     if state is not None and state not in STATES:
         raise ConsoleError(f"state {state!r} must be one of {', '.join(STATES)}")
-    cursor = p.get("cursor") or None
+    cursor, before = p.get("cursor") or None, p.get("before") or None
+    if cursor and before:
+        raise ConsoleError("give cursor (the next page) or before (the previous), not both")
+    order = p.get("sort") or "created"
+    if order not in ORDERS:
+        raise ConsoleError(f"sort must be {' or '.join(ORDERS)}")
     parked = state == "parked"
     return ListQuery(
         state=SagaState(state) if state and not parked else None,
@@ -56,7 +65,17 @@ def list_query(p: Mapping[str, str]) -> ListQuery:
         review=flag(p.get("review")),
         limit=limit(p.get("limit"), 50, MAX_PAGE),
         after=Cursor.decode(cursor) if cursor else None,
+        before=Cursor.decode(before) if before else None,
+        order=order,
     )
+
+
+def search(value: str | None) -> str:
+    """``q``: a record id or the start of one ("" for none)."""
+    from saga.state.search import check_prefix
+
+    text = (value or "").strip()
+    return check_prefix(text) if text else ""
 
 
 def saga_type(value: str | None) -> str | None:

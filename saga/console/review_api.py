@@ -53,9 +53,7 @@ async def decide(request: Request, who: Identity | None, body: Body) -> Response
     note = text_field(body, "note", 300)
     if kind == "accept" and not item:
         require(w, Role.OPERATOR)
-        if saga_type:
-            raise ConsoleError("accepting a saga whole works on the console's own type only")
-        return _json(await _service(request).accept_review(w, rid, note))
+        return _json(await _service(request).accept_review(w, rid, note, saga_type))
     require(w, Role.REVIEWER)
     if not item:
         raise ConsoleError("item is missing: b<i>, r<i>, u<i>, or new (add)")

@@ -58,6 +58,18 @@ class Service:
             )
         return self.keys.of_type(saga_type)
 
+    async def client_of(self, saga_type: str | None) -> SagaClient:
+        """The client of a registered type (its steps and compensations from the registry
+        of types, as the CLI's ``--type``); the console's own type by default."""
+        from saga.state.types import type_info
+
+        keys = await self.typed(saga_type)
+        if keys == self.keys:
+            return self.sagas
+        info = await type_info(self.redis, self.keys, keys.saga_type)
+        assert info is not None  # typed() refused an unregistered type
+        return SagaClient(self.redis, keys, info, self.settings)
+
     async def type_names(self) -> list[str]:
         """Every registered saga type, the console's own included (the filter's choices)."""
         from saga.state.types import type_names
@@ -66,6 +78,16 @@ class Service:
 
     async def page(self, q: ListQuery, saga_type: str | None = None) -> SagaPage:
         return await list_page(self.redis, await self.typed(saga_type), q)
+
+    async def search(self, text: str, saga_type: str | None = None) -> tuple[bool, Any]:
+        """A record id: (True, None) when a saga of that id exists; else (False, the
+        sagas whose id starts with ``text``, newest created first)."""
+        from saga.state.search import find_prefix
+
+        keys = await self.typed(saga_type)
+        if await self.redis.exists(keys.saga(text)):
+            return True, None
+        return False, await find_prefix(self.redis, keys, text)
 
     async def counts(self, saga_type: str | None = None) -> StateCounts:
         return await state_counts(self.redis, await self.typed(saga_type))
@@ -85,10 +107,13 @@ class Service:
         return doc
 
     async def queues(self) -> Any:
-        """``saga top --once --json``; throughput against the previous call's sample."""
+        """``saga top --once --json`` of every registered saga type (as ``saga top``
+        without ``--type``); throughput against the previous call's sample."""
         from saga.cli.cmd_top import document, sample
+        from saga.state.types import type_names
 
-        cur = await sample(self.redis, self.keys)
+        names = sorted({self.keys.saga_type, *await type_names(self.redis, self.keys)})
+        cur = await sample(self.redis, [self.keys.of_type(t) for t in names])
         prev = self._last if self._last and cur.at - self._last.at <= RATE_WINDOW_S else None
         self._last = cur
         return document(cur, prev)
@@ -129,29 +154,40 @@ class Service:
         ]}  # fmt: skip
 
     # -- actions --------------------------------------------------------------------
-    async def retry(self, who: Identity, record_id: str, step: str | None, force: bool) -> Any:
-        """``saga retry <record> --step S --json``."""
-        if step and step not in self.pipeline.names:
-            raise ConsoleError(f"unknown step {step!r}; the pipeline has "
-                               f"{', '.join(self.pipeline.names)}")  # fmt: skip
-        with _audited(who, "retry", record_id, step=step or "", force=force):
-            res = await self.sagas.retry(record_id, step=step, force=force, actor=who.actor)
+    async def retry(
+        self, who: Identity, record_id: str, step: str | None, force: bool,
+        saga_type: str | None = None,
+    ) -> Any:  # fmt: skip
+        """``saga retry <record> --step S [--type T] --json``."""
+        sagas = await self.client_of(saga_type)
+        names = sagas.type_info.steps
+        if step and step not in names:
+            raise ConsoleError(f"unknown step {step!r}; the pipeline has {', '.join(names)}")
+        with _audited(who, "retry", record_id, step=step or "", force=force,
+                      saga_type=sagas.keys.saga_type):  # fmt: skip
+            res = await sagas.retry(record_id, step=step, force=force, actor=who.actor)
         return shapes.RetryResult(record_id=record_id, step=res.step, epoch=res.epoch,
                                   duplicate=res.duplicate)  # fmt: skip
 
-    async def cancel(self, who: Identity, record_id: str) -> Any:
-        """``saga cancel <record> --json``."""
-        with _audited(who, "cancel", record_id):
-            previous = await self.sagas.cancel(record_id, actor=who.actor)
+    async def cancel(self, who: Identity, record_id: str, saga_type: str | None = None) -> Any:
+        """``saga cancel <record> [--type T] --json``."""
+        sagas = await self.client_of(saga_type)
+        with _audited(who, "cancel", record_id, saga_type=sagas.keys.saga_type):
+            previous = await sagas.cancel(record_id, actor=who.actor)
         return shapes.CancelResult(record_id=record_id, previous_state=SagaState(previous),
                                    state=SagaState.CANCELLED)  # fmt: skip
 
-    async def compensate(self, who: Identity, record_id: str) -> Any:
+    async def compensate(self, who: Identity, record_id: str, saga_type: str | None = None) -> Any:
         """``saga cancel <record> --compensate --json``: stop the saga and undo its
         committed steps, latest first (the first undo is enqueued here)."""
-        with _audited(who, "compensate", record_id):
-            previous = (await self.sagas.get(record_id)).state
-            res = await self.sagas.compensate(record_id, actor=who.actor)
+        sagas = await self.client_of(saga_type)
+        if not sagas.type_info.undoable:
+            raise ConsoleError(
+                f"no step of {sagas.keys.saga_type} has a compensation; cancel instead"
+            )
+        with _audited(who, "compensate", record_id, saga_type=sagas.keys.saga_type):
+            previous = (await sagas.get(record_id)).state
+            res = await sagas.compensate(record_id, actor=who.actor)
         first = res.step if res.state == SagaState.COMPENSATING else ""
         return shapes.CancelResult(record_id=record_id, previous_state=previous,
                                    state=SagaState(res.state), first_undo=first)  # fmt: skip
@@ -160,16 +196,20 @@ class Service:
         """The steps of the console's type that have a compensation, latest first."""
         return tuple(self.sagas.type_info.undoable)
 
-    def undo_plan(self, outputs: dict[str, str]) -> list[str]:
+    @staticmethod
+    def undo_plan(undoable: tuple[str, ...], outputs: dict[str, str]) -> list[str]:
         """What a compensation would undo now: the steps with a compensation whose output
         is stored, latest first (the plan ``compensate_saga.lua`` fixes)."""
-        return [step for step in self.undoable() if step in outputs]
+        return [step for step in undoable if step in outputs]
 
-    async def accept_review(self, who: Identity, record_id: str, note: str) -> Any:
+    async def accept_review(
+        self, who: Identity, record_id: str, note: str, saga_type: str | None = None
+    ) -> Any:
         """``saga review accept <record> --json``; the note is kept in history."""
+        sagas = await self.client_of(saga_type)
         actor = (who.actor + (f": {note}" if note else ""))[:500]
-        with _audited(who, "accept_review", record_id):
-            cleared = await self.sagas.accept_review(record_id, actor=actor)
+        with _audited(who, "accept_review", record_id, saga_type=sagas.keys.saga_type):
+            cleared = await sagas.accept_review(record_id, actor=actor)
         return shapes.ReviewAccepted(record_id=record_id, accepted=True, flags_cleared=cleared)
 
     async def replay(

@@ -68,7 +68,7 @@ async def test_retry_is_recorded_with_the_operator_as_actor_and_audited(
     assert audit == [{"event": "console_action", "log_level": "info", "action": "retry",
                       "actor": "console olga", "role": "operator", "via": "token",
                       "record_id": "mr-dead", "outcome": "ok", "step": "parser",
-                      "force": False}]  # fmt: skip
+                      "force": False, "saga_type": "documents"}]  # fmt: skip
 
 
 async def test_cancel_and_accept_review_name_the_operator(

@@ -25,7 +25,8 @@ from tests.console.support import RunningConsole, csrf_of, sign_in
 pytestmark = pytest.mark.anyio
 
 PAGES = ["/sagas", "/sagas?state=failed", "/sagas/mr-flag", "/sagas/mr-dead",
-         "/sagas/mr-dead/confirm?action=retry&step=parser", "/sagas/mr-flag/confirm?action=accept",
+         "/sagas/mr-flag/history", "/sagas/mr-dead/confirm?action=retry&step=parser",
+         "/sagas/mr-flag/confirm?action=accept",
          "/queues", "/dead-letters", "/dead-letters/purge", "/costs", "/login"]  # fmt: skip
 
 

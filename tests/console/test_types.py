@@ -72,7 +72,7 @@ async def test_pages_filter_by_type_and_link_to_its_sagas(
     redis: Any, keys: Keys, sm: StateMachine, console: RunningConsole, tokens: dict[Role, str]
 ) -> None:
     """The list page offers the registered types, lists orders' sagas with links that keep
-    the type, and an orders saga's page shows it without the own type's actions."""
+    the type, and an orders saga's page has its actions, each form carrying the type."""
     await two_types(redis, keys, sm)
     async with console.client() as http:
         await sign_in(http, tokens[Role.OPERATOR])
@@ -85,7 +85,8 @@ async def test_pages_filter_by_type_and_link_to_its_sagas(
     assert "doc-user" not in page and 'href="/sagas?state=failed&amp;type=orders"' in page
     assert detail.status_code == 200
     assert "order-user" in detail.text and 'id="other-type"' in detail.text
-    assert 'id="retry"' not in detail.text
+    assert 'id="retry"' in detail.text
+    assert '<input type="hidden" name="type" value="orders">' in detail.text
     assert 'data-poll="/api/v1/sagas/mr-1?type=orders"' in detail.text
     assert "doc-user" in own and 'id="retry"' in own
     assert unknown.status_code == 400 and "no saga type &#39;ordres&#39;" in unknown.text

@@ -300,7 +300,7 @@ async def console_texts(url: str, token: str, rids: list[str]) -> dict[str, str]
     paths = ["/sagas", "/sagas?state=failed", "/dead-letters", "/queues", "/api/v1/sagas"]
     paths += ["/api/v1/sagas?state=failed", "/api/v1/dead-letters", "/api/v1/queues"]
     for rid in rids:
-        paths += [f"/sagas/{rid}", f"/api/v1/sagas/{rid}"]
+        paths += [f"/sagas/{rid}", f"/sagas/{rid}/history", f"/api/v1/sagas/{rid}"]
     out = {}
     async with httpx.AsyncClient(
         base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30

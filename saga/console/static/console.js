@@ -60,20 +60,38 @@
     });
   }
 
-  // Queues: the table and the breakers, as saga top refreshes them.
+  // Queues: the tables and the breakers, as saga top refreshes them.
+  function rows(table, items, cells, empty) {
+    const body = document.createElement("tbody");
+    items.forEach(function (item) {
+      const tr = document.createElement("tr");
+      tr.append.apply(tr, cells(item));
+      body.append(tr);
+    });
+    if (!items.length) {
+      const tr = document.createElement("tr");
+      const td = cell(empty, "empty");
+      td.colSpan = table.tHead.rows[0].cells.length;
+      tr.append(td);
+      body.append(tr);
+    }
+    table.tBodies[0].replaceWith(body);
+  }
   const queues = document.getElementById("queues");
   if (queues) {
     every(2000, async function () {
       const d = await getJSON("/api/v1/queues");
-      const body = document.createElement("tbody");
-      d.steps.forEach(function (s) {
-        const tr = document.createElement("tr");
-        tr.append(cell(s.step), cell(s.length, "num"), cell(s.lag === null ? "?" : s.lag, "num"),
-          cell(s.pending, "num"), cell(s.delayed, "num"), cell(s.dead, s.dead ? "num bad" : "num"),
-          cell(s.throughput === null ? "-" : s.throughput.toFixed(1), "num"), cell(s.workers, "num"));
-        body.append(tr);
-      });
-      queues.tBodies[0].replaceWith(body);
+      rows(queues, d.steps, function (s) {
+        return [cell(s.type), cell(s.step), cell(s.lag === null ? "?" : s.lag, "num"),
+          cell(s.pending, "num"), cell(s.delayed, "num"), cell(s.parked, "num"), cell(s.deferred, "num"),
+          cell(s.dead, s.dead ? "num bad" : "num"),
+          cell(s.throughput === null ? "-" : s.throughput.toFixed(1), "num"), cell(s.workers, "num")];
+      }, "no steps registered yet: start a worker or a saga first");
+      rows(document.getElementById("workers"), d.workers, function (w) {
+        const started = w.started_ms ? new Date(w.started_ms).toISOString().slice(0, 19).replace("T", " ") : "-";
+        return [cell(w.worker, "worker"), cell(w.saga_type), cell(w.steps.join(", ")), cell(w.host),
+          cell(w.pid, "num"), cell(w.health || "-", "worker"), cell(started, "time")];
+      }, "no live worker: start one with saga worker");
       const breakers = document.getElementById("breakers");
       breakers.replaceChildren();
       Object.entries(d.breakers).forEach(function ([name, b]) {
