@@ -78,11 +78,13 @@ def open_client(settings: Settings) -> Any:
 
 @contextlib.asynccontextmanager
 async def client_for(settings: Settings) -> AsyncIterator[Any]:
+    from saga.state.durability import check_durability
     from saga.state.partitions import guard
 
     client = open_client(settings)
     try:
         await guard(client, keys_of(settings))  # SAGA_PARTITIONS as stored, or refuse
+        await check_durability(client, settings.limits)  # fsync: WAITAOF and AOF, or refuse
         yield client
     finally:
         await client.aclose()
