@@ -40,7 +40,13 @@ def keys_of(settings: Settings, saga_type: str = DEFAULT_TYPE) -> Keys:
 
 
 def embedded_server(settings: Settings) -> EmbeddedServer:
-    return EmbeddedServer(data_dir=settings.data_dir, tied=False, malloc=settings.embedded_malloc)
+    # fsync durability is sound only under appendfsync always (state/durability.py).
+    return EmbeddedServer(
+        data_dir=settings.data_dir,
+        tied=False,
+        malloc=settings.embedded_malloc,
+        appendfsync="always" if settings.limits.commit_fsync else "everysec",
+    )
 
 
 def ensure_embedded(settings: Settings) -> EmbeddedServer:

@@ -1,6 +1,13 @@
 """The check that the server can give what ``SAGA_COMMIT_DURABILITY`` promises, before a
 process acknowledges its first start or commit: ``fsync`` needs ``WAITAOF`` (Redis 7.2+,
-Valkey 8+) and the append-only file on, on every primary."""
+Valkey 8+), the append-only file on, and ``appendfsync always``, on every primary.
+
+Why ``always``: under ``appendfsync everysec`` the server (Valkey 9.1.2, measured with
+strace and tests/faults/test_host_crash.py) answers ``WAITAOF`` with "fsynced locally"
+at its next cron tick (~100 ms at hz 10) although it fsyncs only once a second: in a
+host crash, starts so confirmed vanished. Under ``always`` it fsyncs before it replies,
+and ``WAITAOF`` confirms it. The policy is read with ``CONFIG GET`` where the Redis user
+may (least-privilege users may not: then docs/reliability.md is the operator's check)."""
 
 from __future__ import annotations
 
@@ -31,6 +38,39 @@ async def check_durability(client: Any, limits: StateLimits) -> None:
         raise  # the one sentence about the Redis user's grants
     except ResponseError as exc:
         raise DurabilityError(await _why(client, str(exc))) from None
+    policies = await _fsync_policies(client)
+    if any(p != "always" for p in policies):
+        raise DurabilityError(
+            f"SAGA_COMMIT_DURABILITY=fsync needs appendfsync always, and the server has "
+            f"appendfsync {next(p for p in policies if p != 'always')} (under which it "
+            "confirms WAITAOF before its fsync); set appendfsync always, or "
+            "SAGA_COMMIT_DURABILITY=local"
+        )
+
+
+async def _fsync_policies(client: Any) -> list[str]:
+    """Every primary's ``appendfsync``; [] where the user may not read the config."""
+    try:
+        if isinstance(client, Redis):
+            replies = [await client.config_get("appendfsync")]
+        else:
+            found = await client.config_get("appendfsync", target_nodes=client.PRIMARIES)
+            replies = (
+                list(found.values()) if isinstance(found, dict) and not _flat(found) else [found]
+            )
+    except (NoPermissionError, ResponseError):  # managed services hide CONFIG too
+        return []
+    out = []
+    for reply in replies:
+        value = reply.get("appendfsync") if isinstance(reply, dict) else None
+        if value is not None:
+            out.append(value.decode() if isinstance(value, bytes) else str(value))
+    return out
+
+
+def _flat(reply: dict[Any, Any]) -> bool:
+    """A cluster client's reply for one node is the config itself, not node -> config."""
+    return "appendfsync" in reply or b"appendfsync" in reply
 
 
 async def _why(client: Any, error: str) -> str:

@@ -101,7 +101,7 @@ def redis_70(tmp_path: Path) -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("no system redis-server")
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout
     if "v=7.0." not in version:
         pytest.skip(f"the system redis-server is not 7.0 ({version.strip()})")
     port = free_port()
@@ -113,7 +113,7 @@ def redis_70(tmp_path: Path) -> Iterator[str]:
     try:
         deadline = time.monotonic() + 10
         while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
-                             text=True).stdout.strip() != "PONG":  # fmt: skip
+                             text=True, check=False).stdout.strip() != "PONG":  # fmt: skip
             assert time.monotonic() < deadline, "redis-server did not answer PING"
             time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
@@ -132,14 +132,20 @@ async def test_a_server_without_waitaof_is_refused(redis_70: str) -> None:
         await client.aclose()
 
 
-async def test_a_server_with_aof_off_is_refused(tmp_path: Path) -> None:
+async def test_everysec_and_aof_off_are_refused(tmp_path: Path) -> None:
+    """appendfsync always passes; everysec (WAITAOF confirmed before the fsync) and the
+    AOF off are each refused in one sentence."""
     from saga.adapters.embedded_redis import EmbeddedServer
 
-    server = EmbeddedServer(data_dir=tmp_path / "r", port=free_port())
+    server = EmbeddedServer(data_dir=tmp_path / "r", port=free_port(), appendfsync="always")
     server.start()
     client = connect(server.url)
     try:
-        await check_durability(client, FSYNC)  # AOF on: passes
+        await check_durability(client, FSYNC)
+        await client.config_set("appendfsync", "everysec")
+        with pytest.raises(DurabilityError, match="needs appendfsync always, and the server has "
+                           "appendfsync everysec"):  # fmt: skip
+            await check_durability(client, FSYNC)
         await client.config_set("appendonly", "no")
         with pytest.raises(DurabilityError, match="needs the server's append-only file, which is"):
             await check_durability(client, FSYNC)
