@@ -101,7 +101,8 @@ def redis_70(tmp_path: Path) -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("no system redis-server")
-    version = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False).stdout
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    version = done.stdout
     if "v=7.0." not in version:
         pytest.skip(f"the system redis-server is not 7.0 ({version.strip()})")
     port = free_port()
