@@ -42,6 +42,9 @@ pytestmark = pytest.mark.anyio
 
 STARTERS = 6
 """Clients starting sagas concurrently, one start at a time each."""
+POLICY = "everysec"
+"""The policy of the WAITAOF characterisation test (``always`` makes it fail: every
+confirmation has its fsync)."""
 EVERYSEC_BOUND_S = 2.0
 """Redis fsyncs ``everysec`` once a second, and postpones a fsync by up to 2 s while the
 previous one is still running: the oldest write a host crash can take."""
@@ -114,6 +117,14 @@ def acked_commits(run: FaultRun) -> list[tuple[tuple[str, str, int], float]]:
 
 def _lines(path: Path) -> int:
     return len(path.read_text().splitlines())
+
+
+def _unsynced(data_dir: Path, log: Path) -> int:
+    """Bytes of the incremental AOF past its last fsync the shim recorded."""
+    [incr] = (data_dir / "appendonlydir").glob("*.incr.aof")
+    synced = [int(line.split(" ", 1)[0]) for line in log.read_text().splitlines()
+              if line.endswith(str(incr.resolve()))]  # fmt: skip
+    return incr.stat().st_size - (synced[-1] if synced else 0)
 
 
 async def host_crash(run: FaultRun, fsync_log: Path, starters: Starters, shim: Path) -> Kill:
@@ -264,3 +275,36 @@ async def test_host_crash_three_times(tmp_path: Path, appendfsync: str, fsync: b
     else:
         assert crash.vanished_starts > 0
         assert crash.oldest_vanished_s <= EVERYSEC_BOUND_S + 0.05
+
+
+async def test_waitaof_under_everysec_confirms_before_the_fsync(tmp_path: Path) -> None:
+    """Why fsync durability asks for ``appendfsync always``: under ``everysec`` the
+    embedded server answers WAITAOF "fsynced on 1 primary" for writes it has not yet
+    fsynced (the shim sees fewer AOF fsyncs than confirmations, and a confirmed write
+    beyond the last fsynced size). If a server release fixes it, this test says so."""
+    from saga.adapters.embedded_redis import EmbeddedServer
+    from tests.executor.support import free_port
+
+    shim = build_shim(tmp_path)
+    if shim is None:
+        pytest.skip("no C compiler for the fsync shim")
+    log = tmp_path / "fsync.log"
+    log.touch()
+    server = EmbeddedServer(data_dir=tmp_path / "r", port=free_port(), appendfsync=POLICY)
+    with preloaded(shim, log):
+        server.start()
+    client = connect(server.url)
+    try:
+        before, early = _lines(log), 0
+        for i in range(10):
+            pipe = client.pipeline(transaction=False)
+            pipe.set("k", i)
+            pipe.execute_command("WAITAOF", 1, 0, 2000)
+            _, (local, _) = await pipe.execute()
+            assert local == 1
+            early += _unsynced(tmp_path / "r", log) > 0  # confirmed, and not all on disk
+        assert _lines(log) - before < 10, "every WAITAOF had its fsync: the server was fixed"
+        assert early > 0
+    finally:
+        await client.aclose()
+        server.stop()
