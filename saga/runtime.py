@@ -58,7 +58,22 @@ def ensure_embedded(settings: Settings) -> EmbeddedServer:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not server.running():
             server.start()
+        elif settings.limits.commit_fsync:
+            _fsync_always(server)
     return server
+
+
+def _fsync_always(server: EmbeddedServer) -> None:
+    """A running embedded server started for ``local`` (``everysec``), now asked for
+    ``fsync`` durability: switch it to ``always`` (it stays so until it restarts),
+    rather than refuse with a sentence about a server the user never configured."""
+    import redis
+
+    client = redis.Redis(unix_socket_path=str(server.socket_path), socket_timeout=5)
+    try:
+        client.config_set("appendfsync", "always")
+    finally:
+        client.close()
 
 
 def redis_url(settings: Settings) -> str:

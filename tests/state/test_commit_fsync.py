@@ -167,3 +167,30 @@ def test_the_cli_refuses_in_one_sentence(redis_70: str, tmp_path: Path, command:
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "SAGA_COMMIT_DURABILITY=fsync needs WAITAOF" in done.stderr, done.stderr
+
+
+def test_the_embedded_server_runs_always_under_fsync(tmp_path: Path) -> None:
+    """Started under fsync it runs ``appendfsync always``; one already running under
+    ``everysec`` (started for local) is switched when a fsync command reuses it."""
+    import redis
+
+    from saga.runtime import ensure_embedded
+
+    local = load_settings({"SAGA_DATA_DIR": str(tmp_path)})
+    fsync = load_settings({"SAGA_DATA_DIR": str(tmp_path), "SAGA_COMMIT_DURABILITY": "fsync"})
+    server = ensure_embedded(local)
+    try:
+        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        assert client.config_get("appendfsync") == {"appendfsync": "everysec"}
+        ensure_embedded(fsync)
+        assert client.config_get("appendfsync") == {"appendfsync": "always"}
+        client.close()
+    finally:
+        server.stop()
+    server = ensure_embedded(fsync)
+    try:
+        client = redis.Redis(unix_socket_path=str(server.socket_path))
+        assert client.config_get("appendfsync") == {"appendfsync": "always"}
+        client.close()
+    finally:
+        server.stop()
