@@ -29,6 +29,7 @@ from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.state import budgets, operator, partitions, reads, streams
 from saga.state.budgets import BudgetStatus
+from saga.state.durability import check_durability
 from saga.state.errors import InvalidIdError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -156,6 +157,7 @@ class SagaClient:
         first = self._first_input(document, input)
         if not self._groups_ready:  # once per client: groups must exist at ID 0 first
             await partitions.guard(self.redis, self.keys)
+            await check_durability(self.redis, self.sm.limits)
             await streams.ensure_groups(self.redis, self.keys, self.type_info.steps)
             await register_type(self.redis, self.keys, self.type_info)
             self._groups_ready = True

@@ -40,7 +40,13 @@ def keys_of(settings: Settings, saga_type: str = DEFAULT_TYPE) -> Keys:
 
 
 def embedded_server(settings: Settings) -> EmbeddedServer:
-    return EmbeddedServer(data_dir=settings.data_dir, tied=False, malloc=settings.embedded_malloc)
+    # fsync durability is sound only under appendfsync always (state/durability.py).
+    return EmbeddedServer(
+        data_dir=settings.data_dir,
+        tied=False,
+        malloc=settings.embedded_malloc,
+        appendfsync="always" if settings.limits.commit_fsync else "everysec",
+    )
 
 
 def ensure_embedded(settings: Settings) -> EmbeddedServer:
@@ -52,7 +58,22 @@ def ensure_embedded(settings: Settings) -> EmbeddedServer:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not server.running():
             server.start()
+        elif settings.limits.commit_fsync:
+            _fsync_always(server)
     return server
+
+
+def _fsync_always(server: EmbeddedServer) -> None:
+    """A running embedded server started for ``local`` (``everysec``), now asked for
+    ``fsync`` durability: switch it to ``always`` (it stays so until it restarts),
+    rather than refuse with a sentence about a server the user never configured."""
+    import redis
+
+    client = redis.Redis(unix_socket_path=str(server.socket_path), socket_timeout=5)
+    try:
+        client.config_set("appendfsync", "always")
+    finally:
+        client.close()
 
 
 def redis_url(settings: Settings) -> str:
@@ -78,11 +99,13 @@ def open_client(settings: Settings) -> Any:
 
 @contextlib.asynccontextmanager
 async def client_for(settings: Settings) -> AsyncIterator[Any]:
+    from saga.state.durability import check_durability
     from saga.state.partitions import guard
 
     client = open_client(settings)
     try:
         await guard(client, keys_of(settings))  # SAGA_PARTITIONS as stored, or refuse
+        await check_durability(client, settings.limits)  # fsync: WAITAOF and AOF, or refuse
         yield client
     finally:
         await client.aclose()

@@ -91,8 +91,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     partitions: int = 1
     """``SAGA_PARTITIONS``: hash-tag partitions of the record space."""
     commit_durability: str = "local"
-    """``SAGA_COMMIT_DURABILITY``: ``local`` (a write is done when the primary has it) or
-    ``replica`` (starts and commit batches also wait for a replica: ``WAIT``)."""
+    """``SAGA_COMMIT_DURABILITY``: ``local`` (a write is done when the primary has it),
+    ``replica`` (starts and commit batches also wait for a replica: ``WAIT``), ``fsync``
+    (they wait for the primary's AOF fsync: ``WAITAOF``) or ``fsync+replica`` (for the
+    primary's fsync and a replica's: ``WAITAOF 1 1``)."""
     key_prefix: str = "saga"
     document_source: str = ""
     """``SAGA_DOCUMENT_SOURCE``: template resolving a record's document, ``{record_id}``."""
@@ -186,6 +188,22 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return data
 
 
+DURABILITIES = ("local", "replica", "fsync", "fsync+replica")
+"""``SAGA_COMMIT_DURABILITY`` values, each in its one spelling (``replica+fsync`` too)."""
+
+
+def durability_from(raw: str) -> str:
+    """``SAGA_COMMIT_DURABILITY`` as one of DURABILITIES; the two waits combine with
+    ``+`` or ``,`` in either order."""
+    parts = {p.strip() for p in raw.lower().replace(",", "+").split("+") if p.strip()}
+    known = parts == {"local"} or (parts and parts <= {"fsync", "replica"})
+    if not known:
+        raise SettingsError(
+            f"SAGA_COMMIT_DURABILITY={raw!r} must be local, replica, fsync or fsync+replica"
+        )
+    return "+".join(p for p in ("fsync", "replica") if p in parts) or "local"
+
+
 def _at_least_one(name: str, value: float) -> int:
     if value < 1:
         raise SettingsError(f"{name}={value:g} must be at least 1")
@@ -250,9 +268,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(
             f"SAGA_EMBEDDED_MALLOC={malloc!r} must be one of {', '.join(MALLOC_CHOICES)}"
         )
-    durability = get("SAGA_COMMIT_DURABILITY", "local").lower()
-    if durability not in ("local", "replica"):
-        raise SettingsError(f"SAGA_COMMIT_DURABILITY={durability!r} must be local or replica")
+    durability = durability_from(get("SAGA_COMMIT_DURABILITY", "local"))
     parser = get("SAGA_PARSER", "rules")
     if parser not in ("rules", "llm"):
         raise SettingsError(f"SAGA_PARSER={parser!r} must be rules or llm")
@@ -322,7 +338,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
                 pages_ttl_s=int(num("SAGA_PAGES_TTL", 3600, int)),
                 retention=retention,
-                commit_replicas=1 if durability == "replica" else 0,
+                commit_replicas=1 if "replica" in durability else 0,
+                commit_fsync="fsync" in durability,
                 replica_wait_ms=int(num("SAGA_COMMIT_WAIT_MS", 1000, int)),
             ),
             step_config=StepConfig(

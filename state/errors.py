@@ -3,6 +3,7 @@
     SagaError                      root of every error this project raises
     ├── InvalidIdError             a record/user id or step name that could break a key
     ├── PartitionCountError        SAGA_PARTITIONS differs from the keyspace's stored count
+    ├── DurabilityError            SAGA_COMMIT_DURABILITY=fsync without WAITAOF or AOF
     └── StateError                 a transition was refused
         ├── SagaNotFoundError      no saga for that record
         ├── SagaExistsError        the record already has a saga for another user
@@ -29,6 +30,11 @@ class InvalidIdError(SagaError, ValueError):
 class PartitionCountError(SagaError):
     """This process's partition count is not the one the keyspace was set up with (or a
     migration to another count is under way): it would read and write the wrong keys."""
+
+
+class DurabilityError(SagaError):
+    """``SAGA_COMMIT_DURABILITY=fsync`` against a server without ``WAITAOF`` (before
+    Redis 7.2) or with its append-only file off: nothing would be acknowledged."""
 
 
 class StateError(SagaError):

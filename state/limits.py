@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import msgspec
 
@@ -53,9 +54,28 @@ class StateLimits(msgspec.Struct, frozen=True, kw_only=True):
     """``SAGA_COMMIT_DURABILITY=replica`` sets 1: a start, and each batch of commits and
     fails, is acknowledged only once this many replicas have it (one ``WAIT`` per batch
     and node, in the same round trip). 0 (``local``): the primary's word is enough."""
+    commit_fsync: bool = False
+    """``SAGA_COMMIT_DURABILITY=fsync`` (or ``fsync+replica``): a start, and each batch of
+    commits and fails, is acknowledged only once the primary's AOF has it on disk (and
+    ``commit_replicas`` replicas' AOFs too): one ``WAITAOF 1 <commit_replicas> <wait>``
+    per batch and node, in the same round trip, in place of the ``WAIT``. Without it an
+    acknowledged write can vanish in a host crash (``appendfsync everysec`` fsyncs once
+    a second)."""
     replica_wait_ms: int = 1000
-    """``SAGA_COMMIT_WAIT_MS``: how long that ``WAIT`` waits before the call counts as
-    failed (``NotReplicatedError``) and is re-sent with its operation ids."""
+    """``SAGA_COMMIT_WAIT_MS``: how long that ``WAIT`` (or ``WAITAOF``) waits before the
+    call counts as failed (``NotReplicatedError``) and is re-sent with its operation ids."""
+
+    @property
+    def durable(self) -> dict[str, Any]:
+        """The keyword arguments of ``evalsha_many`` that make a call wait as configured
+        ({} for ``local``: the call is as it was without the setting)."""
+        if not (self.commit_replicas or self.commit_fsync):
+            return {}
+        return {
+            "replicas": self.commit_replicas,
+            "fsync": self.commit_fsync,
+            "wait_ms": self.replica_wait_ms,
+        }
 
     @property
     def retention_s(self) -> int:

@@ -64,16 +64,12 @@ class StateMachine:
         return await resend(call, attempts=5)
 
     async def _durable(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """One script; with ``commit_replicas`` its WAIT rides in the same round trip."""
-        if not self.limits.commit_replicas:
+        """One script; with ``commit_replicas`` or ``commit_fsync`` its WAIT (WAITAOF)
+        rides in the same round trip."""
+        durable = self.limits.durable
+        if not durable:
             return await evalsha(self.client, name, keys, args)
-        lim = self.limits
-        reply = (
-            await evalsha_many(
-                self.client, [(name, keys, args)], replicas=lim.commit_replicas,
-                wait_ms=lim.replica_wait_ms,
-            )
-        )[0]  # fmt: skip
+        reply = (await evalsha_many(self.client, [(name, keys, args)], **durable))[0]
         if isinstance(reply, Exception):
             raise reply
         return reply
@@ -313,9 +309,7 @@ class StateMachine:
                 calls.append(commit_undo_call(self, claim, req, req.op))
             else:
                 calls.append(self._fail_call(claim, req))
-        lim, durable = self.limits, {}
-        if self.limits.commit_replicas:  # else the call is as it was without the setting
-            durable = {"replicas": lim.commit_replicas, "wait_ms": lim.replica_wait_ms}
+        durable = self.limits.durable  # {} for local: the call is as it was without it
         replies = await resend(
             lambda: evalsha_many(self.client, calls, **durable), attempts, on_retry
         )

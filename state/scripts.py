@@ -196,12 +196,15 @@ async def evalsha_many(
     calls: list[tuple[str, list[str], list[Any]]],
     *,
     replicas: int = 0,
+    fsync: bool = False,
     wait_ms: int = 1000,
 ) -> list[Any]:
     """Run several scripts in one pipeline (one round trip); each stays its own atomic call.
 
     ``replicas`` > 0 ends the pipeline with one ``WAIT replicas wait_ms`` per node it
-    wrote to (in the same round trip): fewer acknowledgements raise NotReplicatedError.
+    wrote to (in the same round trip); ``fsync`` with one ``WAITAOF 1 replicas wait_ms``
+    instead (the node's own AOF fsynced, and ``replicas`` replicas' AOFs): fewer
+    acknowledgements raise NotReplicatedError.
 
     Results are returned in order; an exception is returned in place of a failed
     call's result. NOSCRIPT entries are re-run with EVAL (they did not execute).
@@ -211,7 +214,9 @@ async def evalsha_many(
     """
     if not calls:
         return []
-    durable: dict[str, Any] = {"replicas": replicas, "wait_ms": wait_ms} if replicas else {}
+    durable: dict[str, Any] = (
+        {"replicas": replicas, "fsync": fsync, "wait_ms": wait_ms} if replicas or fsync else {}
+    )
     results = await _pipeline(client, calls, **durable)
     refused = next((r for r in results if isinstance(r, TRANSIENT_ERRORS)), None)
     if refused is not None:
@@ -232,6 +237,7 @@ async def _pipeline(
     *,
     by_source: bool = False,
     replicas: int = 0,
+    fsync: bool = False,
     wait_ms: int = 0,
 ) -> list[Any]:
     scripts = load_all()
@@ -239,26 +245,45 @@ async def _pipeline(
         commands = [("EVAL", scripts[n].source, len(k), *k, *a) for n, k, a in calls]
     else:
         commands = [("EVALSHA", scripts[n].sha, len(k), *k, *a) for n, k, a in calls]
+    wait: tuple[Any, ...] = ()
+    if fsync:  # the node's AOF on disk (and ``replicas`` replicas' AOFs), not only in memory
+        wait = ("WAITAOF", 1, replicas, wait_ms)
+    elif replicas:
+        wait = ("WAIT", replicas, wait_ms)
     if not isinstance(client, Redis):  # a cluster client routes each call: its own pipeline
         pipe = client.pipeline(transaction=False)
         for command in commands:
             pipe.execute_command(*command)
-        # One WAIT per node written to, after its scripts on the same connection.
+        # One wait per node written to, after its scripts on the same connection.
         nodes = {n.name: n for n in map(client.get_node_from_key, (k[0] for _, k, _ in calls))}
-        for node in nodes.values() if replicas else ():
-            pipe.execute_command("WAIT", replicas, wait_ms, target_nodes=node)
+        for node in nodes.values() if wait else ():
+            pipe.execute_command(*wait, target_nodes=node)
         replies = list(await pipe.execute(raise_on_error=False))
     else:
-        waits = [("WAIT", replicas, wait_ms)] if replicas else []
-        replies = await _send_all(client, commands + waits)
+        replies = await _send_all(client, [*commands, wait] if wait else commands)
     for acked in replies[len(commands) :]:
-        if isinstance(acked, Exception):  # e.g. the node became a replica: re-send
-            raise NotReplicatedError(f"WAIT refused ({acked})") from acked
-        if acked < replicas:
-            raise NotReplicatedError(
-                f"{acked} of {replicas} replica(s) acknowledged in {wait_ms} ms"
-            )
+        _check_acked(acked, wait)
     return replies[: len(commands)]
+
+
+def _check_acked(acked: Any, wait: tuple[Any, ...]) -> None:
+    """Raise NotReplicatedError unless a WAIT or WAITAOF reply counts every copy asked for
+    (the writes ran, but are not yet as safe as the setting promises: re-send them)."""
+    name, wait_ms = wait[0], wait[-1]
+    if isinstance(acked, Exception):  # e.g. the node became a replica: re-send
+        raise NotReplicatedError(f"{name} refused ({acked})") from acked
+    if name == "WAIT":
+        if acked < wait[1]:
+            raise NotReplicatedError(
+                f"{acked} of {wait[1]} replica(s) acknowledged in {wait_ms} ms"
+            )
+        return
+    local, remote = (int(n) for n in acked)
+    if local < 1 or remote < wait[2]:
+        raise NotReplicatedError(
+            f"the AOF fsync was confirmed by {local} of 1 primary and {remote} of "
+            f"{wait[2]} replica(s) in {wait_ms} ms"
+        )
 
 
 async def _send_all(client: Redis, commands: list[tuple[Any, ...]]) -> list[Any]:

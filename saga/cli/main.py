@@ -122,6 +122,7 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
     from saga.settings import SettingsError
     from saga.state.connection import connection_failure
     from saga.state.errors import (
+        DurabilityError,
         InvalidIdError,
         PartitionCountError,
         SagaNotFoundError,
@@ -130,7 +131,7 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
 
     if isinstance(exc, CliError):
         return exc.code, str(exc)
-    if isinstance(exc, InvalidIdError | SettingsError | PartitionCountError):
+    if isinstance(exc, InvalidIdError | SettingsError | PartitionCountError | DurabilityError):
         return Exit.USAGE, f"{exc}."
     if isinstance(exc, SagaNotFoundError):
         return Exit.NOT_FOUND, f"{exc}; check the id, or list sagas with `saga list`."

@@ -19,6 +19,7 @@ from saga.state import partitions, recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
+from saga.state.durability import check_durability
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.presence import PRESENCE_EVERY_S
@@ -165,6 +166,7 @@ class Executor:
 
         async def prepare() -> None:
             await partitions.guard(self.client, self.keys)  # refuses a different count
+            await check_durability(self.client, self.settings.limits)  # fsync: or refuse
             await ensure_loaded(self.client)
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
