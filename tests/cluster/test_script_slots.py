@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from saga.state import budgets, operator, recovery, requeue, retention, streams
+from saga.state import budgets, operator, recovery, requeue, retention, signals, streams
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction
@@ -59,7 +59,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     """Every transition (SCRIPT_NAMES), run on the cluster: each call's KEYS are in one slot
     (a partition migration's two calls are in the old and the new partition's)."""
     rec = Recording(client)
-    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo"]
+    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo", "s-wait"]
     sm = await start_sagas(client, keys, rids)
     sm = StateMachine(rec, keys)
     for rid in ("s-late",):
@@ -102,6 +102,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await sm.release_deferred("router", p_raw, cap=1, lease_ms=60_000, most=10, idle=True)
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     await compensations(sm, keys, by_rid["s-undo"])
+    await waits(sm, keys, by_rid["s-wait"])
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -150,3 +151,18 @@ def test_a_records_keys_share_its_partitions_slot() -> None:
                          keys.user_index(p, "u1"), keys.review_index(p), keys.retired(p),
                          *keys.state_indexes(p)]  # fmt: skip
             assert len({key_slot(k.encode()) for k in record + partition}) == 1, (rid, p)
+
+
+async def waits(sm: StateMachine, keys: Keys, claim: Any) -> None:
+    """A signal kept, a wait parked on the parser step, and its timer's sweep."""
+    await signals.signal(sm, claim.record_id, "approved", signal_id="kept")
+    await sm.commit(claim, CommitRequest(output=b"{}", next_step="parser", worker="w"))
+    p = keys.partition_of(claim.record_id)
+    reply = await sm.client.xreadgroup(GROUP, "w", {keys.ready(p, "parser"): ">"}, count=10)
+    pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
+    wait = next(o.claim for o in await sm.claim(
+        "parser", p, pairs, worker="w", lease_ms=60_000, max_lease_expiries=3
+    ) if o.claim is not None)  # fmt: skip
+    plan = signals.WaitPlan(event="other", next_step="grouper", due_ms=1, on_timeout="compensate")
+    await signals.park(sm, wait, plan, worker="w")
+    assert await signals.time_out_due(sm, p, 10**15) == {"compensate": 1}
