@@ -43,7 +43,9 @@ class WaitPlan(msgspec.Struct, frozen=True, kw_only=True):
     """The event it waits for; "" for a sleep (only its timer ends it)."""
     next_step: str
     due_ms: int = 0
-    """When its timer is due (server ms); 0: no timer."""
+    """When its timer is due (server ms); 0: no timer (unless ``after_ms``)."""
+    after_ms: int = 0
+    """The timer's delay from the park, by the server's clock (used when > 0)."""
     on_timeout: str = "fail"
     default: bytes = b""
     """The wait's output when ``on_timeout`` is ``default`` (JSON)."""
@@ -79,7 +81,8 @@ async def park(sm: StateMachine, claim: Claim, plan: WaitPlan, *, worker: str) -
     keys += [k.waits(p), *k.state_indexes(p)]
     default = k.seal(plan.default) if plan.default else ""
     args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, plan.event]
-    args += [plan.next_step, plan.due_ms, plan.on_timeout, default, ",".join(plan.undo[:32])]
+    due = f"+{plan.after_ms}" if plan.after_ms > 0 else plan.due_ms
+    args += [plan.next_step, due, plan.on_timeout, default, ",".join(plan.undo[:32])]
     args += [new_op(), sm.limits.history_maxlen, worker]
     reply = await sm._resend(lambda: sm._durable("park_wait", keys, args))
     code = to_code(reply[0])

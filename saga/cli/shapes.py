@@ -29,6 +29,7 @@ from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
 from saga.state.repartition import MigrationReport
+from saga.state.signals import SignalResult
 
 SCHEMAS = Path(__file__).with_name("schemas")
 
@@ -292,6 +293,7 @@ SHAPES: dict[str, Any] = {
     "retry": RetryResult,
     "retry-bulk": BulkRetryDocument,
     "cancel": CancelResult,
+    "signal": SignalResult,
     "review-accept": ReviewAccepted,
     "dlq-letters": DeadLettersDocument,
     "dlq-replay": ReplayDocument,

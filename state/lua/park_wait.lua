@@ -17,7 +17,7 @@
 -- ARGV[4]  consumer group
 -- ARGV[5]  event ("" for a sleep: only the timer ends it)
 -- ARGV[6]  next step name
--- ARGV[7]  due time (ms, absolute; 0 = no timer)
+-- ARGV[7]  due time: ms, absolute; "+<ms>" from now by the server's clock; 0 = no timer
 -- ARGV[8]  on timeout: 'fail' | 'compensate' | 'default' | 'continue' (a sleep)
 -- ARGV[9]  default output (JSON, sealed as outputs are; "" = none)
 -- ARGV[10] steps to undo on a 'compensate' timeout, latest first, comma-separated
@@ -53,6 +53,9 @@ if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
   return {RC.LEASE_LOST, s[1]}
 end
 local record, epoch = s[6], s[5]
+if string.sub(due, 1, 1) == '+' then
+  due = string.format('%d', now + (tonumber(string.sub(due, 2)) or 0))
+end
 ack_attempt(ready, group, entry, s[4])
 
 if event ~= '' then
@@ -70,8 +73,9 @@ if event ~= '' then
 end
 
 redis.call('HSET', saga, 'state', STATE.WAITING, 'token', '', 'lease', 0, 'worker', '',
-           'entry', '', 'wtok', token, 'wev', event, 'wdue', due, 'wnext', next_step,
-           'wto', ARGV[8], 'wdef', ARGV[9], 'wundo', ARGV[10], 'updated', now, 'op', op)
+           'entry', '', 'due', due, 'wtok', token, 'wev', event, 'wdue', due,
+           'wnext', next_step, 'wto', ARGV[8], 'wdef', ARGV[9], 'wundo', ARGV[10],
+           'updated', now, 'op', op)
 index_state(6, record, STATE.RUNNING, STATE.WAITING, now)
 if tonumber(due) > 0 then redis.call('ZADD', waits, due, record) end
 history_append(hist, maxlen, {'e', 'waiting', 's', step, 'ep', epoch, 't', now, 'x', event,

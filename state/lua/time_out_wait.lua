@@ -81,6 +81,7 @@ if go_on then
   return {RC.OK, STATE.PENDING, path}
 end
 redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+redis.call('HSET', saga, 'due', 0)
 local em = 'no ' .. (s[12] or '') .. ' signal before the wait timed out'
 if path == 'compensate' then
   local plan, head = undo_plan(saga, 6, n_undo)

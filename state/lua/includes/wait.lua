@@ -11,7 +11,7 @@ local function end_wait(c, out)
   redis.call('HSET', c.saga, 'out:' .. c.step, out, 'done:' .. c.step, c.token,
              'next:' .. c.step, c.next_step, 'prev', c.step, 'step', c.next_step,
              'state', STATE.PENDING, 'entry', entry, 'token', '', 'lease', 0, 'worker', '',
-             'updated', c.now, 'op', c.op)
+             'due', 0, 'updated', c.now, 'op', c.op)
   redis.call('HDEL', c.saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
   index_state(c.index_at, c.record, c.from, STATE.PENDING, c.now)
   return entry

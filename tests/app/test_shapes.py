@@ -1,0 +1,97 @@
+"""Wait steps with a real ``saga worker module:app`` process and a real server: a saga
+parks at ``@app.wait`` with no worker held; ``saga signal`` (the CLI) and
+``client.signal`` move it on with the signal's data; a duplicate id is a no-op; a
+timeout takes the declared default; a sleep wakes at the time its input says, within
+about a second; bad CLI input is one sentence and exit 2."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+import pytest
+
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.model import EventType
+from tests.app.shapes_apps import Doc, reviews
+from tests.cli.inspect_support import cli, cli_json
+from tests.executor.conftest import SpawnWorker
+from tests.executor.support import saga_and_history, states, wait_until
+
+pytestmark = pytest.mark.anyio
+APP = "tests.app.shapes_apps:reviews"
+
+
+async def _state(redis: Any, keys: Keys, rid: str, want: str, within: float = 60) -> None:
+    async def reached() -> bool:
+        return await states(redis, keys, [rid]) == [want]
+
+    await wait_until(reached, within=within, what=f"{rid} to be {want}", every=0.05)
+
+
+async def test_a_wait_parks_until_signalled_and_a_duplicate_is_a_no_op(
+    spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str
+) -> None:
+    """The saga waits at 'approved' (no lease); the CLI's signal carries the data to
+    publish; the same id again changes nothing; client.signal works the same way, and a
+    signal sent before the saga gets to its wait is consumed there."""
+    worker = spawn(APP)
+    await worker.wait_ready(within=120)
+    async with reviews.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("d1", "u1", input=Doc(title="T1"))
+        await _state(redis, k, "d1", "waiting")
+        saga = await sagas.get("d1")
+        assert (saga.step, saga.token, saga.worker) == ("approved", "", "")
+        assert saga.due_ms > time.time() * 1000 + 3_000_000  # the hour's timeout, in Redis
+        data = '{"by":"ann","title":"T1"}'
+        out = cli_json(k, redis_url, "signal", "d1", "approved", "--data", data, "--id", "s1",
+                       "--type", "reviews")  # fmt: skip
+        assert (out["outcome"], out["next_step"]) == ("consumed", "publish")
+        again = cli(k, redis_url, "signal", "d1", "approved", "--id", "s1", "--type", "reviews")
+        assert again.returncode == 0 and "already delivered" in again.stdout
+        await _state(redis, k, "d1", "completed")
+        saga, events = await saga_and_history(redis, k, "d1")
+        assert msgspec.json.decode(saga.outputs["archive"]) == {"title": "T1", "by": "ann"}
+        assert [e.event for e in events].count(EventType.SIGNALLED) == 1
+
+        await sagas.start("d2", "u1", input=Doc(title="T2"))
+        early = await sagas.signal("d2", "approved", data={"by": "bob", "title": "T2"})
+        assert early.outcome in ("kept", "consumed")
+        await _state(redis, k, "d2", "completed")
+        saga, _ = await saga_and_history(redis, k, "d2")
+        assert msgspec.json.decode(saga.outputs["approved"])["by"] == "bob"
+
+
+async def test_a_timeout_takes_the_default_and_a_sleep_wakes_on_time(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """With no signal the one-second timeout goes on with the default approval; the sleep
+    wakes at its input's time; each timer fires within 1.5 s of its due time."""
+    wake_at = time.time() + 3
+    worker = spawn(APP, REVIEW_TIMEOUT="1", WAKE_AT=str(wake_at))
+    await worker.wait_ready(within=120)
+    async with reviews.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("d3", "u1", input=Doc(title="T3"))
+        await _state(redis, k, "d3", "completed", within=30)
+        saga, events = await saga_and_history(redis, k, "d3")
+    assert msgspec.json.decode(saga.outputs["archive"]) == {"title": "", "by": "nobody"}
+    parked = [e for e in events if e.event == EventType.WAITING]
+    fired = [e for e in events if e.event == EventType.WAIT_TIMED_OUT]
+    assert [e.step for e in parked] == ["approved", "nap"] and [e.step for e in fired] == [
+        "approved", "nap",
+    ]  # fmt: skip
+    assert parked[1].due_ms == int(wake_at * 1000)
+    for p, f in zip(parked, fired, strict=True):
+        assert 0 <= f.at_ms - p.due_ms < 1500, (p, f)
+
+
+def test_bad_signal_input_is_one_sentence_and_exit_2(keys: Keys, redis_url: str) -> None:
+    """--data that is not a JSON object is refused before anything is sent."""
+    res = cli(keys, redis_url, "signal", "d1", "approved", "--data", "[1", "--type", "reviews")
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "not valid JSON" in res.stderr
+    assert "Traceback" not in res.stderr
