@@ -29,7 +29,6 @@ import msgspec
 from saga.pipeline import Pipeline
 from saga.settings import Settings
 from saga.state import budgets, operator, partitions, reads, signals, streams
-from saga.state.signals import SignalResult
 from saga.state.budgets import BudgetStatus
 from saga.state.errors import InvalidIdError
 from saga.state.keys import Keys
@@ -37,6 +36,7 @@ from saga.state.machine import StateMachine
 from saga.state.model import HistoryEvent, Saga, SagaState
 from saga.state.operator import CompensateResult, RetryResult
 from saga.state.requests import StartResult
+from saga.state.signals import SignalResult
 from saga.state.types import TypeInfo, register_type, type_info, type_names
 
 __all__ = ["SagaClient"]
