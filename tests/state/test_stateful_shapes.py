@@ -49,7 +49,7 @@ from saga.state.model import Claim
 from saga.state.replies import text
 from saga.state.requests import CommitRequest
 from saga.state.streams import ensure_groups
-from tests.state.helpers import keys_under, read_ready
+from tests.state.helpers import history, keys_under, read_ready, stream_rows
 
 T = TypeVar("T")
 RECORDS = ("r0", "r1")
@@ -278,12 +278,11 @@ class WaitMachine(RuleBasedStateMachine):
                 assert (h.get(f"sgi:{event}"), h.get(f"sig:{event}")) == (sid, data.decode())
             if m.out is not None:
                 assert h["out:parser"] == m.out.decode()
-            hist = await self.client.xrange(self.keys.history(rid))
-            ended = [f for _, f in hist if f.get(b"e") == b"signalled"]
-            ids = [text(f[b"x"]).split(" ")[-1] for f in ended]
+            hist = await history(self.client, self.keys, rid)
+            ids = [f["x"].split(" ")[-1] for f in hist if f.get("e") == "signalled"]
             assert len(ids) == len(set(ids)) <= 1, ids
-        rows = await self.client.xrange(self.keys.ready(0, "grouper"))
-        rids = [text(f[b"rid"]) for _, f in rows]
+        rows = await stream_rows(self.client, self.keys.ready(0, "grouper"))
+        rids = [f["rid"] for _, f in rows]
         assert len(rids) == len(set(rids)), rids
 
 
