@@ -133,6 +133,9 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     claimed_ms: int = 0
     """When the running attempt was claimed (history records it once it ends)."""
     due_ms: int = 0
+    """A retry's due time; while ``waiting``, its timer's (0: none)."""
+    wait_event: str = ""
+    """While ``waiting``: the event it waits for ("" for a sleep)."""
     entry: str = ""
     document: str = ""
     trace: str = ""

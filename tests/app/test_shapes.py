@@ -6,7 +6,9 @@ about a second; bad CLI input is one sentence and exit 2."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -95,3 +97,15 @@ def test_bad_signal_input_is_one_sentence_and_exit_2(keys: Keys, redis_url: str)
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "not valid JSON" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_the_docs_example_builds_as_written() -> None:
+    """docs/sagas.md's review.py defines a type whose chain has the wait and the sleep."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sagas.md").read_text()
+    code = re.search(r"```python\n(# review\.py\n.*?)```", doc, re.S)
+    assert code, "docs/sagas.md lost its review.py example"
+    scope: dict[str, Any] = {"__name__": "review"}
+    exec(compile(code.group(1), "review.py", "exec"), scope)
+    built = scope["app"].build()
+    assert built.names == ("draft", "approved", "stamp", "hold", "publish")
+    assert [s.wait is not None for s in built.steps] == [False, True, False, True, False]

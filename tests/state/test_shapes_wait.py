@@ -10,7 +10,8 @@ from saga.state.codes import RC
 from saga.state.errors import SagaNotFoundError, StepConflictError
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
-from saga.state.model import Claim, SagaState
+from saga.state.model import Claim, EventType, SagaState
+from saga.state.reads import get_saga_and_history
 from saga.state.requests import CommitRequest
 from saga.state.signals import WaitPlan
 from tests.state.helpers import claim_next, events, saga_hash, server_ms, snapshot, stream_rows
@@ -156,3 +157,34 @@ async def test_a_signal_to_no_saga_is_refused(sm: StateMachine) -> None:
     """A signal for a record without a saga raises SagaNotFoundError."""
     with pytest.raises(SagaNotFoundError):
         await signals.signal(sm, "nobody", "approved")
+
+
+async def test_the_waits_events_read_back_typed(sm: StateMachine, keys: Keys) -> None:
+    """signal_kept, waiting (its timer as due_ms), signalled (the next step) and
+    wait_timed_out (the path taken) read back as typed events; the saga shows its wait."""
+    await sm.start("r1", "u1", "router")
+    await signals.signal(sm, "r1", "other", signal_id="s9")
+    c = await claim_next(sm, "router", "w-a")
+    await sm.commit(c, CommitRequest(output=b"{}", next_step="parser"))
+    w = await claim_next(sm, "parser", "w-a", prev_step="router")
+    await signals.park(sm, w, _plan(due_ms=1, on_timeout="default", default=b"{}"), worker="w")
+    saga, _ = await get_saga_and_history(sm.client, keys, "r1")
+    assert (saga.state, saga.wait_event, saga.due_ms) == (SagaState.WAITING, "approved", 1)
+    await signals.time_out_due(sm, 0, await server_ms(sm.client))
+    _, evs = await get_saga_and_history(sm.client, keys, "r1")
+    kept, (waiting, fired) = evs[1], evs[-2:]
+    assert (kept.event, kept.step, kept.detail) == (EventType.SIGNAL_KEPT, "router", "other s9")
+    assert (waiting.event, waiting.step, waiting.due_ms) == (EventType.WAITING, "parser", 1)
+    assert (fired.event, fired.detail, fired.next_step) == (
+        EventType.WAIT_TIMED_OUT, "default", "grouper",
+    )  # fmt: skip
+    await sm.start("r2", "u1", "router")
+    c = await claim_next(sm, "router", "w-a")
+    await sm.commit(c, CommitRequest(output=b"{}", next_step="parser"))
+    w = await claim_next(sm, "parser", "w-a", prev_step="router")
+    await signals.park(sm, w, _plan(), worker="w")
+    await signals.signal(sm, "r2", "approved", signal_id="s1")
+    _, evs = await get_saga_and_history(sm.client, keys, "r2")
+    assert (evs[-1].event, evs[-1].next_step, evs[-1].detail) == (
+        EventType.SIGNALLED, "grouper", "approved s1",
+    )  # fmt: skip
