@@ -190,6 +190,8 @@ class TopDocument(msgspec.Struct, kw_only=True):
     breakers: dict[str, BreakerStatus]
     workers: list[Presence]
     """Live workers (presence renewed within 15 s), most recently seen first."""
+    timers: int = 0
+    """Sagas parked at a wait or a sleep whose timer is set (``{p}:waits``)."""
 
 
 class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "to_day": "to"}):
