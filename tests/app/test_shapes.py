@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from saga.pipeline import AppError
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
@@ -111,3 +112,71 @@ def test_the_docs_example_builds_as_written() -> None:
     built = scope["app"].build()
     assert built.names == ("draft", "approved", "stamp", "hold", "publish")
     assert [s.wait is not None for s in built.steps] == [False, True, False, True, False]
+
+
+class _In(msgspec.Struct):
+    x: int = 0
+
+
+async def first(ctx: Any, inp: _In) -> _In:
+    return inp
+
+
+@pytest.mark.parametrize(
+    ("declare", "says"),
+    [
+        (lambda a: a.wait(event="ok", after=first)(dict), "msgspec Struct"),
+        (lambda a: a.wait(event="Not-An-Id")(_In), "lowercase identifier"),
+        (lambda a: a.wait(event="ok", on_timeout="later")(_In), "must be one of"),
+        (lambda a: a.wait(event="ok", on_timeout="default")(_In), "needs a timeout="),
+        (
+            lambda a: a.wait(event="ok", timeout=5, on_timeout="default", default={"x": "no"})(_In),
+            "default= the fields",
+        ),
+        (lambda a: a.wait(event="ok", timeout=-1)(_In), "more than 0 seconds"),
+        (lambda a: a.wait(event="ok", default={"x": 1})(_In), "only with on_timeout='default'"),
+        (lambda a: a.sleep("nap", after=first), "either seconds= or until="),
+        (lambda a: a.sleep("nap", after=first, seconds=1, until="t"), "not both"),
+    ],
+)
+def test_a_wait_declared_wrong_is_one_sentence(declare: Any, says: str) -> None:
+    """Each mistake in @app.wait / app.sleep is an AppError saying what to write."""
+    app = saga_app()
+    with pytest.raises(AppError, match=re.escape(says)):
+        declare(app)
+
+
+def test_a_wait_last_or_a_sleep_first_is_refused_when_built() -> None:
+    """A wait needs a step after it; a sleep has no input to pass on as the first step."""
+    app = saga_app()
+    app.wait(event="ok", after=first)(_In)
+    with pytest.raises(AppError, match="is the last step"):
+        app.build()
+    import saga
+
+    other = saga.App("sleeps")
+    other.sleep("nap", seconds=1)
+    other.step(after="nap", name="then")(first)
+    with pytest.raises(AppError, match="cannot be the first step"):
+        other.build()
+
+
+def test_a_sleep_passes_its_input_type_on() -> None:
+    """The step after a sleep must take what the step before it gave (checked at build)."""
+    app = saga_app()
+
+    async def wants_doc(ctx: Any, d: Doc) -> Doc:
+        return d
+
+    app.sleep("nap", after=first, seconds=1)
+    app.step(after="nap")(wants_doc)
+    with pytest.raises(AppError, match="cannot take the output of 'nap'"):
+        app.build()
+
+
+def saga_app() -> Any:
+    import saga
+
+    app = saga.App("waits")
+    app.step()(first)
+    return app
