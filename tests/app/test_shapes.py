@@ -51,6 +51,8 @@ async def test_a_wait_parks_until_signalled_and_a_duplicate_is_a_no_op(
         assert saga.due_ms > time.time() * 1000 + 3_000_000  # the hour's timeout, in Redis
         top = cli_json(k, redis_url, "top", "--once", "--type", "reviews")
         assert top["timers"] == 1  # saga top counts the parked saga's timer
+        listed = cli_json(k, redis_url, "list", "--state", "waiting", "--type", "reviews")
+        assert [r["record_id"] for r in listed["sagas"]] == ["d1"]
         data = '{"by":"ann","title":"T1"}'
         out = cli_json(k, redis_url, "signal", "d1", "approved", "--data", data, "--id", "s1",
                        "--type", "reviews")  # fmt: skip
