@@ -77,7 +77,11 @@ redis.call('HSET', saga, 'state', STATE.WAITING, 'token', '', 'lease', 0, 'worke
            'wnext', next_step, 'wto', ARGV[8], 'wdef', ARGV[9], 'wundo', ARGV[10],
            'updated', now, 'op', op)
 index_state(6, record, STATE.RUNNING, STATE.WAITING, now)
-if tonumber(due) > 0 then redis.call('ZADD', waits, due, record) end
+if tonumber(due) > 0 then
+  redis.call('ZADD', waits, due, record)
+else  -- a timer of an earlier wait of this saga (re-run by an operator) is no longer its
+  redis.call('ZREM', waits, record)
+end
 history_append(hist, maxlen, {'e', 'waiting', 's', step, 'ep', epoch, 't', now, 'x', event,
                               'due', due, 'w', ARGV[13], 'op', op})
 return {RC.OK, STATE.WAITING, due}
