@@ -8,7 +8,8 @@ are kept, so zombies and re-sent parks are drawn too); a park with any claim eve
 fail or compensate); a signal with one of three ids and one of two events; the timer
 sweep (with a clock far ahead of the server's: the script re-checks by its own); cancel;
 an operator's retry from the wait; the grouper claimed and committed. Every rule
-predicts the script's reply from the model; after every rule the invariants below are checked against Redis:
+predicts the script's reply from the model; after every rule the invariants below are
+checked against Redis:
 
 - the saga's state and step are the model's; a waiting saga holds no token and no entry;
 - a waiting saga with a timer has its member in the partition's waits, due then;
