@@ -331,6 +331,11 @@ MUTANTS = {
         "if tonumber(s[5]) > now or due > now then return {RC.OK, s[1], 'not_due'} end",
         "",
     ),
+    "a re-run wait keeps an earlier timer": (
+        "park_wait.lua",
+        "  redis.call('ZREM', waits, record)\n",
+        "",
+    ),
     "a re-sent park parks again": (
         "park_wait.lua",
         "(s[1] == STATE.WAITING and s[2] == step and s[8] == token)",
@@ -367,13 +372,18 @@ def _scenario(m: WaitMachine, name: str) -> None:
         m.signal("r0", "s0", "approved")  # the same id: seen
     m.route()
     claim = m.claim_wait()
-    timer = "far" if name == "timer fired before it is due" else ""
+    timer = "far" if name in ("timer fired before it is due",
+                              "a re-run wait keeps an earlier timer") else ""  # fmt: skip
     m.park(claim, timer, "fail")
     m.redis_agrees_with_the_model()
     m.park(claim, timer, "fail")  # re-sent
     if timer:
         m.sweep()
     m.redis_agrees_with_the_model()
+    if name == "a re-run wait keeps an earlier timer":
+        m.retry("r0")
+        m.park(m.claim_wait(), "", "fail")  # no timer this time
+        m.redis_agrees_with_the_model()
 
 
 @pytest.mark.parametrize("mutant", list(MUTANTS), indirect=True)
