@@ -31,7 +31,7 @@ import msgspec
 
 from saga.app_chain import chain_order
 from saga.app_types import accepts, describe
-from saga.app_waits import parked, sleep_spec, wait_spec
+from saga.app_waits import parked, settle_waits, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
     AppError,
     CompensateFn,
@@ -232,15 +232,7 @@ class App:
             raise AppError(f"app {self._name!r} has two steps named {twice[0]!r}")
         edges = {d.name: self._after_name(d) for d in self._declared}
         specs = [_spec(by_name[n]) for n in chain_order(self._name, edges)]
-        for i, spec in enumerate(specs):
-            if spec.wait is None:
-                continue
-            if i + 1 == len(specs):
-                raise AppError(f"wait {spec.name!r} is the last step; declare the step after it")
-            if spec.wait.on_timeout == "continue":  # a sleep passes its input through
-                if i == 0:
-                    raise AppError(f"sleep {spec.name!r} cannot be the first step")
-                specs[i] = replace(spec, output_type=specs[i - 1].output_type)
+        specs = settle_waits(specs)
         for before, step in itertools.pairwise(specs):
             if (why := accepts(step.input_type, before.output_type)) is not None:
                 raise AppError(
@@ -295,13 +287,8 @@ def _check(d: _Declared) -> None:
 
 
 def _spec(d: _Declared) -> StepSpec:
-    if d.wait is not None:  # runs no code: takes anything, gives the signal's data
-        # a wait's fn is its data type; a sleep's output is its input's (set in build)
-        out = d.fn if isinstance(d.fn, type) else msgspec.Raw
-        return StepSpec(
-            name=d.name, fn=parked, input_type=msgspec.Raw, output_type=out, wait=d.wait,
-            calls_models=False,
-        )  # fmt: skip
+    if d.wait is not None:
+        return wait_step(d.name, d.fn, d.wait)
     input_type, output_type = io_types(d.name, d.fn)
     if d.compensate is not None:
         _check_compensate_types(d.name, d.compensate, input_type, output_type)

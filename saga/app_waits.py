@@ -19,11 +19,12 @@ Redis (state ``waiting``, no worker held), and a signal or the timer sweep moves
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from typing import Any
 
 import msgspec
 
-from saga.pipeline import AppError, WaitSpec
+from saga.pipeline import AppError, StepSpec, WaitSpec
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
 
@@ -90,3 +91,27 @@ def sleep_spec(owner: str, *, seconds: float | None, until_field: str) -> WaitSp
 def _check_timeout(owner: str, value: float | None) -> None:
     if value is not None and not (isinstance(value, int | float) and value > 0):
         raise AppError(f"{owner}: the time must be more than 0 seconds, not {value!r}")
+
+
+def wait_step(name: str, fn: Any, wait: WaitSpec) -> StepSpec:
+    """The StepSpec of a wait step: it runs no code, takes anything, and gives the
+    signal's data (``fn`` is the data type); a sleep's output is set by settle_waits."""
+    out = fn if isinstance(fn, type) else msgspec.Raw
+    return StepSpec(name=name, fn=parked, input_type=msgspec.Raw, output_type=out,
+                    wait=wait, calls_models=False)  # fmt: skip
+
+
+def settle_waits(specs: list[StepSpec]) -> list[StepSpec]:
+    """The chain with each sleep's output type its input's (it passes it through);
+    AppError for a wait that is the last step or a sleep that is the first."""
+    out = list(specs)
+    for i, spec in enumerate(out):
+        if spec.wait is None:
+            continue
+        if i + 1 == len(out):
+            raise AppError(f"wait {spec.name!r} is the last step; declare the step after it")
+        if spec.wait.on_timeout == "continue":
+            if i == 0:
+                raise AppError(f"sleep {spec.name!r} cannot be the first step")
+            out[i] = replace(spec, output_type=out[i - 1].output_type)
+    return out
