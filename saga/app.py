@@ -31,7 +31,15 @@ import msgspec
 
 from saga.app_chain import chain_order
 from saga.app_types import accepts, describe
-from saga.pipeline import AppError, CompensateFn, Pipeline, StepSpec, check_compensate
+from saga.app_waits import parked, settle_waits, sleep_spec, wait_spec, wait_step
+from saga.pipeline import (
+    AppError,
+    CompensateFn,
+    Pipeline,
+    StepSpec,
+    WaitSpec,
+    check_compensate,
+)
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
 from saga.state.keys import validate_type
@@ -41,6 +49,7 @@ if TYPE_CHECKING:
     from saga.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 After = str | Callable[..., Any] | None
 
 
@@ -61,6 +70,8 @@ class _Declared:
     deletes_pages: bool
     calls_models: bool = True
     warm: tuple[str, ...] = ()
+    wait: WaitSpec | None = None
+    """A wait step (``saga.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
 
 
 class App:
@@ -140,6 +151,68 @@ class App:
 
         return register
 
+    def wait(
+        self,
+        *,
+        event: str,
+        after: After = None,
+        name: str | None = None,
+        timeout: float | None = None,
+        on_timeout: str = "fail",
+        default: object = None,
+    ) -> Callable[[type[T]], type[T]]:
+        """Declare, on the signal's data type (a msgspec Struct), a wait step: the saga
+        parks there until ``saga signal <record> <event>`` / ``client.signal`` delivers
+        the event; its data is the output the next step (``after=`` the class) takes.
+        A signal that arrives earlier is kept until the saga gets here; the same signal
+        id twice is a no-op.
+
+        - ``name``: the step's name (default: the event's).
+        - ``timeout``: seconds from the park; then ``on_timeout`` decides: ``fail``
+          (dead-lettered at the wait), ``compensate`` (the committed steps are undone),
+          or ``default`` (go on with ``default=``, the data type's fields as a dict).
+        """
+
+        def register(cls: type[T]) -> type[T]:
+            step = name or event
+            owner = f"wait {step!r}"
+            spec = wait_spec(
+                owner, event=event, data=cls, timeout=timeout, on_timeout=on_timeout,
+                default=default,
+            )  # fmt: skip
+            self._add_wait(step, cls, after, spec)
+            return cls
+
+        return register
+
+    def sleep(
+        self,
+        name: str,
+        *,
+        after: After = None,
+        seconds: float | None = None,
+        until: str = "",
+    ) -> str:
+        """Declare a durable timer step named ``name``: the saga parks there (no worker
+        held, the timer in Redis) for ``seconds``, or until the time (epoch seconds) in
+        the field ``until`` of its input; then the next step takes the same input.
+        Returns ``name``, for the next step's ``after=``."""
+        spec = sleep_spec(f"sleep {name!r}", seconds=seconds, until_field=until)
+        self._add_wait(name, parked, after, spec)
+        return name
+
+    def _add_wait(self, step: str, fn: Any, after: After, spec: WaitSpec) -> None:
+        try:
+            validate_step(step)
+        except InvalidIdError as exc:
+            raise AppError(f"{exc}; name the wait with name=...") from None
+        d = _Declared(
+            name=step, fn=fn, after=after, retries=None, timeout=None, lease=None,
+            concurrency=None, backoff=None, compensate=None, loads_pages=False,
+            deletes_pages=False, calls_models=False, wait=spec,
+        )  # fmt: skip
+        self._declared.append(d)
+
     def pipeline(self, settings: Settings | None = None) -> Pipeline:
         """The checked chain of steps with ``SAGA_<STEP>_*`` applied (read from the
         environment when no settings are given). Raises AppError when it cannot run."""
@@ -159,6 +232,7 @@ class App:
             raise AppError(f"app {self._name!r} has two steps named {twice[0]!r}")
         edges = {d.name: self._after_name(d) for d in self._declared}
         specs = [_spec(by_name[n]) for n in chain_order(self._name, edges)]
+        specs = settle_waits(specs)
         for before, step in itertools.pairwise(specs):
             if (why := accepts(step.input_type, before.output_type)) is not None:
                 raise AppError(
@@ -213,6 +287,8 @@ def _check(d: _Declared) -> None:
 
 
 def _spec(d: _Declared) -> StepSpec:
+    if d.wait is not None:
+        return wait_step(d.name, d.fn, d.wait)
     input_type, output_type = io_types(d.name, d.fn)
     if d.compensate is not None:
         _check_compensate_types(d.name, d.compensate, input_type, output_type)

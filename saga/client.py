@@ -9,6 +9,7 @@ for a ``saga.App``; ``from_settings`` one for the document pipeline::
         events = await sagas.history("mr-2024-0001")
         await sagas.retry("mr-2024-0001", step="parser")
         await sagas.cancel("mr-2024-0001")
+        await sagas.signal("mr-2024-0001", "approved", data={"by": "ann"})  # @app.wait
         await sagas.accept_review("mr-2024-0001")   # a person checked the flagged results
         await sagas.set_budget("user-42", daily=5.0, monthly=50.0)   # LLM USD per UTC period
         status = await sagas.budget("user-42")       # budget, spend today / this month
@@ -27,7 +28,7 @@ import msgspec
 
 from saga.pipeline import Pipeline
 from saga.settings import Settings
-from saga.state import budgets, operator, partitions, reads, streams
+from saga.state import budgets, operator, partitions, reads, signals, streams
 from saga.state.budgets import BudgetStatus
 from saga.state.durability import check_durability
 from saga.state.errors import InvalidIdError
@@ -36,6 +37,7 @@ from saga.state.machine import StateMachine
 from saga.state.model import HistoryEvent, Saga, SagaState
 from saga.state.operator import CompensateResult, RetryResult
 from saga.state.requests import StartResult
+from saga.state.signals import SignalResult
 from saga.state.types import TypeInfo, register_type, type_info, type_names
 
 __all__ = ["SagaClient"]
@@ -240,6 +242,15 @@ class SagaClient:
 
     async def cancel(self, record_id: str, *, actor: str = "api") -> str:
         return await operator.cancel(self.sm, record_id, actor=actor)
+
+    async def signal(
+        self, record_id: str, event: str, *, data: Any = None, signal_id: str = ""
+    ) -> SignalResult:
+        """Deliver ``event`` to a saga's ``@app.wait``: ``data`` (a Struct or anything
+        msgspec encodes; None: ``{}``) becomes the wait's output. Sent before the saga
+        gets there, it is kept until it does; the same ``signal_id`` twice is a no-op."""
+        raw = data if isinstance(data, bytes) else msgspec.json.encode({} if data is None else data)
+        return await signals.signal(self.sm, record_id, event, data=raw, signal_id=signal_id)
 
     async def compensate(self, record_id: str, *, actor: str = "api") -> CompensateResult:
         """Stop the saga and undo its committed steps, latest first (``saga cancel

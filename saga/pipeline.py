@@ -34,6 +34,23 @@ class AppError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class WaitSpec:
+    """A wait step (``@app.wait``, ``app.sleep``): no user code runs there; its worker
+    parks the saga until a signal or its timer (``saga.state.signals``)."""
+
+    event: str
+    """The event it waits for; "" for a sleep (only the timer ends it)."""
+    timeout_s: float | None = None
+    """Seconds from the park to the timer; None: no timer (a wait for ever)."""
+    on_timeout: str = "fail"
+    """``fail`` | ``compensate`` | ``default`` (a wait) | ``continue`` (a sleep)."""
+    default: bytes = b""
+    """The wait's output (JSON) when its timer takes ``default``."""
+    until_field: str = ""
+    """A sleep until the time (epoch seconds) in this field of its input, not timeout_s."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepSpec:
     """Everything the executor needs to run one step."""
 
@@ -63,6 +80,8 @@ class StepSpec:
     warm: tuple[str, ...] = ()
     """Modules the step imports on its first attempt (heavy ones: ``"numpy"``): a worker
     running it imports them before it reports ready, so no saga waits on an import."""
+    wait: WaitSpec | None = None
+    """Set for a wait step: ``fn`` never runs, the claim parks the saga."""
 
     def __post_init__(self) -> None:
         validate_work(self.name)  # undo:<step> is the pseudo-step of a compensation

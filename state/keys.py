@@ -64,6 +64,7 @@ SHARED_INDEX = {
     SagaState.COMPENSATING: SagaState.RUNNING,
     SagaState.COMPENSATED: SagaState.CANCELLED,
     SagaState.COMPENSATION_FAILED: SagaState.FAILED,
+    SagaState.WAITING: SagaState.WAITING_RETRY,
 }
 """The compensation states share an index with a state of INDEXED (readers filter on
 the saga's own state, as for pending and running): no script's KEYS layout changed
@@ -196,6 +197,11 @@ class Keys:
         """Ready entries set aside because their user was at the cap (zset, score 0,
         member ``<user>|<ms>|<record>``: lexical order is per-user arrival order)."""
         return _step_key(self.prefix, self.saga_type, partition, step, "deferred")
+
+    def waits(self, partition: int) -> str:
+        """The timers of parked sagas (zset record -> due ms): a wait's timeout or a
+        sleep's end, promoted by the sweep (``saga.state.signals``)."""
+        return f"{self._p(partition)}:waits"
 
     # -- per partition indexes -----------------------------------------------
     def state_index(self, partition: int, state: SagaState) -> str:

@@ -25,6 +25,9 @@ class SagaState(StrEnum):
     """Every committed step with a compensation was undone."""
     COMPENSATION_FAILED = "compensation_failed"
     """A compensation failed for good: dead-lettered at its ``undo:<step>``."""
+    WAITING = "waiting"
+    """Parked at a wait (``@app.wait``: for a signal, or ``@app.sleep``: for its timer)
+    with no worker holding it; a signal or the timer sweep moves it on (state/signals)."""
 
     @property
     def terminal(self) -> bool:
@@ -81,6 +84,14 @@ class EventType(StrEnum):
     """The last flagged value was decided: the reviewed output replaced the step's, the
     machine's original is kept (``orig:<step>``, and the event's ``original``), and
     ``next_step`` re-runs on it in a new epoch."""
+    WAITING = "waiting"
+    """The saga parked at a wait (for its event, until its timer is due, or both)."""
+    SIGNAL_KEPT = "signal_kept"
+    """A signal arrived before the saga reached its wait: kept, consumed there."""
+    SIGNALLED = "signalled"
+    """A signal ended the wait (received then, or kept before); ``next_step`` runs on it."""
+    WAIT_TIMED_OUT = "wait_timed_out"
+    """The wait's timer was due: its declared path (``detail``) was taken."""
     COMPENSATING = "compensating"
     """Compensation began (a permanent failure, ``saga cancel --compensate``, or a
     retry of a failed compensation); ``next_step`` names the first undo, or is empty
@@ -122,6 +133,9 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     claimed_ms: int = 0
     """When the running attempt was claimed (history records it once it ends)."""
     due_ms: int = 0
+    """A retry's due time; while ``waiting``, its timer's (0: none)."""
+    wait_event: str = ""
+    """While ``waiting``: the event it waits for ("" for a sleep)."""
     entry: str = ""
     document: str = ""
     trace: str = ""

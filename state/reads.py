@@ -47,6 +47,7 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
         lease_until_ms=num(f.get("lease")),
         claimed_ms=num(f.get("claimed")),
         due_ms=num(f.get("due")),
+        wait_event=text(f.get("wev")),
         entry=text(f.get("entry")),
         document=text(f.get("doc")),
         trace=text(f.get("trace")),

@@ -79,6 +79,9 @@ SCRIPT_NAMES = (
     "fail_undo",
     "purge_record",
     "forget_user_costs",
+    "park_wait",
+    "signal_saga",
+    "time_out_wait",
 )
 
 

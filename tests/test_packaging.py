@@ -86,6 +86,8 @@ def test_public_api_is_pinned() -> None:
     assert {n for n in dir(saga.App) if not n.startswith("_")} == {
         "name",
         "step",
+        "wait",
+        "sleep",
         "build",
         "pipeline",
         "client",
@@ -98,6 +100,7 @@ def test_public_api_is_pinned() -> None:
         "history",
         "retry",
         "cancel",
+        "signal",
         "compensate",
         "accept_review",
         "set_budget",

@@ -134,6 +134,9 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
         head.append(("resumes", fmt_resume(saga.due_ms)))
     elif saga.state.value == "waiting_retry":
         head.append(("retry at", fmt_ms(saga.due_ms)))
+    elif saga.state.value == "waiting":
+        head.append(("awaits", f"signal {saga.wait_event!r}" if saga.wait_event else "timer"))
+        head.append(("timer", fmt_ms(saga.due_ms) if saga.due_ms else "none"))
     lines = [line for k, v in head for line in wrap(k, v or "-", columns)]
     headers, rows = layout(saga, events, now_ms, fancy=tty(), columns=columns)
     return "\n".join(lines) + "\n\n" + table(headers, rows, width=columns, shrink={})

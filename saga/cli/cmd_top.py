@@ -94,6 +94,8 @@ class Sample:
         self.steps, self.breakers, self.at, self.workers = steps, breakers, at, workers
         self.types = types or [DEFAULT_TYPE] * len(steps)
         self.default = DEFAULT_TYPE
+        self.timers = 0
+        """Sagas parked at a wait or sleep with a timer (the partitions' waits)."""
 
     def labels(self) -> list[str]:
         """``step`` for the default type, ``type/step`` for others (names may repeat)."""
@@ -124,6 +126,10 @@ async def sample(client: Any, keys: Any) -> Sample:
             stats = await queue_stats(client, k, steps, workers=found["workers"])
             found["steps"] += stats
             found["types"] += [k.saga_type] * len(stats)
+            pipe = client.pipeline(transaction=False)
+            for p in k.all_partitions():
+                pipe.zcard(k.waits(p))
+            found["timers"] = found.get("timers", 0) + sum(await pipe.execute())
 
     async def breakers() -> None:
         found["breakers"] = await read_all(client, keyses[0], list(NAMES))
@@ -131,9 +137,11 @@ async def sample(client: Any, keys: Any) -> Sample:
     async with anyio.create_task_group() as tg:
         tg.start_soon(queues)
         tg.start_soon(breakers)
-    return Sample(
+    got = Sample(
         found["steps"], found["breakers"], time.monotonic(), found["workers"], found["types"]
     )
+    got.timers = found.get("timers", 0)
+    return got
 
 
 def shown_steps(registered: list[str]) -> list[str]:
@@ -176,6 +184,7 @@ def document(cur: Sample, prev: Sample | None) -> Any:
         steps=steps,
         breakers=cur.breakers,
         workers=cur.workers,
+        timers=cur.timers,
     )
 
 
@@ -216,6 +225,8 @@ def render(cur: Sample, prev: Sample | None) -> str:
                    "workers"]  # fmt: skip
         headers = ["type", *headers] if typed else headers
         body = table(headers, rows)
+    if cur.timers:
+        body += f"\n\ntimers    {cur.timers} saga(s) parked at a wait or sleep with a due time"
     body += "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
     return body + _workers(cur.workers, typed=typed)
 

@@ -64,6 +64,7 @@ STATE_COLOURS = {
     "cancelled": "90",
     "running": "36",
     "waiting_retry": "33",
+    "waiting": "35",
     "pending": "37",
 }
 

@@ -25,6 +25,7 @@ COMMANDS = (
     "show",
     "retry",
     "cancel",
+    "signal",
     "list",
     "review",
     "dlq",

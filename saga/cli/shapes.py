@@ -30,6 +30,7 @@ from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
 from saga.state.repartition import MigrationReport
+from saga.state.signals import SignalResult
 
 SCHEMAS = Path(__file__).with_name("schemas")
 
@@ -190,6 +191,8 @@ class TopDocument(msgspec.Struct, kw_only=True):
     breakers: dict[str, BreakerStatus]
     workers: list[Presence]
     """Live workers (presence renewed within 15 s), most recently seen first."""
+    timers: int = 0
+    """Sagas parked at a wait or a sleep whose timer is set (``{p}:waits``)."""
 
 
 class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "to_day": "to"}):
@@ -293,6 +296,7 @@ SHAPES: dict[str, Any] = {
     "retry": RetryResult,
     "retry-bulk": BulkRetryDocument,
     "cancel": CancelResult,
+    "signal": SignalResult,
     "review-accept": ReviewAccepted,
     "review-show": ReviewView,
     "review-decide": DecideResult,

@@ -30,6 +30,7 @@ from saga.undo import next_undo
 from saga.worker.committer import Committer
 from saga.worker.context import AttemptContext, SeenDocuments
 from saga.worker.observer import Observer
+from saga.worker.parking import park_wait
 from saga.worker.ports import Ports
 from saga.worker.watchdog import Watchdog, Watched
 
@@ -89,6 +90,8 @@ class AttemptRunner:
             return outcome
 
     async def _attempt(self, spec: StepSpec, claim: Claim) -> Outcome | None:
+        if spec.wait is not None:  # a wait step runs no code: it parks the saga
+            return await park_wait(self, spec, claim)
         # The claim is in the saga hash (and its end event); at info this line doubled
         # the logging cost of every transition (measured by saga bench).
         log.debug("step_claimed", lease_until_ms=claim.lease_until_ms)

@@ -28,6 +28,8 @@ def user_caps(settings: Settings, specs: Sequence[_Step]) -> dict[str, tuple[int
     """Step -> (per-user cap, lease ms), for the steps that have a cap."""
     caps = {}
     for spec in specs:
+        if getattr(spec, "wait", None) is not None:
+            continue  # a wait step holds no worker: parking it takes no slot to hand on
         own = settings.for_step(spec.name).user_max_inflight
         cap = settings.user_max_inflight if own is None else own
         if cap > 0:

@@ -14,7 +14,7 @@ import anyio
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.state import presence, retention, streams
+from saga.state import presence, retention, signals, streams
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
 from saga.state.model import is_undo
@@ -93,7 +93,21 @@ class Upkeep:
                         self.promoted[spec.name] = self.promoted.get(spec.name, 0) + promoted
                     total += promoted
         await self.release_once()
+        await self.time_out_waits(int(now) + 50)
         return total
+
+    async def time_out_waits(self, now_ms: int) -> int:
+        """Take the declared path of every wait whose timer is due (a timeout, a sleep's
+        end): a partition's due ones in one round trip; the script re-checks each against
+        the server's clock. Returns how many moved."""
+        moved = 0
+        for p in self.keys.all_partitions():
+            paths = await signals.time_out_due(self.sm, p, now_ms)
+            done = sum(n for path, n in paths.items() if path not in ("not_due", "gone"))
+            if done:
+                log.info("waits_timed_out", partition=p, paths=paths)
+            moved += done
+        return moved
 
     async def release_once(self) -> int:
         """Send entries deferred by the per-user cap back to their streams as their users'

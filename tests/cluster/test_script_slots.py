@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from saga.state import budgets, operator, recovery, requeue, retention, streams
+from saga.state import budgets, operator, recovery, requeue, retention, signals, streams
 from saga.state import review as review_store
 from saga.state.errors import StepConflictError
 from saga.state.keys import GROUP, Keys
@@ -62,7 +62,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     """Every transition (SCRIPT_NAMES), run on the cluster: each call's KEYS are in one slot
     (a partition migration's two calls are in the old and the new partition's)."""
     rec = Recording(client)
-    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo"]
+    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo", "s-wait"]
     sm = await start_sagas(client, keys, rids)
     sm = StateMachine(rec, keys)
     for rid in ("s-late",):
@@ -106,6 +106,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     await compensations(sm, keys, by_rid["s-undo"])
     await review_and_purge(sm, rec, keys)
+    await waits(sm, keys, by_rid["s-wait"])
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -167,3 +168,18 @@ async def review_and_purge(sm: StateMachine, rec: Recording, keys: Keys) -> None
     erased = await purge_user(rec, [purger], "u-gone", apply=True)
     assert erased.ledger_fields  # forget_user_costs ran on its ledger
     assert (await purger.record("s-none", apply=True, user_id="u1")).refused == ""
+
+
+async def waits(sm: StateMachine, keys: Keys, claim: Any) -> None:
+    """A signal kept, a wait parked on the parser step, and its timer's sweep."""
+    await signals.signal(sm, claim.record_id, "approved", signal_id="kept")
+    await sm.commit(claim, CommitRequest(output=b"{}", next_step="parser", worker="w"))
+    p = keys.partition_of(claim.record_id)
+    reply = await sm.client.xreadgroup(GROUP, "w", {keys.ready(p, "parser"): ">"}, count=10)
+    pairs = [(i.decode(), f[b"rid"].decode()) for _, rows in reply or [] for i, f in rows]
+    wait = next(o.claim for o in await sm.claim(
+        "parser", p, pairs, worker="w", lease_ms=60_000, max_lease_expiries=3
+    ) if o.claim is not None)  # fmt: skip
+    plan = signals.WaitPlan(event="other", next_step="grouper", due_ms=1, on_timeout="compensate")
+    await signals.park(sm, wait, plan, worker="w")
+    assert await signals.time_out_due(sm, p, 10**15) == {"compensate": 1}

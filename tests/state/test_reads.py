@@ -80,11 +80,16 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         EventType.CANCELLED,
     ]
     # 'compensating' reads back in test_compensation (it needs a compensable step), the
-    # review decisions in test_review_decide (they need a completed, flagged saga).
+    # review decisions in test_review_decide (they need a completed, flagged saga), the
+    # waits' in test_shapes_wait (they need a wait step).
     assert set(EventType) - {e.event for e in events} == {
         EventType.COMPENSATING,
         EventType.REVIEW_DECIDED,
         EventType.REVIEW_COMPLETED,
+        EventType.WAITING,
+        EventType.SIGNAL_KEPT,
+        EventType.SIGNALLED,
+        EventType.WAIT_TIMED_OUT,
     }
     reclaim = events[3]
     assert (reclaim.attempt, reclaim.previous_attempt, reclaim.previous_worker) == (2, 1, "w-a")
