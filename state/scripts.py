@@ -79,6 +79,8 @@ SCRIPT_NAMES = (
     "fail_undo",
     "purge_record",
     "forget_user_costs",
+    "reserve_budget",
+    "lapse_holds",
 )
 
 
