@@ -75,11 +75,13 @@ async def test_a_spent_budget_parks_without_a_call_and_a_raise_wakes_it(
     spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys, redis_url: str,
     provider: Stub,
 ) -> None:  # fmt: skip
-    """Under a budget smaller than one call: the first call goes through, the next saga of
+    """Under a budget smaller than one call's real cost (but not its estimate: answers are
+    held at SAGA_LLM_MAX_TOKENS=1000, and the model reports more prompt tokens than were
+    sent): the first call goes through, the next saga of
     that user parks (reason budget, attempt refunded, due at the next UTC day, no call)
     and shows so in show/list/top/budget show/metrics, while another user's runs; raising
     the budget wakes it at once; retry re-runs it (and it parks again while spent)."""
-    worker = spawn("router", "parser", "grouper", **llm_env(provider))
+    worker = spawn("router", "parser", "grouper", **llm_env(provider, SAGA_LLM_MAX_TOKENS="1000"))
     await worker.wait_ready(within=60)
     assert cli(keys, redis_url, "budget", "set", "u1", "--daily", "0.001").returncode == 0
     tag = uuid.uuid4().hex[:6]
