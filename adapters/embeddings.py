@@ -33,7 +33,7 @@ parser, nor an LLM outage cost the grouper its embeddings) and are retryable,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +44,7 @@ import structlog
 
 from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
+from saga.adapters.budget_estimate import embedding_estimate
 from saga.adapters.embedding_replies import (
     decode_vector,
     encode_vector,
@@ -52,7 +53,6 @@ from saga.adapters.embedding_replies import (
 )
 from saga.adapters.llm import CostMeter
 from saga.adapters.llm_replies import cost_of
-from saga.adapters.budget_estimate import embedding_estimate
 from saga.adapters.provider_calls import ProviderCalls, Reserve, request
 from saga.state.keys import Keys
 from saga.steps.context import Embeddings

@@ -86,9 +86,9 @@ class ProviderCalls:
     ) -> Secret:
         """The budget reserved, the user's key fetched and the breaker asked, in that order.
         A hold made is named in ``held`` (its id): the attempt's commit or fail settles it."""
-        if self.budget is not None:
-            if await self.budget(hold_id, estimate or _free) and held is not None:
-                held.append(hold_id)
+        held_now = self.budget is not None and await self.budget(hold_id, estimate or _free)
+        if held_now and held is not None:
+            held.append(hold_id)
         key = await self.api_key.get()
         if self.breaker is not None:
             await self.breaker.before_call()
