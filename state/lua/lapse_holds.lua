@@ -31,7 +31,8 @@ for i = 1, 64 do
     local token = string.match(v, '^[^|]*|[^|]*|([^|]*)|')
     local s = redis.call('HMGET', KEYS[3 + i], 'state', 'token', 'lease')
     local lease = tonumber(s[3]) or 0
-    if s[1] == STATE.RUNNING and s[2] == token and lease > now then
+    local live = s[1] == STATE.RUNNING or s[1] == STATE.COMPENSATING  -- a step's or an undo's
+    if live and token ~= '' and s[2] == token and lease > now then
       redis.call('ZADD', KEYS[2], lease, id)
       extended = extended + 1
     else

@@ -5,7 +5,8 @@
 -- call's real cost releases the hold (includes/holds); a hold of an attempt that never
 -- finished lapses with its lease (lapse_holds, the maintenance sweep).
 --
--- KEYS[1]  saga hash (fenced: only the running attempt holding ARGV[1] may reserve)
+-- KEYS[1]  saga hash (fenced: only the live attempt holding ARGV[1], a step's or an
+--          undo's, may reserve)
 -- KEYS[2]  this partition's holds        {p}:holds
 -- KEYS[3]  this partition's hold deadlines {p}:holds:due
 -- KEYS[4..3+m]      month's spend per user {p}:spend:<yyyy-mm> of every partition and
@@ -40,7 +41,9 @@ if m > 256 then return redis.error_reply('reserve_budget: at most 256 spend keys
 
 local s = redis.call('HMGET', saga, 'state', 'token', 'rid')
 if not s[1] then return {RC.NOT_FOUND} end
-if s[1] ~= STATE.RUNNING or s[2] ~= token then return {RC.LEASE_LOST, s[1]} end
+-- A step's attempt runs in 'running', an undo's in 'compensating': either holds the token.
+local live = s[1] == STATE.RUNNING or s[1] == STATE.COMPENSATING
+if not live or token == '' or s[2] ~= token then return {RC.LEASE_LOST, s[1]} end
 
 -- What lies outside KEYS (other slots of a cluster) counts as spend.
 local spent_day, spent_month, held = tonumber(ARGV[10]) or 0, tonumber(ARGV[11]) or 0, 0
