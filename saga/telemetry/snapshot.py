@@ -19,6 +19,7 @@ from saga.adapters.breaker import BreakerStatus, read_all
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import Keys
 from saga.state.queries import StepStats, oldest_waiting_ms, queue_stats
+from saga.telemetry.budget_metrics import BudgetSnapshot
 
 log = structlog.get_logger("saga.telemetry")
 
@@ -42,6 +43,8 @@ class QueueSnapshot:
         """Per (type, step), the age of its oldest entry waiting for a worker (by the
         server's clock)."""
         self.at = 0.0
+        self.budget = BudgetSnapshot()
+        """Budget holds lapsed and (opt-in) each budgeted user's numbers."""
 
     def rows(self) -> list[tuple[str, StepStats]]:
         return list(zip(self.types, self.steps, strict=True))
@@ -69,6 +72,7 @@ class QueueSnapshot:
         now_ms = int(secs) * 1000 + int(micros) // 1000
         shared = types[0][0] if types else None  # breakers are shared by every type
         got = await read_all(client, shared, list(breakers)) if breakers and shared else {}
+        await self.budget.refresh(client, [k for k, _ in types])
         self.steps, self.types, self.breakers, self.at = found, names, got, time.monotonic()
         self.oldest_age_s = {k: max(now_ms - ms, 0) / 1000 for k, ms in oldest.items()}
 
