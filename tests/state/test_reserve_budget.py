@@ -153,3 +153,35 @@ async def test_a_rerun_of_the_same_call_takes_over_the_hold(
     assert await _held(redis, keys) == pytest.approx(0.5)
     await sm.commit(c2, CommitRequest(output=b"{}", cost=0.3, cost_keys=(hold.hold_id,)))
     assert (await _held(redis, keys), await _spent(redis, keys)) == (0.0, pytest.approx(0.3))
+
+
+async def test_an_undo_attempt_reserves_and_its_commit_or_fail_settles(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """Calls inside a compensation hold the same way: the undo attempt (the saga is
+    'compensating') reserves; fail_undo settles one attempt's hold, commit_undo the next's."""
+    from saga.state.streams import ensure_groups
+
+    await ensure_groups(redis, keys, ["undo:router"])
+    await sm.start("r1", "u1", "router")
+    c = await claim_next(sm, "router", "w")
+    await sm.commit(c, CommitRequest(output=b"{}", next_step="parser"))
+    c = await claim_next(sm, "parser", "w")
+    dead = FailRequest(action=FailAction.DEAD, error_class="E", error_message="m",
+                       undo=("router",))  # fmt: skip
+    assert (await sm.fail(c, dead)).state == "compensating"
+    undo = await claim_next(sm, "undo:router", "w-u", prev_step="_input")
+    hold = _hold(keys, undo, 0.25)
+    assert await budget_holds.reserve(redis, keys, [keys], hold, Budget(daily=1.0)) is None
+    assert await _held(redis, keys) == 0.25
+    retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="m", cost=0.1,
+                        cost_keys=(hold.hold_id,))  # fmt: skip
+    await sm.fail(undo, retry)
+    assert (await _held(redis, keys), await _spent(redis, keys)) == (0.0, pytest.approx(0.1))
+    await redis.zadd(keys.delayed(0, "undo:router"), {"r1": 0})
+    await sm.promote("undo:router", 0, ["r1"])
+    undo = await claim_next(sm, "undo:router", "w-u", prev_step="_input")
+    hold = _hold(keys, undo, 0.25, n=1)
+    assert await budget_holds.reserve(redis, keys, [keys], hold, Budget(daily=1.0)) is None
+    await sm.commit(undo, CommitRequest(output=b"{}", cost=0.05, cost_keys=(hold.hold_id,)))
+    assert (await _held(redis, keys), await _spent(redis, keys)) == (0.0, pytest.approx(0.15))
