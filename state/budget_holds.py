@@ -60,7 +60,7 @@ def held_pipeline(pipe: Any, keyspaces: Sequence[Keys], user_id: str) -> int:
 
 
 def sum_held(replies: Sequence[Any]) -> float:
-    return round(sum(float(r) for r in replies if r), 9)
+    return round(sum((float(r) for r in replies if r), 0.0), 9)
 
 
 async def held_of(client: Any, keyspaces: Sequence[Keys], users: Sequence[str]) -> dict[str, float]:

@@ -185,3 +185,16 @@ async def test_an_undo_attempt_reserves_and_its_commit_or_fail_settles(
     assert await budget_holds.reserve(redis, keys, [keys], hold, Budget(daily=1.0)) is None
     await sm.commit(undo, CommitRequest(output=b"{}", cost=0.05, cost_keys=(hold.hold_id,)))
     assert (await _held(redis, keys), await _spent(redis, keys)) == (0.0, pytest.approx(0.15))
+
+
+async def test_budget_show_counts_what_is_held_against_what_is_left(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """``statuses`` (saga budget show, the console, the API) carries the user's holds."""
+    from saga.state import budgets
+
+    await budgets.set_budget(redis, keys, "u1", Budget(daily=1.0))
+    [c] = await _running(sm, "r1")
+    await budget_holds.reserve(redis, keys, [keys], _hold(keys, c, 0.25), Budget(daily=1.0))
+    [status] = await budgets.statuses(redis, keys, "u1")
+    assert (status.reserved_usd, status.spent_today_usd, status.exceeded) == (0.25, 0.0, "")
