@@ -39,8 +39,9 @@ def words(text: str) -> str:
 async def test_a_viewer_sees_spend_left_over_and_parked_but_no_controls(
     sm: StateMachine, console: RunningConsole, tokens: dict[Role, str], redis: Any, keys: Keys
 ) -> None:
-    """Each budgeted user is a row: limits, spend, what is held (reserved), what is left, over until the next UTC
-    midnight, the budget-parked sagas (linked to the list); no set form or clear link."""
+    """Each budgeted user is a row: limits, spend, what is held (reserved), what is left,
+    over until the next UTC midnight, the budget-parked sagas (linked to the list); no set
+    form or clear link."""
     await two_users(sm, redis, keys)
     async with console.client() as http:
         await sign_in(http, tokens[Role.VIEWER])
