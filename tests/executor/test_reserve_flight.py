@@ -82,8 +82,8 @@ async def one_run(spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys,
     """One run of the scenario; returns its figures (overshoot in USD, counts)."""
     env = _env(provider)
     a, b = spawn("router", **env), spawn("router", **env)
-    await a.wait_ready(within=90)
-    await b.wait_ready(within=90)
+    await a.wait_ready(within=300)
+    await b.wait_ready(within=300)
     user = f"flood-{uuid.uuid4().hex[:6]}"
     assert cli(keys, redis_url, "budget", "set", user, "--daily", str(BUDGET)).returncode == 0
     rids = [f"llm-0-{user}-{i:03d}" for i in range(SAGAS)]
