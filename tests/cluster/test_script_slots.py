@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from saga.state import budgets, operator, recovery, requeue, retention, streams
+from saga.state import budget_holds, budgets, operator, recovery, requeue, retention, streams
+from saga.state.budget_holds import HoldRequest
+from saga.state.budgets import Budget
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import FailAction
@@ -75,6 +77,10 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
             by_rid[out.claim.record_id] = out.claim
     await sm.heartbeat(by_rid["s-commit"], worker="w", lease_ms=60_000)
     llm = keys.llm_cache("s-commit", "router", "e1-abc")
+    c = by_rid["s-commit"]
+    hold = HoldRequest(record_id=c.record_id, user_id=c.user_id, token=c.token, hold_id=llm,
+                       usd=0.01, deadline_ms=c.lease_until_ms)  # fmt: skip
+    await budget_holds.reserve(rec, keys, [keys], hold, Budget(daily=1.0), cluster=True)
     await client.set(llm, b'{"cost": 0.01}', ex=60)
     done = CommitRequest(output=b"{}", next_step="parser", worker="w", review="check",
                          cost_keys=(llm,))  # fmt: skip
@@ -102,6 +108,9 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await sm.release_deferred("router", p_raw, cap=1, lease_ms=60_000, most=10, idle=True)
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     await compensations(sm, keys, by_rid["s-undo"])
+    await client.zadd(keys.holds_due(p_raw), {"gone-hold": 0})
+    await client.hset(keys.holds(p_raw), "gone-hold", f"u1|0.5|1:1|{gone}")
+    await budget_holds.lapse_holds(rec, keys, p_raw)
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
