@@ -67,12 +67,14 @@ if old then
   return {RC.DUPLICATE, fmt(month)}
 end
 -- Monthly first (it lasts longer), as over_budget in state/budgets.py. A limit is
--- passed when spend + holds + this call would exceed it: an exact fit is allowed.
+-- passed when spend + holds + this call would exceed it (an exact fit is allowed), or
+-- spend + holds already reach it (a call estimated at $0, a model litellm cannot price,
+-- still parks at a spent or a zero budget).
 local limits = {{'monthly', tonumber(ARGV[8]), spent_month, month},
                 {'daily', tonumber(ARGV[7]), spent_day, day}}
 for i = 1, 2 do
   local l = limits[i]
-  if l[2] and l[4] + amount > l[2] + 1e-12 then
+  if l[2] and (l[4] >= l[2] or l[4] + amount > l[2] + 1e-12) then
     return {RC.OVER_BUDGET, l[1], fmt(l[3]), fmt(l[4] - l[3]), fmt(l[2])}
   end
 end

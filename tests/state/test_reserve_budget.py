@@ -198,3 +198,13 @@ async def test_budget_show_counts_what_is_held_against_what_is_left(
     await budget_holds.reserve(redis, keys, [keys], _hold(keys, c, 0.25), Budget(daily=1.0))
     [status] = await budgets.statuses(redis, keys, "u1")
     assert (status.reserved_usd, status.spent_today_usd, status.exceeded) == (0.25, 0.0, "")
+
+
+async def test_a_call_estimated_at_nothing_still_parks_at_a_zero_or_spent_budget(
+    sm: StateMachine, keys: Keys, redis: Any
+) -> None:
+    """A model litellm cannot price holds $0: a zero budget still stops it."""
+    [c] = await _running(sm, "r1")
+    over = await budget_holds.reserve(redis, keys, [keys], _hold(keys, c, 0.0), Budget(daily=0.0))
+    assert over is not None and over.period == "daily"
+    assert await budget_holds.reserve(redis, keys, [keys], _hold(keys, c, 0.0), Budget()) is None

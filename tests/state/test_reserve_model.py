@@ -29,7 +29,7 @@ MUTANTS = {
     ),
     "no budget check": (
         "reserve_budget.lua",
-        "if l[2] and l[4] + amount > l[2] + 1e-12 then",
+        "if l[2] and (l[4] >= l[2] or l[4] + amount > l[2] + 1e-12) then",
         "if false then",
     ),
 }
