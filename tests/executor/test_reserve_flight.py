@@ -95,7 +95,15 @@ async def one_run(spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys,
         return provider.count("/v1/chat/completions") - before >= 6
 
     await wait_until(mid_call, within=60, what="calls in flight")
-    a.kill()  # SIGKILL: its calls in flight are never answered to it, nor settled by it
+    # SIGKILL the worker running more of the calls: they are never answered to it, nor
+    # settled by it (a worker's name carries its pid).
+    pipe = redis.pipeline(transaction=False)
+    for rid in rids:
+        pipe.hmget(keys.saga(rid), ["state", "worker"])
+    running = [text(w) for st, w in await pipe.execute() if text(st) == "running"]
+    mine = {w: sum(f"-{w.proc.pid}-" in n for n in running) for w in (a, b)}
+    victim, survivor = (a, b) if mine[a] >= mine[b] else (b, a)
+    victim.kill()
 
     async def settled() -> bool:
         # Past the router, or parked for the day: the budget has no room for another call.
@@ -114,7 +122,7 @@ async def one_run(spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys,
     answers = await _billed_answers(redis, keys, rids)
     figures = {"budget": BUDGET, "spent": round(spent, 9), "overshoot": round(spent - BUDGET, 9),
                "passed": len(passed), "parked": SAGAS - len(passed), "held_left": held,
-               "lapsed": lapsed.released,
+               "lapsed": lapsed.released, "killed_in_flight": max(mine.values()),
                "calls": provider.count("/v1/chat/completions") - before}  # fmt: skip
     print(json.dumps(figures))
     assert spent <= BUDGET + 1e-9, figures  # honest answers: no estimate error to pass by
@@ -122,6 +130,7 @@ async def one_run(spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys,
     assert spent == pytest.approx(sum(costs)) == pytest.approx(sum(answers)), figures
     assert len(answers) == len(passed), "one billed answer per saga past the router"
     assert 0 < len(passed) < SAGAS, figures
+    assert figures["killed_in_flight"] > 0, "the kill must hit calls in flight"
 
     raised = cli(keys, redis_url, "budget", "set", user, "--daily", "1")
     assert raised.returncode == 0, raised.stderr
@@ -135,7 +144,7 @@ async def one_run(spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys,
     answers = await _billed_answers(redis, keys, rids)
     assert len(answers) == SAGAS
     assert status["spent_today_usd"] == pytest.approx(sum(answers))
-    b.kill()
+    survivor.kill()
     return figures
 
 
