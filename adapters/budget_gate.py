@@ -1,17 +1,20 @@
-"""The budget check before a model call: park the step when the user's spend has reached
-their budget (``saga budget set``), without calling the model or spending the attempt.
+"""The budget before a model call: hold the call's worst-case cost against the user's
+budget (``reserve``), or park the step when it does not fit (``saga budget set``),
+without calling the model or spending the attempt. The attempt's commit or fail settles
+the hold (docs/budgets.md, "Reserve, then settle").
 
 Cheap when nobody has a budget: whether any budget exists is read at most once per
 ``refresh_s`` (one HLEN), so the hot path of a deployment without budgets makes no
 extra round trip. With budgets, each model call first reads the user's budget and
 spend (one pipeline: HGET plus one HMGET per partition and saga type).
 
-Consistency bound: spend is counted when an attempt commits or fails, and every model
-call is checked just before it is made, so once a user's counter reaches the budget no
-new call starts. The overshoot is at most what the attempts already past their check
-cost — attempts in flight when the budget was reached x the most one attempt costs —
-plus, right after the very first budget of the keyspace is set, the calls started
-within ``refresh_s`` (before the workers noticed that budgets exist).
+Consistency bound: every call holds its worst case before it is made, in one script
+that counts the spend and every hold in flight, so the calls in flight can together
+never pass the budget; what can is a call whose real cost exceeds its estimate (a
+provider's price differing from litellm's map). Right after the very first budget of
+the keyspace is set, calls started within ``refresh_s`` (before the workers noticed that
+budgets exist) hold nothing. ``check`` is the older spend-only check, kept for callers
+without an attempt.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ from typing import Any
 
 import structlog
 
-from saga.state import budgets
+from saga.adapters.provider_calls import Estimate
+from saga.state import budget_holds, budgets
+from saga.state.budget_holds import HoldRequest
 from saga.state.keys import Keys
+from saga.state.model import Claim
 from saga.state.types import type_names
 from saga.steps.errors import BudgetExceededError
 
@@ -40,8 +46,13 @@ class BudgetGate:
         *,
         refresh_s: float = 5.0,
         clock: Callable[[], float] = time.time,
+        cluster: bool = False,
+        on_hold: Callable[[str, float], None] | None = None,
     ) -> None:
+        """``cluster``: Redis Cluster (a script sees one slot: see state/budget_holds);
+        ``on_hold(step, usd)`` is told of every hold made (the worker's metrics)."""
         self.client, self.keys, self.refresh_s, self.clock = client, keys, refresh_s, clock
+        self.cluster, self.on_hold = cluster, on_hold
         self._until = 0.0
         self._on = False
         self._keyspaces: list[Keys] = [keys]
@@ -77,3 +88,45 @@ class BudgetGate:
             resumes_at=int(found.resumes_at),
         )
         raise BudgetExceededError(user_id, found.period, found.spent, found.limit, found.resumes_at)
+
+    async def reserve(self, claim: Claim, hold_id: str, estimate: Estimate) -> bool:
+        """Hold a call's worst case (``estimate()``, asked only when the user has a
+        budget) for ``claim``'s attempt under ``hold_id``. True: held (the attempt's
+        commit or fail settles it); False: no budget; BudgetExceededError: it does not
+        fit (the step parks)."""
+        now = self.clock()
+        if now >= self._until:
+            await self._refresh(now)
+        if not self._on:
+            return False
+        raw = await self.client.hget(self.keys.budgets(), claim.user_id)
+        if raw is None:
+            return False
+        usd = await estimate()
+        req = HoldRequest(
+            record_id=claim.record_id,
+            user_id=claim.user_id,
+            token=claim.token,
+            hold_id=hold_id,
+            usd=usd,
+            deadline_ms=claim.lease_until_ms,
+        )
+        found = await budget_holds.reserve(
+            self.client, self.keys, self._keyspaces, req, budgets.decode(raw),
+            now=now, cluster=self.cluster,
+        )  # fmt: skip
+        if found is None:
+            if self.on_hold is not None:
+                self.on_hold(claim.step, usd)
+            return True
+        _log.warning(
+            "budget_exceeded",
+            period=found.period,
+            spent_usd=found.spent,
+            budget_usd=found.limit,
+            estimate_usd=round(usd, 9),
+            resumes_at=int(found.resumes_at),
+        )
+        raise BudgetExceededError(
+            claim.user_id, found.period, found.spent, found.limit, found.resumes_at, usd
+        )

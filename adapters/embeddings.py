@@ -33,16 +33,18 @@ parser, nor an LLM outage cost the grouper its embeddings) and are retryable,
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import anyio.to_thread
 import msgspec
 import structlog
 
 from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
+from saga.adapters.budget_estimate import embedding_estimate
 from saga.adapters.embedding_replies import (
     decode_vector,
     encode_vector,
@@ -51,7 +53,7 @@ from saga.adapters.embedding_replies import (
 )
 from saga.adapters.llm import CostMeter
 from saga.adapters.llm_replies import cost_of
-from saga.adapters.provider_calls import ProviderCalls, request
+from saga.adapters.provider_calls import ProviderCalls, Reserve, request
 from saga.state.keys import Keys
 from saga.steps.context import Embeddings
 from saga.telemetry import tracing
@@ -112,7 +114,7 @@ class LiteLLMEmbedder:
         api_key: KeyProvider,
         meter: CostMeter,
         breaker: CircuitBreaker | None = None,
-        budget: Callable[[], Awaitable[None]] | None = None,
+        budget: Reserve | None = None,
     ) -> None:
         self.config = config
         self.meter = meter
@@ -157,7 +159,7 @@ class LiteLLMEmbedder:
         missing = [t for t in unique if vectors[t] is None]
         cost = 0.0
         if missing:
-            fresh, cost, tokens = await self._paid(missing)
+            fresh, cost, tokens = await self._paid(missing, unique)
             vectors.update(fresh)
             await self._remember(unique, fresh, cost, tokens)
         found = [vectors[t] or [] for t in texts]
@@ -222,8 +224,16 @@ class LiteLLMEmbedder:
         except Exception as exc:  # a lost cache entry costs a call later, never a result
             _log.warning("embedding_cache_write_failed", error=type(exc).__name__)
 
-    async def _paid(self, missing: Sequence[str]) -> tuple[dict[str, list[float]], float, int]:
-        key = await self._calls.key_to_pay()  # the budget first (docs/budgets.md)
+    async def _paid(
+        self, missing: Sequence[str], unique: Sequence[str]
+    ) -> tuple[dict[str, list[float]], float, int]:
+        # The budget first (docs/budgets.md): the worst case held under this attempt's
+        # receipt key, which its commit or fail passes (and so settles the hold by).
+        key = await self._calls.key_to_pay(
+            self._receipt_key(unique, self._attempt),
+            lambda: anyio.to_thread.run_sync(embedding_estimate, self.model, list(missing)),
+            self.meter.holds,
+        )
         fresh: dict[str, list[float]] = {}
         cost, tokens = 0.0, 0
         for start in range(0, len(missing), self.config.batch):

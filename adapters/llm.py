@@ -25,7 +25,7 @@ provider errors echo prompts. litellm is imported on first use, in a thread
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -38,7 +38,7 @@ from saga.adapters.billing import KeyProvider, Secret
 from saga.adapters.breaker import CircuitBreaker
 from saga.adapters.llm_models import load_litellm, model_tokenizer
 from saga.adapters.llm_replies import completion
-from saga.adapters.provider_calls import ProviderCalls, request
+from saga.adapters.provider_calls import ProviderCalls, Reserve, request
 from saga.state.keys import Keys
 from saga.steps.context import Completion, Tokenizer
 from saga.telemetry import tracing
@@ -68,6 +68,16 @@ class CostMeter:
     inherited: float = 0.0
     """Cost of cached answers no attempt has billed yet (one killed after paying):
     this attempt's commit or fail bills them, so its metrics count them."""
+    holds: list[str] = field(default_factory=list)
+    """Budget holds this attempt made (each call's cache key): its commit or fail releases
+    them, with the real cost of the calls that were paid."""
+
+    def settle_keys(self) -> list[str]:
+        """The keys the commit or fail is given: answers used, then holds of calls that
+        left no answer (a provider error); a key appears once."""
+        if not self.holds:
+            return list(self.cache_keys)
+        return list(dict.fromkeys([*self.cache_keys, *self.holds]))
 
     @property
     def billed(self) -> float:
@@ -97,6 +107,9 @@ class LLMConfig:
     """More ``acompletion`` kwargs, e.g. ``{"mock_response": "{}"}`` offline."""
     max_input_tokens: int = 0
     """The model's window in tokens; 0 takes it from litellm's model map."""
+    max_tokens: int = 0
+    """Most tokens an answer may have (sent as ``max_tokens``); 0 sends none. A budget
+    holds this many output tokens per call (the model's most when 0)."""
 
 
 class _Cached(msgspec.Struct, frozen=True):
@@ -126,7 +139,7 @@ class LiteLLMClient:
         meter: CostMeter,
         breaker: CircuitBreaker | None = None,
         epoch: int = 1,
-        budget: Callable[[], Awaitable[None]] | None = None,
+        budget: Reserve | None = None,
     ) -> None:
         self.config = config
         self.meter = meter
@@ -192,8 +205,11 @@ class LiteLLMClient:
                 completion_tokens=cached.completion_tokens,
                 cached=True,
             )
-        # The budget before anything is paid (a spent one parks the saga), then the key.
-        key = await self._calls.key_to_pay()
+        # The budget before anything is paid (the call's worst case held, or the saga
+        # parked when it does not fit), then the key.
+        key = await self._calls.key_to_pay(
+            cache_key, lambda: self._estimate(messages), self.meter.holds
+        )
         completion = await self._call(key, messages, json_mode)
         self.meter.add(completion.cost, completion.prompt_tokens, completion.completion_tokens)
         sealer = self._keys.sealer  # the answer may quote the pages: sealed like them
@@ -223,6 +239,16 @@ class LiteLLMClient:
         )
         return completion
 
+    async def _estimate(self, messages: Sequence[dict[str, str]]) -> float:
+        """The call's worst case: prompt tokens x input price + max answer x output price."""
+        from saga.adapters.budget_estimate import completion_estimate
+
+        tokenizer = await self.tokenizer()
+        answer = self.config.max_tokens or tokenizer.max_output_tokens
+        return await anyio.to_thread.run_sync(
+            completion_estimate, self.config.model, list(messages), answer
+        )
+
     def _digest(self, messages: Sequence[dict[str, str]], purpose: str, json_mode: bool) -> str:
         """The epoch, then what the answer depends on: a retry's new epoch asks again."""
         body = msgspec.json.encode(
@@ -234,6 +260,8 @@ class LiteLLMClient:
         self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
     ) -> Completion:
         payload: dict[str, Any] = {"messages": list(messages)}
+        if self.config.max_tokens:
+            payload["max_tokens"] = self.config.max_tokens
         if json_mode:
             payload["response_format"] = {"type": "json_object"}
         model = self.config.model

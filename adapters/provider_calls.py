@@ -28,6 +28,13 @@ _log = structlog.get_logger("saga.llm")
 
 T = TypeVar("T")
 
+Estimate = Callable[[], Awaitable[float]]
+"""A call's worst-case cost in USD, computed only when a budget needs it."""
+Reserve = Callable[[str, Estimate], Awaitable[bool]]
+"""``reserve(hold_id, estimate)``: hold the call's worst case against the user's budget
+(True: held, its commit or fail settles it; False: no budget to hold against), or raise
+BudgetExceededError (``saga.adapters.budget_gate``)."""
+
 
 class Endpoint(Protocol):
     """What a deployment configures of a provider API (LLMConfig, EmbeddingConfig)."""
@@ -51,12 +58,16 @@ def request(endpoint: Endpoint, **payload: Any) -> dict[str, Any]:
     return kwargs
 
 
+async def _free() -> float:
+    return 0.0
+
+
 class ProviderCalls:
     """Calls of one attempt to one provider API, with the user's key and the shared breaker.
 
     ``label`` names the API in error messages (``LLM``, ``embedding``), ``failed_event``
-    is the log event of a failed call; ``budget`` raises BudgetExceededError when the
-    user may not call a model now."""
+    is the log event of a failed call; ``budget`` reserves the call's worst case against
+    the user's budget, or raises BudgetExceededError when it does not fit."""
 
     def __init__(
         self,
@@ -65,15 +76,19 @@ class ProviderCalls:
         *,
         api_key: KeyProvider,
         breaker: CircuitBreaker | None,
-        budget: Callable[[], Awaitable[None]] | None,
+        budget: Reserve | None,
     ) -> None:
         self.label, self.failed_event = label, failed_event
         self.api_key, self.breaker, self.budget = api_key, breaker, budget
 
-    async def key_to_pay(self) -> Secret:
-        """The budget checked, the user's key fetched and the breaker asked, in that order."""
-        if self.budget is not None:
-            await self.budget()
+    async def key_to_pay(
+        self, hold_id: str = "", estimate: Estimate | None = None, held: list[str] | None = None
+    ) -> Secret:
+        """The budget reserved, the user's key fetched and the breaker asked, in that order.
+        A hold made is named in ``held`` (its id): the attempt's commit or fail settles it."""
+        held_now = self.budget is not None and await self.budget(hold_id, estimate or _free)
+        if held_now and held is not None:
+            held.append(hold_id)
         key = await self.api_key.get()
         if self.breaker is not None:
             await self.breaker.before_call()

@@ -44,10 +44,13 @@ class DefaultPorts:
             timeout_s=settings.llm_timeout_s,
             extra=extra,
             max_input_tokens=settings.llm_max_input_tokens,
+            max_tokens=settings.llm_max_tokens,
         )
         from saga.adapters.budget_gate import BudgetGate
 
-        self.budget_gate = BudgetGate(client, keys, refresh_s=settings.budget_refresh_s)
+        self.budget_gate = BudgetGate(
+            client, keys, refresh_s=settings.budget_refresh_s, cluster=settings.cluster
+        )
         self.llm_enabled = bool(
             settings.billing_url or settings.llm_api_key or settings.llm_mock_response
         )
@@ -109,12 +112,12 @@ class DefaultPorts:
                 meter=meter,
                 breaker=self.llm_breaker,
                 epoch=claim.epoch,
-                budget=functools.partial(self.budget_gate.check, claim.user_id),
+                budget=functools.partial(self.budget_gate.reserve, claim),
             )
         return AttemptPorts(
             llm,
             lambda: (meter.unkeyed_cost, meter.prompt_tokens + meter.completion_tokens),
-            lambda: list(meter.cache_keys),
+            meter.settle_keys,
             lambda: meter.billed,
             embedder=self._embedder(claim, key, meter),
         )
@@ -136,7 +139,7 @@ class DefaultPorts:
             api_key=key,
             meter=meter,
             breaker=self.embedding_breaker,
-            budget=functools.partial(self.budget_gate.check, claim.user_id),
+            budget=functools.partial(self.budget_gate.reserve, claim),
         )
 
     async def aclose(self) -> None:

@@ -123,6 +123,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     llm_max_input_tokens: int = 0
     """``SAGA_LLM_MAX_INPUT_TOKENS``: the model's window; 0 takes it from litellm's model map.
     The LLM extractor sends a document in as many requests as this window needs."""
+    llm_max_tokens: int = 0
+    """``SAGA_LLM_MAX_TOKENS``: the most tokens a model answer may have (sent as
+    ``max_tokens``); 0 sends none. A budget holds this many output tokens per call (the
+    model's maximum from litellm's map when 0): set it to hold less."""
     grouper_embedding_api_base: str = ""
     """``SAGA_GROUPER_EMBEDDING_API_BASE``: where the grouper's embedding model is served
     ("" takes ``SAGA_LLM_API_BASE``). The model and threshold are in ``step_config``."""
@@ -315,6 +319,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             llm_timeout_s=num("SAGA_LLM_TIMEOUT", 60.0),
             llm_mock_response=get("SAGA_LLM_MOCK_RESPONSE"),
             llm_max_input_tokens=int(num("SAGA_LLM_MAX_INPUT_TOKENS", 0, int)),
+            llm_max_tokens=int(num("SAGA_LLM_MAX_TOKENS", 0, int)),
             grouper_embedding_api_base=get("SAGA_GROUPER_EMBEDDING_API_BASE"),
             parser=ExtractorKind(parser),
             drain_s=num("SAGA_DRAIN_SECONDS", 0.0) if get("SAGA_DRAIN_SECONDS") else None,

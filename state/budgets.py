@@ -237,6 +237,9 @@ class BudgetStatus(msgspec.Struct, frozen=True, kw_only=True):
     """``daily`` or ``monthly`` when the user's model calls are parked now, else ""."""
     resumes_at_ms: int
     """When parked steps run again by themselves (next period start, UTC); 0 if not parked."""
+    reserved_usd: float = 0.0
+    """Held now by the user's model calls in flight (their worst case, state/budget_holds):
+    counted against both budgets until each call's commit or fail settles it."""
 
 
 async def keyspaces(client: Any, keys: Keys) -> list[Keys]:
@@ -254,7 +257,11 @@ async def statuses(
     now = time.time() if now is None else now
     found = await budgets(client, keys, user_id)
     users = [user_id] if user_id is not None else sorted(found)
-    spends = await spend_of(client, await keyspaces(client, keys), users, now)
+    from saga.state.budget_holds import held_of  # it imports this module
+
+    spaces = await keyspaces(client, keys)
+    spends = await spend_of(client, spaces, users, now)
+    held = await held_of(client, spaces, users)
     out = []
     for u in users:
         b, s = found.get(u), spends[u]
@@ -262,7 +269,7 @@ async def statuses(
         out.append(BudgetStatus(
             user_id=u, daily_usd=b.daily if b else None, monthly_usd=b.monthly if b else None,
             spent_today_usd=s.day, spent_month_usd=s.month, exceeded=over.period if over else "",
-            resumes_at_ms=int(over.resumes_at * 1000) if over else 0,
+            resumes_at_ms=int(over.resumes_at * 1000) if over else 0, reserved_usd=held[u],
         ))  # fmt: skip
     return out
 

@@ -41,6 +41,8 @@ class RC(IntEnum):
     """Claim set the entry aside: its user held their per-user cap of slots at the step."""
     CONFLICT = 20
     """A review decision was refused: another decision changed the review since it was read."""
+    OVER_BUDGET = 21
+    """reserve_budget: the call's worst-case cost does not fit in its user's budget."""
 
 
 _ERRORS: dict[RC, type[StateError]] = {
@@ -55,6 +57,7 @@ _ERRORS: dict[RC, type[StateError]] = {
     RC.DEAD_LETTERED: StepConflictError,
     RC.DEFERRED: StepConflictError,
     RC.CONFLICT: ReviewConflictError,
+    RC.OVER_BUDGET: StepConflictError,
 }
 
 _MESSAGES: dict[RC, str] = {
@@ -69,6 +72,7 @@ _MESSAGES: dict[RC, str] = {
     RC.DEAD_LETTERED: "record {record_id!r} was dead-lettered after its lease expired too often",
     RC.DEFERRED: "record {record_id!r} waits: its user holds their share of the step's slots",
     RC.CONFLICT: "another reviewer decided on record {record_id!r} first; reload its review",
+    RC.OVER_BUDGET: "the user of record {record_id!r} has no budget left for this model call",
 }
 
 

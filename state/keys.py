@@ -188,6 +188,17 @@ class Keys:
         ``<user>|<dd>`` a day's; written by commit and fail, read by the budget check."""
         return f"{self._p(partition)}:spend:{month}"
 
+    def holds(self, partition: int) -> str:
+        """Budget reservations of model calls in flight (hash): field ``<hold id>`` (the
+        call's cache key) -> ``<user>|<usd>|<token>|<record>``, field ``u|<user>`` -> the
+        user's total held; written by reserve_budget, released by commit and fail."""
+        return f"{self._p(partition)}:holds"
+
+    def holds_due(self, partition: int) -> str:
+        """When each reservation lapses (zset ``<hold id>`` -> the attempt's lease
+        deadline, ms): the maintenance sweep releases those of attempts gone."""
+        return f"{self._p(partition)}:holds:due"
+
     def inflight(self, partition: int, step: str) -> str:
         """Attempts of a step claimed under a per-user cap (zset ``<user>|<record>`` ->
         lease deadline ms); see ``SAGA_USER_MAX_INFLIGHT``."""

@@ -194,6 +194,8 @@ class StateMachine:
             *self._state_indexes(partition),
             k.review_index(partition),
             k.spend(partition, day[1]),
+            k.holds(partition),
+            k.holds_due(partition),
         ]
         lim = self.limits
         args: list[Any] = [GROUP, lim.history_maxlen, lim.pages_ttl_s, lim.retention.arg()]
@@ -256,7 +258,7 @@ class StateMachine:
         args += [len(req.cost_keys[:64]), day[2], *self._capped(claim.step)]
         undo = req.undo[:32] if req.action == FailAction.DEAD else ()
         keys += [k.ready(p, undo_of(s)) for s in undo]
-        keys.append(k.retired(p))
+        keys += (k.retired(p), k.holds(p), k.holds_due(p))
         args += [len(undo), *undo, self.limits.retention.arg()]
         return "fail_step", keys, args
 

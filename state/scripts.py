@@ -82,6 +82,8 @@ SCRIPT_NAMES = (
     "park_wait",
     "signal_saga",
     "time_out_wait",
+    "reserve_budget",
+    "lapse_holds",
 )
 
 

@@ -103,4 +103,5 @@ def _billing(
     date, month, dd = utc_day()
     cached = list(req.cost_keys[:64])
     keys = [sm.keys.costs(p, date), sm.keys.spend(p, month), *cached, sm.keys.retired(p)]
+    keys += (sm.keys.holds(p), sm.keys.holds_due(p))  # budget holds released with the cost
     return keys, [repr(req.cost), req.tokens, len(cached), dd, sm.limits.retention.arg()]

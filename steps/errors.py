@@ -77,22 +77,44 @@ class CircuitOpenError(StepError):
 
 
 class BudgetExceededError(StepError):
-    """The user's LLM spend reached their budget; park until ``retry_at`` (epoch seconds,
-    the start of the next budget period) without spending an attempt or calling the model."""
+    """The user's LLM spend reached their budget, or what is left of it (after the holds
+    of calls in flight) is less than the call may cost (``estimate``); park until
+    ``retry_at`` (epoch seconds) without spending an attempt or calling the model."""
 
-    def __init__(self, user_id: str, period: str, spent: float, limit: float, retry_at: float):
-        super().__init__(
-            f"the {period} LLM budget of user {user_id} is spent "
-            f"(${spent:.4f} of ${limit:.4f}); parked until {utc_second(retry_at)}"
-        )
+    def __init__(
+        self,
+        user_id: str,
+        period: str,
+        spent: float,
+        limit: float,
+        retry_at: float,
+        estimate: float = 0.0,
+    ):
+        until = utc_second(retry_at)
+        if spent < limit:
+            message = (
+                f"the {period} LLM budget of user {user_id} has ${limit - spent:.4f} left "
+                f"(${spent:.4f} spent or held of ${limit:.4f}), less than the call may cost "
+                f"(${estimate:.4f}); parked until {until}"
+            )
+        else:
+            message = (
+                f"the {period} LLM budget of user {user_id} is spent "
+                f"(${spent:.4f} of ${limit:.4f}); parked until {until}"
+            )
+        super().__init__(message)
         self.user_id = user_id
         self.period = period
         self.spent = spent
         self.limit = limit
         self.retry_at = retry_at
+        self.estimate = estimate
 
-    def __reduce__(self) -> tuple[type[BudgetExceededError], tuple[str, str, float, float, float]]:
-        return (type(self), (self.user_id, self.period, self.spent, self.limit, self.retry_at))
+    def __reduce__(
+        self,
+    ) -> tuple[type[BudgetExceededError], tuple[str, str, float, float, float, float]]:
+        args = (self.user_id, self.period, self.spent, self.limit, self.retry_at, self.estimate)
+        return (type(self), args)
 
 
 class PermanentError(StepError):

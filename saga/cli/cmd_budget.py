@@ -141,11 +141,20 @@ def _woken(n: int) -> str:
     return f"; {n} parked step{'s' if n != 1 else ''} woken" if n else ""
 
 
+def _left(r: Any) -> str:
+    """The smaller of what is left today and this month, after spend and holds."""
+    left = [lim - spent - r.reserved_usd
+            for lim, spent in ((r.daily_usd, r.spent_today_usd), (r.monthly_usd, r.spent_month_usd))
+            if lim is not None]  # fmt: skip
+    return _money(max(0.0, min(left))) if left else "-"
+
+
 def render(rows: list[Any]) -> str:
-    head = ["user", "daily", "spent today", "monthly", "spent this month", "parked until"]
+    head = ["user", "daily", "spent today", "monthly", "spent this month", "reserved", "left",
+            "parked until"]  # fmt: skip
     cells = [
         [r.user_id, _money(r.daily_usd), _money(r.spent_today_usd), _money(r.monthly_usd),
-         _money(r.spent_month_usd),
+         _money(r.spent_month_usd), _money(r.reserved_usd), _left(r),
          f"{fmt_resume(r.resumes_at_ms)} ({r.exceeded})" if r.exceeded else "-"]
         for r in rows
     ]  # fmt: skip

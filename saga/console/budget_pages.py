@@ -47,8 +47,9 @@ async def _page(
 
 
 def _row(s: Any, parked: dict[str, int]) -> dict[str, Any]:
-    return {"s": s, "left_day": left(s.daily_usd, s.spent_today_usd),
-            "left_month": left(s.monthly_usd, s.spent_month_usd),
+    # What is left is what neither the spend nor the calls in flight (their holds) took.
+    return {"s": s, "left_day": left(s.daily_usd, s.spent_today_usd + s.reserved_usd),
+            "left_month": left(s.monthly_usd, s.spent_month_usd + s.reserved_usd),
             "parked": sum(parked.values()), "by_type": sorted(parked.items()),
             "budgeted": s.daily_usd is not None or s.monthly_usd is not None}  # fmt: skip
 

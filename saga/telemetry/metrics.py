@@ -24,6 +24,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 
 from saga.state.keys import DEFAULT_TYPE
+from saga.telemetry.budget_metrics import NAMES as BUDGET_NAMES
+from saga.telemetry.budget_metrics import BudgetInstruments
 from saga.telemetry.durations import StepDurations
 from saga.telemetry.snapshot import QueueSnapshot
 from saga.worker.observer import Observer
@@ -76,6 +78,7 @@ class Metrics:
     ) -> None:
         """``saga_type``: the type whose steps this process runs (its counters' label)."""
         self.snapshot = snapshot or QueueSnapshot()
+        self.snapshot.budget.per_user = by_user
         self.by_user = by_user
         self.saga_type = saga_type
         self.registry = CollectorRegistry(auto_describe=True)
@@ -145,6 +148,7 @@ class Metrics:
             [self._circuits],
             description="Circuit breaker state per dependency: 0 closed, 1 half-open, 2 open.",
         )
+        self.budget = BudgetInstruments(meter, self.snapshot.budget, saga_type)
         self.observer = MetricsObserver(self)
 
     def render(self) -> str:
@@ -285,4 +289,5 @@ def metric_names() -> list[str]:
         "saga_review_backlog",
         "saga_review_oldest_age_seconds",
         "saga_circuit_state",
+        *BUDGET_NAMES,
     ]

@@ -20,6 +20,7 @@ from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import Keys
 from saga.state.queries import StepStats, oldest_waiting_ms, queue_stats
 from saga.state.review_queue import Backlog, backlog
+from saga.telemetry.budget_metrics import BudgetSnapshot
 
 log = structlog.get_logger("saga.telemetry")
 
@@ -45,6 +46,8 @@ class QueueSnapshot:
         self.review: dict[str, tuple[int, float]] = {}
         """Per type, the sagas waiting for a person's review and the oldest one's wait (s)."""
         self.at = 0.0
+        self.budget = BudgetSnapshot()
+        """Budget holds lapsed and (opt-in) each budgeted user's numbers."""
 
     def rows(self) -> list[tuple[str, StepStats]]:
         return list(zip(self.types, self.steps, strict=True))
@@ -74,6 +77,7 @@ class QueueSnapshot:
         now_ms = int(secs) * 1000 + int(micros) // 1000
         shared = types[0][0] if types else None  # breakers are shared by every type
         got = await read_all(client, shared, list(breakers)) if breakers and shared else {}
+        await self.budget.refresh(client, [k for k, _ in types])
         self.steps, self.types, self.breakers, self.at = found, names, got, time.monotonic()
         self.oldest_age_s = {k: max(now_ms - ms, 0) / 1000 for k, ms in oldest.items()}
         self.review = {t: (b.count, max(now_ms - b.oldest_ms, 0) / 1000 if b.oldest_ms else 0.0)

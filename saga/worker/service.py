@@ -56,6 +56,7 @@ async def serve(
     ports = DefaultPorts(settings, client, keys)
     health = HealthState()
     telemetry = WorkerTelemetry.start(settings, steps, pipeline.name)
+    ports.budget_gate.on_hold = telemetry.metrics.budget.reserved
     executor = Executor(
         client=client,
         keys=keys,

@@ -1,5 +1,6 @@
 """The executor's periodic work: promoting due retries, trimming streams, pruning dead
-consumers and retired sagas' index entries, and keeping its offset to the server's clock."""
+consumers and retired sagas' index entries, releasing lapsed budget holds, and keeping
+its offset to the server's clock."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import anyio
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.state import presence, retention, signals, streams
+from saga.state import budget_holds, presence, retention, signals, streams
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
 from saga.state.model import is_undo
@@ -45,6 +46,9 @@ class Upkeep:
         self.clock_offset_ms = 0
         self.promoted: dict[str, int] = {}
         """Retries promoted by this process, per step (the controller's metrics read it)."""
+        self.holds_lapsed = 0
+        """Budget holds this process released because their attempt was gone."""
+        self.holds_lapsed_usd = 0.0
         self.presence = presence.Presence(
             worker=worker,
             saga_type=self.keys.saga_type,
@@ -137,6 +141,18 @@ class Upkeep:
             pruned = await retention.prune_retired(self.sm, p)
             if pruned:
                 log.info("retired_sagas_pruned", partition=p, count=pruned)
+            await self.lapse_holds(p)
+
+    async def lapse_holds(self, partition: int) -> int:
+        """Release the partition's budget holds of attempts gone (killed and not re-run,
+        cancelled, retried in a new epoch): they no longer keep their user's budget."""
+        lapsed = await budget_holds.lapse_holds(self.client, self.keys, partition)
+        if lapsed.released:
+            self.holds_lapsed += lapsed.released
+            self.holds_lapsed_usd += lapsed.usd
+            log.info("budget_holds_lapsed", partition=partition, count=lapsed.released,
+                     usd=lapsed.usd)  # fmt: skip
+        return lapsed.released
 
     async def announce_once(self) -> None:
         """Renew this worker's presence (what ``saga top`` counts as a live worker)."""

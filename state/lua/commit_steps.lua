@@ -14,6 +14,8 @@
 -- KEYS[4..9] state indexes, in SagaState order
 -- KEYS[10] sagas flagged for review (zset: record -> ms flagged)
 -- KEYS[11] month's spend per user   {p}:spend:<yyyy-mm>
+-- KEYS[12] budget holds            {p}:holds      (includes/holds; reserve_budget)
+-- KEYS[13] budget hold deadlines   {p}:holds:due
 -- then, per attempt, from its first key b:
 --   KEYS[b]    saga hash
 --   KEYS[b+1]  history stream
@@ -23,7 +25,8 @@
 --   KEYS[b+5], KEYS[b+6]  only when the step has a per-user cap: the users' slots
 --              {p}:inflight:<step> and the deferred entries {p}:deferred:<step>
 --              (see includes/user_cap)
---   then c cached LLM answers the attempt used (their unattributed cost is added)
+--   then c cached LLM answers the attempt used (their unattributed cost is added, and
+--   the budget hold of each, if any, released)
 -- ARGV[1]  consumer group
 -- ARGV[2]  history MAXLEN
 -- ARGV[3]  pages TTL (s)
@@ -60,6 +63,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include holds
 --@include cost
 --@include committed_event
 --@include user_cap
@@ -102,7 +106,8 @@ local function commit_one(b, a, cap_lease, first_cost)
   local attempt = string.match(s[10] or '', ':(%d+)$') or '0'
   local duration = string.format('%d', now - (tonumber(s[8]) or now))
   local cost = (tonumber(ARGV[a + 8]) or 0)
-               + attributed_cost(first_cost, tonumber(ARGV[a + 12]) or 0, token)
+               + attributed_cost(first_cost, tonumber(ARGV[a + 12]) or 0, token,
+                                 {holds = KEYS[12], due = KEYS[13]})
 
   ack_attempt(ready, group, entry, s[4])
   if cap_lease > 0 then
@@ -168,7 +173,7 @@ local function commit_one(b, a, cap_lease, first_cost)
 end
 
 local replies = {}
-local b, a = 12, 7
+local b, a = 14, 7
 for i = 1, 64 do
   if i > n then break end
   local cap_lease = tonumber(ARGV[a + 14]) or 0

@@ -18,6 +18,8 @@
 -- KEYS[13] month's spend per user   {p}:spend:<yyyy-mm>
 -- KEYS[14..13+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- KEYS[14+n] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[15+n] budget holds {p}:holds, KEYS[16+n] their deadlines {p}:holds:due: the hold
+--          of each cached-answer key, if any, is released (includes/holds)
 -- ARGV[1]  undo step name (undo:<step>)
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -43,6 +45,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include holds
 --@include cost
 --@include committed_event
 --@include retire
@@ -72,7 +75,8 @@ if next_step ~= expected then return {RC.WRONG_STATE, 'plan', s[10] or ''} end
 local record, epoch = s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[9] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[7] or now)
-local cost = (tonumber(ARGV[9]) or 0) + attributed_cost(14, tonumber(ARGV[11]) or 0, token)
+local cost = (tonumber(ARGV[9]) or 0) + attributed_cost(14, tonumber(ARGV[11]) or 0, token,
+  {holds = KEYS[15 + (tonumber(ARGV[11]) or 0)], due = KEYS[16 + (tonumber(ARGV[11]) or 0)]})
 ack_attempt(ready, group, entry, s[4])
 local state, next_entry = STATE.COMPENSATED, ''
 if next_step ~= '' then

@@ -24,6 +24,8 @@
 -- KEYS[17..16+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- KEYS[17+n..16+n+u] undo ready streams of ARGV[19..18+u], in that order (dead only)
 -- KEYS[17+n+u] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[18+n+u] budget holds {p}:holds, KEYS[19+n+u] their deadlines {p}:holds:due: the
+--          hold of each cached-answer key, if any, is released (includes/holds)
 -- ARGV[1]  step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -57,6 +59,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include holds
 --@include cost
 --@include retire
 --@include dead_letter
@@ -89,7 +92,8 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(17, tonumber(ARGV[14]) or 0, token)
+local cost = (tonumber(ARGV[11]) or 0) + attributed_cost(17, n_cost, token,
+  {holds = KEYS[18 + n_cost + n_undo], due = KEYS[19 + n_cost + n_undo]})
 
 ack_attempt(ready, group, entry, s[4])
 if ARGV[16] == '1' then

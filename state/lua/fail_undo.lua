@@ -19,6 +19,8 @@
 -- KEYS[14] month's spend per user   {p}:spend:<yyyy-mm>
 -- KEYS[15..14+n] cached LLM answers the attempt used (their unattributed cost is added)
 -- KEYS[15+n] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[16+n] budget holds {p}:holds, KEYS[17+n] their deadlines {p}:holds:due: the hold
+--          of each cached-answer key, if any, is released (includes/holds)
 -- ARGV[1]  undo step name (undo:<step>)
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id
@@ -44,6 +46,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include holds
 --@include cost
 --@include retire
 --@include dead_letter
@@ -69,7 +72,8 @@ end
 local record, user, epoch = s[7], s[6], tonumber(s[5])
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[8] or now)
-local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(15, tonumber(ARGV[14]) or 0, token)
+local cost = (tonumber(ARGV[12]) or 0) + attributed_cost(15, tonumber(ARGV[14]) or 0, token,
+  {holds = KEYS[16 + (tonumber(ARGV[14]) or 0)], due = KEYS[17 + (tonumber(ARGV[14]) or 0)]})
 ack_attempt(ready, group, entry, s[4])
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)
 add_cost({saga = saga, costs = KEYS[13], spend = KEYS[14], dd = ARGV[15]}, user, step, cost)

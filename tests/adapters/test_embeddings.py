@@ -178,6 +178,11 @@ async def test_malformed_replies_are_permanent(data: list[dict[str, object]]) ->
         response_vectors(SimpleNamespace(data=data), 1 if len(data) < 2 else 2)
 
 
+async def gate_check(gate: Any) -> bool:
+    await gate.check("u1")  # the spend-only check: no attempt to hold for here
+    return False
+
+
 async def test_a_spent_budget_stops_the_call_before_anything_is_paid(
     redis: Any, keys: Keys
 ) -> None:
@@ -197,7 +202,7 @@ async def test_a_spent_budget_stops_the_call_before_anything_is_paid(
         checked = LiteLLMEmbedder(
             config, redis=redis, keys=keys, record_id="rec-2", step="grouper", epoch=1,
             attempt=1, api_key=StaticKey(Secret("sk-user-one")), meter=meter,
-            budget=lambda: gate.check("u1"),
+            budget=lambda _hold, _estimate: gate_check(gate),
         )  # fmt: skip
         assert (await checked.embed(["zinc"])).paid == 0
         with pytest.raises(BudgetExceededError, match="daily LLM budget of user u1"):

@@ -10,8 +10,19 @@ from typing import Any
 import pytest
 from redis.crc import key_slot
 
-from saga.state import budgets, operator, recovery, requeue, retention, signals, streams
+from saga.state import (
+    budget_holds,
+    budgets,
+    operator,
+    recovery,
+    requeue,
+    retention,
+    signals,
+    streams,
+)
 from saga.state import review as review_store
+from saga.state.budget_holds import HoldRequest
+from saga.state.budgets import Budget
 from saga.state.errors import StepConflictError
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
@@ -78,6 +89,10 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
             by_rid[out.claim.record_id] = out.claim
     await sm.heartbeat(by_rid["s-commit"], worker="w", lease_ms=60_000)
     llm = keys.llm_cache("s-commit", "router", "e1-abc")
+    c = by_rid["s-commit"]
+    hold = HoldRequest(record_id=c.record_id, user_id=c.user_id, token=c.token, hold_id=llm,
+                       usd=0.01, deadline_ms=c.lease_until_ms)  # fmt: skip
+    await budget_holds.reserve(rec, keys, [keys], hold, Budget(daily=1.0), cluster=True)
     await client.set(llm, b'{"cost": 0.01}', ex=60)
     done = CommitRequest(output=b"{}", next_step="parser", worker="w", review="check",
                          cost_keys=(llm,))  # fmt: skip
@@ -107,6 +122,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await compensations(sm, keys, by_rid["s-undo"])
     await review_and_purge(sm, rec, keys)
     await waits(sm, keys, by_rid["s-wait"])
+    await lapse(rec, keys, p_raw, gone)
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -183,3 +199,10 @@ async def waits(sm: StateMachine, keys: Keys, claim: Any) -> None:
     plan = signals.WaitPlan(event="other", next_step="grouper", due_ms=1, on_timeout="compensate")
     await signals.park(sm, wait, plan, worker="w")
     assert await signals.time_out_due(sm, p, 10**15) == {"compensate": 1}
+
+
+async def lapse(rec: Recording, keys: Keys, p: int, gone: str) -> None:
+    """lapse_holds on a hold whose attempt is gone."""
+    await rec.zadd(keys.holds_due(p), {"gone-hold": 0})
+    await rec.hset(keys.holds(p), "gone-hold", f"u1|0.5|1:1|{gone}")
+    await budget_holds.lapse_holds(rec, keys, p)

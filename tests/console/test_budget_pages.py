@@ -39,18 +39,19 @@ def words(text: str) -> str:
 async def test_a_viewer_sees_spend_left_over_and_parked_but_no_controls(
     sm: StateMachine, console: RunningConsole, tokens: dict[Role, str], redis: Any, keys: Keys
 ) -> None:
-    """Each budgeted user is a row: limits, spend, what is left, over until the next UTC
-    midnight, the budget-parked sagas (linked to the list); no set form or clear link."""
+    """Each budgeted user is a row: limits, spend, what is held (reserved), what is left,
+    over until the next UTC midnight, the budget-parked sagas (linked to the list); no set
+    form or clear link."""
     await two_users(sm, redis, keys)
     async with console.client() as http:
         await sign_in(http, tokens[Role.VIEWER])
         page = (await http.get("/budgets")).text
     over = words(row(page, "u-over"))
-    assert over.startswith("u-over $0.50 $0.75 $0 - $0.75 - over the daily budget")
+    assert over.startswith("u-over $0.50 $0.75 $0 $0 - $0.75 - over the daily budget")
     assert f"parked until {when(int(next_day(time.time()) * 1000))} UTC" in over
     assert over.endswith("2 documents")
     assert 'href="/sagas?state=parked&amp;user=u-over"' in page
-    assert words(row(page, "u-ok")) == "u-ok - $0 - $100 $0 $100 within budget 0"
+    assert words(row(page, "u-ok")) == "u-ok - $0 $0 - $100 $0 $100 within budget 0"
     assert 'id="set"' not in page and "/budgets/confirm" not in page
 
 
@@ -79,7 +80,7 @@ async def test_an_operator_raises_a_budget_through_a_confirmation(
         assert res.headers["location"] == "/budgets?user=u-over&done=set&woken=2"
         done = (await http.get(res.headers["location"])).text
     assert "Budget set. 2 parked sagas run again now." in done
-    assert words(row(done, "u-over")).startswith("u-over $5 $0.75 $4.25 - $0.75 - within")
+    assert words(row(done, "u-over")).startswith("u-over $5 $0.75 $0 $4.25 - $0.75 - within")
     assert await budgets.budgets(redis, keys, "u-over") == {"u-over": Budget(daily=5.0)}
     assert (await get_saga(redis, keys, "bp-2")).state.value == "pending"
 

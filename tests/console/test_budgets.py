@@ -60,7 +60,8 @@ async def test_list_is_the_clis_document_with_parked_counts(
     res = await api(console, tokens[Role.VIEWER], "GET", "/budgets", params={"user": "u-none"})
     assert res.json()["budgets"] == [{
         "user_id": "u-none", "daily_usd": None, "monthly_usd": None, "spent_today_usd": 0.0,
-        "spent_month_usd": 0.0, "exceeded": "", "resumes_at_ms": 0}]  # fmt: skip
+        "spent_month_usd": 0.0, "exceeded": "", "resumes_at_ms": 0,
+        "reserved_usd": 0.0}]  # fmt: skip
 
 
 async def test_raising_a_budget_wakes_the_parked_sagas_and_is_audited(
@@ -82,7 +83,8 @@ async def test_raising_a_budget_wakes_the_parked_sagas_and_is_audited(
     assert res.json()["woken"] == 2
     assert res.json()["budget"] | {"resumes_at_ms": 0} == {
         "user_id": "u-over", "daily_usd": 5.0, "monthly_usd": None, "spent_today_usd": 0.75,
-        "spent_month_usd": 0.75, "exceeded": "", "resumes_at_ms": 0}  # fmt: skip
+        "spent_month_usd": 0.75, "exceeded": "", "resumes_at_ms": 0,
+        "reserved_usd": 0.0}  # fmt: skip
     assert await budgets.budgets(redis, keys, "u-over") == {"u-over": Budget(daily=5.0)}
     for rid in ("bp-1", "bp-2"):
         saga, events = await get_saga_and_history(redis, keys, rid)

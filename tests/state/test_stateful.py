@@ -80,6 +80,7 @@ from tests.state.stateful_model import (
     P,
     W,
 )
+from tests.state.stateful_rules_budget import BudgetRules
 from tests.state.stateful_rules_compensation import CompensationRules
 from tests.state.stateful_rules_fairness import FairnessRules
 from tests.state.stateful_rules_operator import OperatorRules
@@ -95,7 +96,9 @@ SETTINGS = settings(
 )
 
 
-class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRules, RecoveryRules):
+class SagaMachine(
+    FairnessRules, CompensationRules, OperatorRules, RetentionRules, RecoveryRules, BudgetRules
+):
     # -- rules (hypothesis collects the mixins' too) ---------------------------
     @rule(rid=st.sampled_from(RECORDS))
     def start(self, rid: str) -> None:
@@ -183,6 +186,7 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
             next_step=next_step if undo else NEXT[c.step],
             review="" if undo else review,
             op=uuid.uuid4().hex,
+            **self.settle_request(c),
         )
         expected = m.predict_commit(c.step, c.token)
         if undo and wrong_next and expected == RC.OK:
@@ -199,6 +203,7 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
             next_entry = self._entry_of(c.record_id) if req.next_step else ""
             m.apply_commit(c.step, c.token, next_entry, req.review)
             self.committed[c.step] += 1
+            self.settled(c, req.cost)
             released = self.fair.end_capped(c.step, c.record_id)
             harness.event(f"commit: released {len(released)}")
         if resend:
@@ -224,6 +229,7 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
                 worker=worker,
                 next_step=NEXT[c.step],
                 op=uuid.uuid4().hex,
+                **self.settle_request(c),
             )
             items.append((c, req))
         outs = self.run(self.sm.finish_many(items))
@@ -236,6 +242,7 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
                 next_entry = self._entry_of(c.record_id) if req.next_step else ""
                 m.apply_commit(c.step, c.token, next_entry, req.review)
                 self.committed[c.step] += 1
+                self.settled(c, req.cost)
                 self.fair.end_capped(c.step, c.record_id)
         if resend and items:
             again = self.run(unchanged(self.client, self.keys, self.sm.finish_many(items)))
@@ -270,6 +277,7 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
             worker=worker,
             undo=UNDOABLE if compensable else (),
             op=uuid.uuid4().hex,
+            **self.settle_request(c),
         )
         expected = m.predict_fail(c.step, c.token)
         before = self.run(snapshot(self.client, self.keys.prefix))
@@ -282,6 +290,7 @@ class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRule
         if expected == RC.OK:
             entry_of = (lambda: self._entry_of(c.record_id)) if compensable else None
             m.apply_fail(c.step, c.token, action, due_now, entry_of, ec)
+            self.settled(c, req.cost)
             released = self.fair.end_capped(c.step, c.record_id)
             harness.event(f"fail: released {len(released)}")
         if resend:

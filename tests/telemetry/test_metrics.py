@@ -148,6 +148,7 @@ async def test_metrics_scraped_over_http_count_the_run_and_agree_with_saga_top(
         "saga_steps_parked",
         "saga_llm_cost_usd",
         "saga_llm_tokens",
+        "saga_budget_reserved_usd",  # a counter appears with its first hold
     }
 
 

@@ -1,11 +1,14 @@
 -- The cost of the cached LLM answers an attempt used, each counted once: the first
 -- attempt to commit or fail with an answer attributes its cost and marks it ('by'),
 -- so an answer paid by a killed attempt and reused by the next is billed exactly once.
-local function attributed_cost(first, n, token)
+-- h = {holds, due} (includes/holds): each key's budget hold, if any, is released in the
+-- same step (the call is settled: its real cost is in the total, the rest set free).
+local function attributed_cost(first, n, token, h)
   local total = 0
   for i = 1, 64 do
     if i > n then break end
     local key = KEYS[first + i - 1]
+    release_hold({holds = h.holds, due = h.due}, key)
     local raw = redis.call('GET', key)
     if raw then
       local ok, rec = pcall(cjson.decode, raw)
