@@ -64,6 +64,11 @@ class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     trusted_proxies: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
     """Networks whose requests may carry the forward-auth headers."""
     session_ttl_s: int = 8 * 3600
+    start_rate: float = 20.0
+    """``SAGA_CONSOLE_START_RATE``: requests a second each token may make to the start API
+    (``/api/v1/sagas``) after its burst; 0 turns the limit off."""
+    start_burst: int = 40
+    """``SAGA_CONSOLE_START_BURST``: requests a token may make at once before the rate holds."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -389,4 +394,6 @@ def _console_settings(get: Any, num: Any) -> ConsoleSettings:
         operator_group=get("SAGA_CONSOLE_OPERATOR_GROUP", "saga-operators"),
         trusted_proxies=tuple(n.strip() for n in proxies if n.strip()),
         session_ttl_s=int(num("SAGA_CONSOLE_SESSION_TTL", 8 * 3600, int)),
+        start_rate=num("SAGA_CONSOLE_START_RATE", 20.0),
+        start_burst=max(1, int(num("SAGA_CONSOLE_START_BURST", 40, int))),
     )

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from saga.cli import shapes
+from saga.console import api_start_openapi
 from saga.state.queries import CostRow, StateCounts
 
 REF = "#/components/schemas/{name}"
@@ -23,6 +24,7 @@ CLI = {
     "PurgeDocument": "dlq-purge", "RetryResult": "retry", "CancelResult": "cancel",
     "ReviewAccepted": "review-accept", "CostsDocument": "costs",
     "BudgetsDocument": "budget-show", "BudgetCleared": "budget-clear",
+    "StartDocument": "start",
 }  # fmt: skip
 """Component -> the CLI's ``--json`` schema it is (``saga/cli/schemas/<name>.json``)."""
 
@@ -49,7 +51,7 @@ STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 BOOL = {"type": "boolean"}
 OWN: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
-    "Me": obj(subject=STR, role={"enum": ["viewer", "operator"]}, via=STR),
+    "Me": obj(subject=STR, role={"enum": ["viewer", "operator", "producer"]}, via=STR),
     "SagaDetail": {"oneOf": [ref("ShowOutputDocument"), ref("ShowDocument")],
                    "description": "outputs for operators only"},
     "Counts": obj(counts=ref("StateCounts")),
@@ -102,6 +104,10 @@ def _op(summary: str, response: str, role: str, **extra: Any) -> dict[str, Any]:
             "responses": {"200": ok, **errors}}  # fmt: skip
 
 
+def _with(op: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:
+    return {**op, "responses": {**op["responses"], **responses}}
+
+
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
@@ -111,13 +117,15 @@ def _body(**props: Any) -> dict[str, Any]:
 
 
 PATHS: dict[str, dict[str, Any]] = {
-    "/me": {"get": _op("who is signed in", "Me", "viewer")},
+    "/me": {"get": _op("who is signed in", "Me", "viewer or producer")},
     "/sagas": {"get": _op("sagas from the indexes, newest first (saga list)", "ListDocument",
-                          "viewer", parameters=LIST_PARAMS, headers=NEXT)},
+                          "viewer", parameters=LIST_PARAMS, headers=NEXT),
+               "post": api_start_openapi.START},
     "/counts": {"get": _op("sagas per state index", "Counts", "viewer",
                            parameters=[_query("type", "of this saga type")])},
-    "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
-                                      "SagaDetail", "viewer", parameters=[RECORD, TYPE])},
+    "/sagas/{record_id}": {"get": _with(_op(
+        "a saga, its attempts and events (saga show)", "SagaDetail", "viewer or producer "
+        "(outputs: operator only)", parameters=[RECORD, TYPE]), api_start_openapi.TOO_MANY)},
     "/sagas/{record_id}/retry": {"post": _op("re-run from a step (saga retry)", "RetryResult",
                                              "operator", parameters=[RECORD],
                                              requestBody=_body(step=STR, force=BOOL))},

@@ -36,13 +36,18 @@ _CHECK = b"saga console secret check v1"
 
 class Role(StrEnum):
     """What a person may do. ``viewer``: ids, states, timings, errors, costs; no document
-    names, no outputs. ``operator``: also outputs, and every action."""
+    names, no outputs. ``operator``: also outputs, and every action. ``producer``: a
+    service that starts sagas (``POST /api/v1/sagas``) and reads their state as a viewer
+    sees one saga; nothing else (no lists, costs, outputs or actions)."""
 
     VIEWER = "viewer"
     OPERATOR = "operator"
+    PRODUCER = "producer"
 
     def allows(self, needed: Role) -> bool:
-        return self == Role.OPERATOR or needed == Role.VIEWER
+        if self in (Role.OPERATOR, needed):
+            return True
+        return needed == Role.VIEWER and self != Role.PRODUCER  # a producer reads no lists
 
 
 class FileToken(msgspec.Struct, frozen=True):
@@ -165,7 +170,7 @@ def parse_role(value: str) -> Role:
     try:
         return Role(value)
     except ValueError:
-        raise ConsoleConfigError(f"role {value!r} must be viewer or operator") from None
+        raise ConsoleConfigError(f"role {value!r} must be viewer, operator or producer") from None
 
 
 def read_token_file(path: str) -> dict[str, FileToken]:
