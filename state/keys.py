@@ -310,6 +310,19 @@ class Keys:
         in order (``saga.state.types``), read by ``saga top`` and ``--type``."""
         return f"{self.prefix}:types"
 
+    # -- schedules (keyspace-wide, one hash tag: every schedule script's keys) -------
+    def schedule_defs(self) -> str:
+        """A hash: schedule name -> its definition (JSON, ``saga.state.schedules``)."""
+        return f"{self.prefix}:{{schedules}}:defs"
+
+    def schedule_due(self) -> str:
+        """A zset: active schedule name -> its next fire time (ms); paused: absent."""
+        return f"{self.prefix}:{{schedules}}:due"
+
+    def schedule_last(self) -> str:
+        """A hash: schedule name -> ``<tick ms>|<record id>`` of its last fire."""
+        return f"{self.prefix}:{{schedules}}:last"
+
     def of_type(self, saga_type: str) -> Keys:
         """The same keyspace and partitions, for another saga type."""
         return replace(self, saga_type=saga_type)

@@ -79,6 +79,11 @@ SCRIPT_NAMES = (
     "fail_undo",
     "purge_record",
     "forget_user_costs",
+    "add_schedule",
+    "pause_schedule",
+    "resume_schedule",
+    "remove_schedule",
+    "advance_schedule",
 )
 
 

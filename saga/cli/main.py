@@ -44,6 +44,7 @@ COMMANDS = (
     "partitions",
     "retention",
     "purge",
+    "schedule",
 )
 
 
