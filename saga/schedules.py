@@ -73,9 +73,15 @@ async def register(client: Any, keys: Keys, saga_type: str, specs: tuple[Schedul
 class Firing:
     """The fire pass: one SagaClient per saga type, kept between passes."""
 
-    def __init__(self, client: Any, keys: Keys, settings: Any) -> None:
+    def __init__(self, client: Any, keys: Keys, settings: Any, own: Any = None) -> None:
+        """``own``: the controller's own Pipeline, whose sagas start (and whose type is
+        registered) even if no worker of it ever ran: scaled to zero from the start."""
         self.client, self.keys, self.settings = client, keys, settings
         self._clients: dict[str, Any] = {}
+        if own is not None:
+            from saga.client import SagaClient
+
+            self._clients[own.name] = SagaClient(client, keys, own, settings)
 
     async def once(self, now_ms: int) -> int:
         """Fire every schedule due at ``now_ms`` (in batches); returns sagas started."""
@@ -117,10 +123,12 @@ class Firing:
         from saga.client import SagaClient
         from saga.state.types import type_info
 
+        found = self._clients.get(saga_type)
+        if found is not None and found.pipeline is not None:
+            return found  # the own type: its Pipeline, not the registry's copy
         info = await type_info(self.client, self.keys, saga_type)
         if info is None:
             return None
-        found = self._clients.get(saga_type)
         if found is None or found.type_info != info:
             found = SagaClient(self.client, self.keys, info, self.settings)
             self._clients[saga_type] = found

@@ -64,8 +64,9 @@ class Controller:
         self._preparing = anyio.CancelScope()
         self._discovering = anyio.Lock()
         self._firing: Firing | None = None
-        self.schedules: tuple[Any, ...] = ()
-        """The own App's ``@app.schedule``s, registered at start."""
+        self.pipeline: Any = None
+        """The own type's Pipeline (``serve`` sets it): its ``@app.schedule``s are
+        registered at start, and its sagas start from schedules with no worker running."""
 
     @property
     def steps(self) -> list[str]:
@@ -115,7 +116,7 @@ class Controller:
     async def fire_schedules(self) -> int:
         """Start the sagas of the schedules whose tick has come (``saga.schedules``)."""
         if self._firing is None:
-            self._firing = Firing(self.client, self.keys, self.settings)
+            self._firing = Firing(self.client, self.keys, self.settings, own=self.pipeline)
         return await self._firing.once(int(time.time() * 1000))
 
     async def maintain_once(self) -> None:
@@ -150,11 +151,11 @@ class Controller:
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, self.steps)
             await self.discover()
-            if self.schedules:
+            if self.pipeline is not None and self.pipeline.schedules:
                 from saga.schedules import register
 
-                now = int(time.time() * 1000)
-                await register(self.client, self.keys, self.keys.saga_type, self.schedules, now)
+                now, own = int(time.time() * 1000), self.pipeline
+                await register(self.client, self.keys, own.name, own.schedules, now)
             self.health.groups_present = True
             await self.upkeep.sync_clock()
 
