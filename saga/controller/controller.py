@@ -20,9 +20,9 @@ import structlog
 from redis.exceptions import ResponseError
 
 from saga.controller.requeue import Requeuer
-from saga.schedules import Firing
 from saga.controller.types import TypeWork, leases_of, prepared, type_work, with_undos
 from saga.pipeline import StepSpec
+from saga.schedules import Firing
 from saga.settings import Settings
 from saga.state import partitions, streams
 from saga.state.backoff import resending
