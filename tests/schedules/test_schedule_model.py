@@ -83,8 +83,10 @@ class ScheduleMachine(RuleBasedStateMachine):
         first = next_fire(cron, self.model.now)
         m = self.model.scheds.get(name)
         try:
-            changed, nxt = self.run(store.add(self.client, self.keys, name,
-                                              self.definition(cron), first, replace=replace))  # fmt: skip
+            d = self.definition(cron)
+            changed, nxt = self.run(
+                store.add(self.client, self.keys, name, d, first, replace=replace)
+            )
         except store.ScheduleExistsError:
             assert m is not None and m.cron != cron and not replace
             return
@@ -203,7 +205,7 @@ SETTINGS = settings(max_examples=40, stateful_step_count=30, deadline=None,
 
 def test_schedules_hold_against_the_model(redis_url: str) -> None:
     """Random runs of every rule agree with the model and start each tick once."""
-    run_state_machine_as_test(lambda: ScheduleMachine(redis_url), settings=SETTINGS)
+    run_state_machine_as_test(lambda: ScheduleMachine(redis_url), settings=SETTINGS)  # type: ignore[arg-type]
 
 
 MUTANTS = {
