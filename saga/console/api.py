@@ -176,11 +176,12 @@ async def openapi(request: Request, who: Identity | None) -> Response:
 
 
 def routes() -> list[Route]:
-    from saga.console import api_start
+    from saga.console import api_schedules, api_start
 
     p = PREFIX
     return [
         *api_start.routes(),
+        *api_schedules.api_routes(),
         Route(f"{p}/me", me, methods=["GET"]),
         Route(f"{p}/sagas", sagas, methods=["GET"]),
         Route(f"{p}/counts", counts, methods=["GET"]),

@@ -16,7 +16,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from saga.console import api, budget_pages, pages
+from saga.console import api, api_schedules, budget_pages, pages
 from saga.console.api_start_rate import RateLimiter
 from saga.console.auth import Access
 from saga.console.config import ConsoleConfig
@@ -49,6 +49,7 @@ def create_app(settings: Settings, config: ConsoleConfig, redis: Any | None = No
             *api.routes(),
             *pages.routes(),
             *budget_pages.routes(),
+            *api_schedules.page_routes(),
             Route("/livez", livez, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Mount("/static", StaticFiles(packages=[("saga.console", "static")]), name="static"),

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from saga.cli import shapes
-from saga.console import api_start_openapi
+from saga.console import api_schedules, api_start_openapi
 from saga.state.queries import CostRow, StateCounts
 
 REF = "#/components/schemas/{name}"
@@ -24,7 +24,7 @@ CLI = {
     "PurgeDocument": "dlq-purge", "RetryResult": "retry", "CancelResult": "cancel",
     "ReviewAccepted": "review-accept", "CostsDocument": "costs",
     "BudgetsDocument": "budget-show", "BudgetCleared": "budget-clear",
-    "StartDocument": "start",
+    "StartDocument": "start", "ScheduleList": "schedule-list",
 }  # fmt: skip
 """Component -> the CLI's ``--json`` schema it is (``saga/cli/schemas/<name>.json``)."""
 
@@ -159,6 +159,7 @@ PATHS: dict[str, dict[str, Any]] = {
                    requestBody=_body(daily=USD, monthly=USD)),
         "delete": _op("remove a user's budget; their parked sagas wake (saga budget clear)",
                       "BudgetCleared", "operator", parameters=[USER])},
+    **api_schedules.OPENAPI,
     "/openapi.json": {"get": {"summary": "this document", "security": [],
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }  # fmt: skip

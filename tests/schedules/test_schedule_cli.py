@@ -67,3 +67,33 @@ async def test_bad_input_is_one_sentence(env: dict[str, str]) -> None:
         code, _, err = await run_cli(env, "schedule", *args)
         assert (code, says in err) == (want, True), (args, code, err)
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+async def test_the_console_lists_schedules(env: dict[str, str], redis: Any, keys: Keys) -> None:
+    """GET /api/v1/schedules is `saga schedule list --json` for a viewer; the Schedules page
+    shows each one (paused ones say so); a producer may not read them."""
+    from saga.console.tokens import Role, add_stored_token
+    from tests.console.support import check_schema, console_signer, serve
+
+    await ok(env, "add", "nightly", "--cron", "0 2 * * *")
+    await ok(env, "add", "hourly", "--cron", "@hourly")
+    await ok(env, "pause", "hourly")
+    now = int(time.time() * 1000)
+    viewer = await add_stored_token(redis, keys, "vic", Role.VIEWER, signer=console_signer(),
+                                    now_ms=now)  # fmt: skip
+    producer = await add_stored_token(redis, keys, "pat", Role.PRODUCER,
+                                      signer=console_signer(), now_ms=now)  # fmt: skip
+    console = serve(env)
+    try:
+        async with console.client(viewer) as http:
+            doc = (await http.get("/api/v1/schedules")).json()
+            page = await http.get("/schedules")
+        async with console.client(producer) as http:
+            refused = await http.get("/api/v1/schedules")
+    finally:
+        console.stop()
+    check_schema("ScheduleList", doc)
+    assert doc == await ok(env, "list")
+    assert page.status_code == 200
+    assert 'id="schedule-nightly"' in page.text and "<b>paused</b>" in page.text
+    assert refused.status_code == 403
