@@ -176,11 +176,12 @@ async def openapi(request: Request, who: Identity | None) -> Response:
 
 
 def routes() -> list[Route]:
-    from saga.console import api_schedules, api_start
+    from saga.console import api_schedules, api_start, api_start_signals
 
     p = PREFIX
     return [
         *api_start.routes(),
+        *api_start_signals.routes(),
         *api_schedules.api_routes(),
         Route(f"{p}/me", me, methods=["GET"]),
         Route(f"{p}/sagas", sagas, methods=["GET"]),

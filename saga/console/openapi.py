@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from saga.cli import shapes
-from saga.console import api_schedules, api_start_openapi
+from saga.console import api_schedules, api_start_openapi, api_start_signals
 from saga.state.queries import CostRow, StateCounts
 
 REF = "#/components/schemas/{name}"
@@ -160,6 +160,7 @@ PATHS: dict[str, dict[str, Any]] = {
         "delete": _op("remove a user's budget; their parked sagas wake (saga budget clear)",
                       "BudgetCleared", "operator", parameters=[USER])},
     **api_schedules.OPENAPI,
+    **api_start_signals.OPENAPI,
     "/openapi.json": {"get": {"summary": "this document", "security": [],
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }  # fmt: skip
