@@ -59,7 +59,7 @@ async def signal(request: Request, who: Identity | None, body: Body) -> Response
     send = getattr(client, "signal", None)
     if send is None:
         raise NotImplementedHere("this release has no waits to signal (SagaClient.signal)")
-    with _audited(w, "signal", rid, event=event):
+    with _audited(w, "signal", rid, signal_event=event):  # structlog owns "event"
         res = await send(rid, event, data=msgspec.json.encode(data or {}), signal_id=sid)
     return json(res)
 
@@ -94,8 +94,8 @@ SIGNAL_RESULT = {
 
 
 def _error(description: str, **extra: Any) -> dict[str, Any]:
-    return {"description": description, **extra,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}  # fmt: skip
+    error = {"schema": {"$ref": "#/components/schemas/Error"}}
+    return {"description": description, **extra, "content": {"application/json": error}}
 
 
 OPENAPI: dict[str, Any] = {

@@ -41,7 +41,7 @@ async def test_who_may_signal_and_bad_input(
     await start(sm, "mr-sig", "u-1")
     res = await signal(console, tokens[Role.VIEWER], "mr-sig/signals/approved")
     assert res.status_code == 403
-    cases = [
+    cases: list[tuple[str, dict[str, Any], str]] = [
         ("mr-sig/signals/Not-An-Event", {}, "event 'Not-An-Event' must be"),
         ("mr-sig/signals/approved", {"data": [1]}, "data must be a JSON object"),
         ("mr-sig/signals/approved", {"colour": "red"}, "unknown field 'colour'"),
@@ -69,6 +69,7 @@ async def test_a_signal_is_kept_resent_safely_and_refused_once_ended(
 ) -> None:
     """Sent before the saga waits, a signal is kept; the same signal id again is seen,
     nothing more; an ended saga has no wait left (409); an unknown record is a 404."""
+    await completed(sm, "mr-done", "u-1")  # first: its steps claim the streams' next entries
     await start(sm, "mr-sig", "u-1")
     first = await signal(console, producer, "mr-sig/signals/approved",
                          data={"by": "dr-who"}, signal_id="s-1")  # fmt: skip
@@ -76,7 +77,6 @@ async def test_a_signal_is_kept_resent_safely_and_refused_once_ended(
     assert (first.json()["outcome"], first.json()["signal_id"]) == ("kept", "s-1")
     again = await signal(console, producer, "mr-sig/signals/approved", signal_id="s-1")
     assert again.status_code == 200 and again.json()["outcome"] == "seen"
-    await completed(sm, "mr-done", "u-1")
     ended = await signal(console, producer, "mr-done/signals/approved")
     assert ended.status_code == 409, ended.text
     missing = await signal(console, producer, "mr-none/signals/approved")
