@@ -327,6 +327,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 retention=retention,
                 commit_replicas=1 if durability == "replica" else 0,
                 replica_wait_ms=int(num("SAGA_COMMIT_WAIT_MS", 1000, int)),
+                priority_boost_ms=int(num("SAGA_PRIORITY_AGE_BOOST", 60, float) * 1000),
             ),
             step_config=StepConfig(
                 max_document_bytes=int(num("SAGA_MAX_DOCUMENT_BYTES", 20 * 1024 * 1024, int)),

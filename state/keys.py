@@ -167,6 +167,15 @@ class Keys:
     def ready(self, partition: int, step: str) -> str:
         return _step_key(self.prefix, self.saga_type, partition, step, "ready")
 
+    def urgent(self, partition: int, step: str) -> str:
+        """A zset: sagas with a priority above 0 waiting at the step -> enqueue ms."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "urgent")
+
+    def lowered(self, partition: int, step: str) -> str:
+        """A zset: priority-0 entries set aside for urgent ones, ``<record>|<epoch>`` ->
+        the saga's creation ms (``includes/lowered.lua``)."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "lowered")
+
     def delayed(self, partition: int, step: str) -> str:
         return _step_key(self.prefix, self.saga_type, partition, step, "delayed")
 

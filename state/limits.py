@@ -54,6 +54,10 @@ class StateLimits(msgspec.Struct, frozen=True, kw_only=True):
     fails, is acknowledged only once this many replicas have it (one ``WAIT`` per batch
     and node, in the same round trip). 0 (``local``): the primary's word is enough."""
     replica_wait_ms: int = 1000
+    priority_boost_ms: int = 60_000
+    """``SAGA_PRIORITY_AGE_BOOST`` (s): while a saga with a priority above 0 waits at a step,
+    claims set aside priority-0 entries of sagas younger than this; an older one is
+    claimed in its turn (the bound on how long priorities hold it back). 0: off."""
     """``SAGA_COMMIT_WAIT_MS``: how long that ``WAIT`` waits before the call counts as
     failed (``NotReplicatedError``) and is re-sent with its operation ids."""
 

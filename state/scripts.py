@@ -84,6 +84,7 @@ SCRIPT_NAMES = (
     "resume_schedule",
     "remove_schedule",
     "advance_schedule",
+    "release_lowered",
 )
 
 

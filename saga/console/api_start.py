@@ -59,7 +59,7 @@ async def start(request: Request, who: Identity | None, body: Body) -> Response:
     client = await _client(request, text_field(body, "type", 64) or None)
     with _audited(w, "start", rid, user_id=uid, priority=priority):
         try:
-            res = await client.start(rid, uid, input=first)
+            res = await client.start(rid, uid, input=first, priority=priority)
         except ValueError as exc:  # the input does not fit the first step
             raise ConsoleError(f"{exc}.") from None
         except SagaExistsError:  # the owner's id is not the caller's to learn
@@ -102,10 +102,6 @@ def _required(body: Body, name: str) -> str:
 def _priority(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 9:
         raise ConsoleError("priority must be a whole number from 0 to 9")
-    if value:
-        raise ConsoleError(
-            "priorities are not supported by this release yet; send 0 or leave it out"
-        )
     return value
 
 

@@ -28,7 +28,8 @@ START_BODY = {
         "input": {"type": "object", "description": "the first step's input (default: the "
                   "type's own, e.g. the document pipeline resolves the record's document)"},
         "priority": {**INT, "minimum": 0, "maximum": 9, "default": 0,
-                     "description": "higher is claimed sooner (0 only, until priorities land)"},
+                     "description": "above 0: claimed before priority-0 sagas waiting at the first "
+                     "step, each held back at most SAGA_PRIORITY_AGE_BOOST"},
     },
 }  # fmt: skip
 RETRY_AFTER = {"Retry-After": {"description": "seconds until a request would pass",

@@ -83,6 +83,7 @@ async def test_bad_input_is_one_sentence(console: RunningConsole, producer: str)
         ({"record_id": "r1", "user_id": "u-1", "input": [1]}, "input must be a JSON object"),
         ({"record_id": "r1", "user_id": "u-1", "priority": "high"}, "priority must be"),
         ({"record_id": "r1", "user_id": "u-1", "priority": 11}, "priority must be"),
+        ({"record_id": "r1", "user_id": "u-1", "priority": True}, "priority must be"),
         ({"record_id": "r1", "user_id": "u-1", "colour": "red"}, "unknown field 'colour'"),
         ({"record_id": "r1", "user_id": "u-1", "type": "nope"}, "no saga type 'nope'"),
         ({"record_id": "r1", "user_id": "u-1", "input": {"pages": 3}}, "reads no field 'pages'"),
@@ -166,3 +167,13 @@ async def test_the_rate_limit_is_per_token_with_retry_after(
     other = await add_stored_token(redis, keys, "lab", Role.PRODUCER, signer=console_signer(),
                                    now_ms=int(time.time() * 1000))  # fmt: skip
     assert (await start(console, other, record_id="mr-r3", user_id="u-1")).status_code == 201
+
+
+async def test_a_start_carries_its_priority(
+    console: RunningConsole, producer: str, redis: Any, keys: Keys
+) -> None:
+    """``priority`` reaches the saga: stored with it, and listed as urgent at its first step."""
+    res = await start(console, producer, record_id="mr-urgent", user_id="u-1", priority=7)
+    assert res.status_code == 201, res.text
+    assert await redis.hget(keys.saga("mr-urgent"), "pri") == b"7"
+    assert await redis.zscore(keys.urgent(0, "router"), "mr-urgent") is not None
