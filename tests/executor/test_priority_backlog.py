@@ -44,7 +44,7 @@ async def run_backlog(
 
     try:
         await wait_until(done, within=300, what="every saga completed", every=0.2,
-                         on_timeout=lambda: worker.tail())  # fmt: skip
+                         on_timeout=worker.tail)  # fmt: skip
     finally:
         worker.kill()
     pipe = redis.pipeline(transaction=False)
