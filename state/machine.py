@@ -180,7 +180,7 @@ class StateMachine:
         unseal = k.unseal if k.sealer is not None else None
         return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
 
-    async def release_lowered(self, step: str, partition: int, most: int = 500) -> int:
+    async def release_lowered(self, step: str, partition: int, most: int = 1000) -> int:
         """Lowered entries of ``step`` back into its stream (all when no urgent saga waits,
         else those past the age bound); returns how many. The promote loops call it."""
         if self.limits.priority_boost_ms <= 0 or is_undo(step):

@@ -170,10 +170,17 @@ end
 -- Urgent sagas waiting at the step: counted once (nil until a priority-0 entry asks),
 -- then down by one for each of them this batch claims.
 local waiting = nil
+-- Whether this batch must put lowered entries back at its end: an urgent saga was
+-- listed, or it claimed a released entry (a chain of releases is draining the set).
+-- Neither on the usual path: one ZCARD a batch is all priorities cost there.
+local drain = false
 local function lower_it(s)
   if boost <= 0 or (s[21] and s[21] ~= '' and s[21] ~= '0') then return false end
   if now - tonumber(s[13]) >= boost then return false end  -- the age boost
-  if waiting == nil then waiting = urgent_waiting(urgent, now, boost) end
+  if waiting == nil then
+    waiting = urgent_waiting(urgent, now, boost)
+    drain = drain or waiting > 0
+  end
   return waiting > 0
 end
 
@@ -275,10 +282,14 @@ for i = 1, n do
                'worker', worker, 'lease', string.format('%d', lease_until), 'claimed', now_s,
                'updated', now_s, 'att:' .. step, s[5] .. ':' .. string.format('%d', attempt),
                'op', op)
-    if s[9] == '' then redis.call('HSET', saga, 'entry', entry) end  -- a released deferral
+    if s[9] == '' then  -- a released deferral
+      redis.call('HSET', saga, 'entry', entry)
+      drain = true
+    end
     if boost > 0 and s[21] and s[21] ~= '' and s[21] ~= '0'
-       and redis.call('ZREM', urgent, record) == 1 and waiting then
-      waiting = waiting - 1
+       and redis.call('ZREM', urgent, record) == 1 then
+      drain = true
+      if waiting then waiting = waiting - 1 end
     end
     index_state(5, record, s[3], STATE.RUNNING, now_s)
     if cap > 0 then
@@ -301,10 +312,8 @@ for i = 1, n do
                             lease_until)
   end
 end
-if boost > 0 then
-  if waiting == nil and redis.call('EXISTS', lowered) == 1 then
-    waiting = urgent_waiting(urgent, now, boost)
-  end
-  if waiting ~= nil then release_lowered(ready, lowered, waiting, now, boost, 2 * n + 10) end
+if boost > 0 and drain then
+  if waiting == nil then waiting = urgent_waiting(urgent, now, boost) end
+  release_lowered(ready, lowered, waiting, now, boost, 2 * n + 10)
 end
 return replies

@@ -147,7 +147,7 @@ MUTANTS = {
     ),
     "urgent never struck off": (
         "claim_steps.lua",
-        "and redis.call('ZREM', urgent, record) == 1 and waiting then",
+        "and redis.call('ZREM', urgent, record) == 1 then",
         "and false then",
     ),
     "release drops entries": (
