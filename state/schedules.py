@@ -60,7 +60,9 @@ class ScheduleExistsError(StateError):
 def validate_name(name: str) -> str:
     validate_id(name, "schedule name")
     if len(name) > MAX_NAME:
-        raise InvalidIdError(f"schedule name is {len(name)} characters long; the limit is {MAX_NAME}")
+        raise InvalidIdError(
+            f"schedule name is {len(name)} characters long; the limit is {MAX_NAME}"
+        )
     return name
 
 
@@ -136,7 +138,9 @@ async def definition(client: Any, keys: Keys, name: str) -> ScheduleDefinition |
     return None if raw is None else msgspec.json.decode(raw, type=ScheduleDefinition)
 
 
-async def due(client: Any, keys: Keys, now_ms: int, limit: int = DUE_BATCH) -> list[tuple[str, int]]:
+async def due(
+    client: Any, keys: Keys, now_ms: int, limit: int = DUE_BATCH
+) -> list[tuple[str, int]]:
     """Active schedules whose next tick is at or before ``now_ms``: (name, tick ms)."""
     rows = await client.zrangebyscore(keys.schedule_due(), "-inf", now_ms, start=0,
                                       num=limit, withscores=True)  # fmt: skip
