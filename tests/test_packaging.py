@@ -86,6 +86,7 @@ def test_public_api_is_pinned() -> None:
     assert {n for n in dir(saga.App) if not n.startswith("_")} == {
         "name",
         "step",
+        "schedule",
         "build",
         "pipeline",
         "client",
