@@ -83,6 +83,7 @@ class App:
         except InvalidIdError as exc:
             raise AppError(str(exc)) from None
         self._declared: list[_Declared] = []
+        self._schedules: list[Any] = []
 
     @property
     def name(self) -> str:
@@ -213,6 +214,40 @@ class App:
         )  # fmt: skip
         self._declared.append(d)
 
+    def schedule(
+        self, *, cron: str, name: str | None = None, user: str = "scheduler"
+    ) -> Callable[[F], F]:
+        """Start a saga of this type on ``cron`` (five fields, UTC): decorate a function
+        of no arguments that returns the first step's input (a Struct, or None for the
+        type's default); it is called once, when the app is built. The saga of each tick
+        has the record id ``<name>.<tick as 20260103T020000>Z`` (``name``: the function's,
+        with ``_`` as ``-``) and the user ``user``. The controller of this app
+        (``SAGA_PIPELINE=module:app saga controller``) registers the schedules and fires
+        them, with or without workers running; ``saga schedule`` lists and pauses them.
+        """
+        from saga.schedules import check_cron
+        from saga.state.ids import validate_id
+        from saga.state.schedules import validate_name
+
+        try:
+            cron = check_cron(cron)
+            validate_id(user, "schedule user")
+        except (ValueError, InvalidIdError) as exc:
+            raise AppError(str(exc)) from None
+
+        def register(fn: F) -> F:
+            label = name or fn.__name__.replace("_", "-")
+            try:
+                validate_name(label)
+            except InvalidIdError as exc:
+                raise AppError(f"{exc}; name it with @app.schedule(name=...)") from None
+            if any(s[0] == label for s in self._schedules):
+                raise AppError(f"app {self._name!r} has two schedules named {label!r}")
+            self._schedules.append((label, cron, user, fn))
+            return fn
+
+        return register
+
     def pipeline(self, settings: Settings | None = None) -> Pipeline:
         """The checked chain of steps with ``SAGA_<STEP>_*`` applied (read from the
         environment when no settings are given). Raises AppError when it cannot run."""
@@ -239,7 +274,22 @@ class App:
                     f"step {step.name!r} cannot take the output of {before.name!r} "
                     f"({describe(before.output_type)} into {describe(step.input_type)}): {why}"
                 )
-        return Pipeline(tuple(specs), name=self._name)
+        return Pipeline(tuple(specs), name=self._name, schedules=self._schedule_specs(specs[0]))
+
+    def _schedule_specs(self, first: StepSpec) -> tuple[Any, ...]:
+        """Each ``@app.schedule`` with its input made and checked against the first step."""
+        from saga.schedules import ScheduleSpec, input_json
+
+        out = []
+        for label, cron, user, fn in self._schedules:
+            value = fn()
+            if value is not None and not isinstance(value, first.input_type):
+                raise AppError(
+                    f"schedule {label!r} returns {type(value).__name__}, not the input of "
+                    f"step {first.name!r} ({first.input_type.__name__}) or None"
+                )
+            out.append(ScheduleSpec(name=label, cron=cron, user_id=user, input=input_json(value)))
+        return tuple(out)
 
     def client(self, settings: Settings | None = None) -> SagaClient:
         """A client that starts and reads sagas of this type::

@@ -143,6 +143,7 @@ class SagaClient:
         document: str = "",
         input: Any = None,
         trace: str = "",
+        priority: int = 0,
     ) -> StartResult:
         """Create the saga and enqueue its first step; the same call again is a no-op.
 
@@ -153,7 +154,10 @@ class SagaClient:
         of an object); without it the input is ``{"document": document}``, the
         document pipeline's. ``trace`` is a W3C traceparent to run the saga's steps
         under; by default the saga gets its own trace (a ``saga <record_id>`` span,
-        under the caller's current span if there is one) when tracing is on."""
+        under the caller's current span if there is one) when tracing is on.
+        ``priority`` (0-9): above 0, the saga's first step is claimed before priority-0
+        sagas waiting there, each held back at most ``SAGA_PRIORITY_AGE_BOOST``
+        (docs/sagas.md, "Priorities")."""
         from saga.telemetry import tracing  # imports OpenTelemetry only when tracing is on
 
         first = self._first_input(document, input)
@@ -173,6 +177,7 @@ class SagaClient:
                 input_json=first,
                 document=document,
                 trace=trace or tracing.traceparent_of(span),
+                priority=priority,
             )
             span.set("saga.created", result.created)
         return result

@@ -126,6 +126,8 @@ class Pipeline:
     steps: tuple[StepSpec, ...]
     name: str = DEFAULT_TYPE
     """The saga type (``saga.App``'s name); the document pipeline's is ``documents``."""
+    schedules: tuple[Any, ...] = ()
+    """``@app.schedule``s (``saga.schedules.ScheduleSpec``), registered by the controller."""
 
     def __post_init__(self) -> None:
         validate_type(self.name)

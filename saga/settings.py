@@ -66,6 +66,11 @@ class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
     trusted_proxies: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
     """Networks whose requests may carry the forward-auth headers."""
     session_ttl_s: int = 8 * 3600
+    start_rate: float = 20.0
+    """``SAGA_CONSOLE_START_RATE``: requests a second each token may make to the start API
+    (``/api/v1/sagas``) after its burst; 0 turns the limit off."""
+    start_burst: int = 40
+    """``SAGA_CONSOLE_START_BURST``: requests a token may make at once before the rate holds."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -346,6 +351,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 commit_replicas=1 if "replica" in durability else 0,
                 commit_fsync="fsync" in durability,
                 replica_wait_ms=int(num("SAGA_COMMIT_WAIT_MS", 1000, int)),
+                priority_boost_ms=int(num("SAGA_PRIORITY_AGE_BOOST", 60, float) * 1000),
             ),
             step_config=StepConfig(
                 max_document_bytes=int(num("SAGA_MAX_DOCUMENT_BYTES", 20 * 1024 * 1024, int)),
@@ -414,4 +420,6 @@ def _console_settings(get: Any, num: Any) -> ConsoleSettings:
         reviewer_group=get("SAGA_CONSOLE_REVIEWER_GROUP", "saga-reviewers"),
         trusted_proxies=tuple(n.strip() for n in proxies if n.strip()),
         session_ttl_s=int(num("SAGA_CONSOLE_SESSION_TTL", 8 * 3600, int)),
+        start_rate=num("SAGA_CONSOLE_START_RATE", 20.0),
+        start_burst=max(1, int(num("SAGA_CONSOLE_START_BURST", 40, int))),
     )

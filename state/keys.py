@@ -168,6 +168,15 @@ class Keys:
     def ready(self, partition: int, step: str) -> str:
         return _step_key(self.prefix, self.saga_type, partition, step, "ready")
 
+    def urgent(self, partition: int, step: str) -> str:
+        """A zset: sagas with a priority above 0 waiting at the step -> enqueue ms."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "urgent")
+
+    def lowered(self, partition: int, step: str) -> str:
+        """A zset: priority-0 entries set aside for urgent ones, ``<record>|<epoch>`` ->
+        the saga's creation ms (``includes/lowered.lua``)."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "lowered")
+
     def delayed(self, partition: int, step: str) -> str:
         return _step_key(self.prefix, self.saga_type, partition, step, "delayed")
 
@@ -326,6 +335,19 @@ class Keys:
         """A hash of every saga type a worker or client has registered: name -> its steps
         in order (``saga.state.types``), read by ``saga top`` and ``--type``."""
         return f"{self.prefix}:types"
+
+    # -- schedules (keyspace-wide, one hash tag: every schedule script's keys) -------
+    def schedule_defs(self) -> str:
+        """A hash: schedule name -> its definition (JSON, ``saga.state.schedules``)."""
+        return f"{self.prefix}:{{schedules}}:defs"
+
+    def schedule_due(self) -> str:
+        """A zset: active schedule name -> its next fire time (ms); paused: absent."""
+        return f"{self.prefix}:{{schedules}}:due"
+
+    def schedule_last(self) -> str:
+        """A hash: schedule name -> ``<tick ms>|<record id>`` of its last fire."""
+        return f"{self.prefix}:{{schedules}}:last"
 
     def of_type(self, saga_type: str) -> Keys:
         """The same keyspace and partitions, for another saga type."""

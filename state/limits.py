@@ -64,6 +64,10 @@ class StateLimits(msgspec.Struct, frozen=True, kw_only=True):
     replica_wait_ms: int = 1000
     """``SAGA_COMMIT_WAIT_MS``: how long that ``WAIT`` (or ``WAITAOF``) waits before the
     call counts as failed (``NotReplicatedError``) and is re-sent with its operation ids."""
+    priority_boost_ms: int = 60_000
+    """``SAGA_PRIORITY_AGE_BOOST`` (s): while a saga with a priority above 0 waits at a step,
+    claims set aside priority-0 entries of sagas younger than this; an older one is
+    claimed in its turn (the bound on how long priorities hold it back). 0: off."""
 
     @property
     def durable(self) -> dict[str, Any]:

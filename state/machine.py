@@ -17,6 +17,7 @@ import msgspec
 
 from saga.state.backoff import resend
 from saga.state.codes import RC, raise_for, to_code
+from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys, RecordKeys
 from saga.state.limits import StateLimits
@@ -88,7 +89,12 @@ class StateMachine:
         document: str = "",
         trace: str = "",
         op: str | None = None,
+        priority: int = 0,
     ) -> StartResult:
+        """``priority`` 0-9: above 0, claims of the first step set priority-0 entries
+        aside for it (``includes/lowered.lua``)."""
+        if not 0 <= priority <= 9:
+            raise InvalidIdError(f"priority must be 0-9, not {priority}")
         validate_id(record_id, "record_id")
         validate_id(user_id, "user_id")
         validate_step(first_step)
@@ -100,10 +106,11 @@ class StateMachine:
             k.created_index(p),
             k.user_index(p, user_id),
             *self._state_indexes(p),
+            k.urgent(p, first_step),
         ]
         args: list[Any] = [record_id, user_id, first_step, k.seal(input_json)]
         args += [k.seal(document.encode()) if document else "", trace]
-        args += [op or new_op(), self.limits.history_maxlen]
+        args += [op or new_op(), self.limits.history_maxlen, priority]
         reply = await self._resend(lambda: self._durable("start_saga", keys, args))
         code = to_code(reply[0])
         raise_for(code, record_id, f"owned by {text(reply[1])}" if len(reply) > 1 else "")
@@ -151,6 +158,8 @@ class StateMachine:
             k.inflight(partition, step),
             k.deferred(partition, step),
             k.retired(partition),
+            k.urgent(partition, step),
+            k.lowered(partition, step),
         ]
         args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
         args += [self.limits.history_maxlen, "1" if load_pages else "0", max_lease_expiries]
@@ -158,7 +167,7 @@ class StateMachine:
         if undoable:
             keys += [k.ready(partition, undo_of(s)) for s in undoable[:32]]
             args += undoable[:32]
-        args.append(self.limits.retention.arg())
+        args += [self.limits.retention.arg(), self.limits.priority_boost_ms]
         for entry_id, record_id in entries:
             rk = k.record(record_id)
             keys += [rk.saga, rk.history, rk.pages]
@@ -166,6 +175,17 @@ class StateMachine:
         replies = await self._resend(lambda: evalsha(self.client, "claim_steps", keys, args))
         unseal = k.unseal if k.sealer is not None else None
         return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
+
+    async def release_lowered(self, step: str, partition: int, most: int = 1000) -> int:
+        """Lowered entries of ``step`` back into its stream (all when no urgent saga waits,
+        else those past the age bound); returns how many. The promote loops call it."""
+        if self.limits.priority_boost_ms <= 0 or is_undo(step):
+            return 0
+        k = self.keys
+        keys = [k.ready(partition, step), k.urgent(partition, step), k.lowered(partition, step)]
+        reply = await evalsha(self.client, "release_lowered", keys,
+                              [self.limits.priority_boost_ms, most])  # fmt: skip
+        return num(reply[1])
 
     # -- heartbeat ----------------------------------------------------------
     async def heartbeat(

@@ -122,12 +122,17 @@ class Purger:
         return found
 
     async def _slots(self, found: _Traces, p: int, user: str, record_id: str) -> None:
-        """The user's slot (per-user cap) and deferrals of the record at each step."""
+        """The user's slot (per-user cap) and deferrals of the record at each step, and its
+        priority listings (urgent, and lowered by epoch: the last 64)."""
         k = self.keys
+        epoch = int(await self.client.hget(k.saga(record_id), "epoch") or 1)
+        lowered = [f"{record_id}|{e}" for e in range(max(1, epoch - 63), epoch + 1)]
         pipe = self.client.pipeline(transaction=False)
         for step in self.steps:
             pipe.zscore(k.inflight(p, step), f"{user}|{record_id}")
             pipe.zrangebylex(k.deferred(p, step), f"[{user}|", f"[{user}|\xff", 0, 1000)
+            pipe.zscore(k.urgent(p, step), record_id)
+            pipe.zmscore(k.lowered(p, step), lowered)
         replies = iter(await pipe.execute())
         for step in self.steps:
             if next(replies) is not None:
@@ -135,6 +140,11 @@ class Purger:
             mine = [text(m) for m in next(replies) if text(m).split("|")[2:3] == [record_id]]
             if mine:
                 found.members.setdefault(k.deferred(p, step), []).extend(mine)
+            if next(replies) is not None:
+                found.members.setdefault(k.urgent(p, step), []).append(record_id)
+            low = [m for m, score in zip(lowered, next(replies), strict=True) if score is not None]
+            if low:
+                found.members.setdefault(k.lowered(p, step), []).extend(low)
 
     async def _delete_embeddings(self, embeddings: Sequence[str]) -> None:
         for at in range(0, len(embeddings), _CALL):  # one hash tag: one DEL a chunk

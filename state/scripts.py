@@ -84,6 +84,12 @@ SCRIPT_NAMES = (
     "time_out_wait",
     "reserve_budget",
     "lapse_holds",
+    "add_schedule",
+    "pause_schedule",
+    "resume_schedule",
+    "remove_schedule",
+    "advance_schedule",
+    "release_lowered",
 )
 
 

@@ -88,6 +88,7 @@ def test_public_api_is_pinned() -> None:
         "step",
         "wait",
         "sleep",
+        "schedule",
         "build",
         "pipeline",
         "client",

@@ -7,7 +7,7 @@ from typing import Any
 
 from saga.cli.common import CliError, Exit, check_redis, fmt_ms, print_json, run, table
 
-ROLES = ("viewer", "reviewer", "operator")
+ROLES = ("viewer", "reviewer", "operator", "producer")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "Serve the web console and its JSON API (/api/v1). People sign in with a "
             "token (`saga console token add`), or an auth proxy names them "
             "(SAGA_CONSOLE_AUTH_HEADER). Roles: viewer (ids, states, timings, errors, "
-            "costs) and operator (also outputs, retry, cancel, accept review, replay, purge)."
+            "costs), operator (also outputs, retry, cancel, accept review, replay, purge) "
+            "and producer (a service: starts sagas over HTTP and reads their state)."
         ),
         epilog="Needs the console extra: pip install 'saga-runner[console]'.",
     )

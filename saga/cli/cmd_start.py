@@ -39,6 +39,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     add_type_option(p)
     p.add_argument(
+        "--priority",
+        type=int,
+        default=0,
+        choices=range(10),
+        metavar="0-9",
+        help="above 0: claimed before priority-0 sagas waiting at the first step, each held "
+        "back at most SAGA_PRIORITY_AGE_BOOST (default 0)",
+    )
+    p.add_argument(
         "--wait",
         action="store_true",
         help="wait for a terminal state; says so once if no worker reads the saga's step",
@@ -69,8 +78,9 @@ def main(args: argparse.Namespace) -> int:
                 _readable(document or _document_of(first))
             try:
                 res = await sagas.start(
-                    args.record_id, args.user_id, document=document, input=first
-                )
+                    args.record_id, args.user_id, document=document, input=first,
+                    priority=args.priority,
+                )  # fmt: skip
             except ValueError as exc:  # --input does not fit the first step
                 raise CliError(f"{exc}.", Exit.USAGE) from None
             if not args.json:

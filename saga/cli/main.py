@@ -45,6 +45,7 @@ COMMANDS = (
     "partitions",
     "retention",
     "purge",
+    "schedule",
 )
 
 

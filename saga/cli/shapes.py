@@ -30,6 +30,7 @@ from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
 from saga.state.repartition import MigrationReport
+from saga.state.schedules import Schedule
 from saga.state.signals import SignalResult
 
 SCHEMAS = Path(__file__).with_name("schemas")
@@ -287,6 +288,12 @@ ConfigDocument = msgspec.defstruct(
 (``***``), paths as strings, and the version of the Lua scripts."""
 
 
+class ScheduleList(msgspec.Struct, kw_only=True):
+    """``saga schedule list --json``: every schedule by name."""
+
+    schedules: list[Schedule]
+
+
 SHAPES: dict[str, Any] = {
     "start": StartDocument,
     "show": ShowDocument,
@@ -315,6 +322,7 @@ SHAPES: dict[str, Any] = {
     "partitions-migrate": MigrationReport,
     "retention": RetentionDocument,
     "purge": PurgeReport,
+    "schedule-list": ScheduleList,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""

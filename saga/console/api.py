@@ -1,6 +1,7 @@
 """``/api/v1``: the JSON API the pages' scripts use, in the shapes of the CLI's ``--json``.
 
-Reads need the viewer role, actions the operator role. Bodies are JSON (or a
+Reads need the viewer role, actions the operator role; starting a saga (``api_start``)
+the producer role (or operator), which also reads one saga as a viewer does. Bodies are JSON (or a
 form); errors are ``{"error": "<one sentence>"}`` with the status that fits.
 ``openapi.json`` describes every route (``saga.console.openapi``).
 """
@@ -23,7 +24,7 @@ from saga.console.web import Body, bool_field, endpoint, list_field, text_field,
 from saga.state.ids import validate_id
 
 PREFIX = "/api/v1"
-VIEWER, OPERATOR = Role.VIEWER, Role.OPERATOR
+VIEWER, OPERATOR, PRODUCER = Role.VIEWER, Role.OPERATOR, Role.PRODUCER
 
 
 def json(data: Any, status: int = 200) -> Response:
@@ -36,7 +37,7 @@ def service(request: Request) -> Service:
     return s
 
 
-@endpoint(VIEWER, api=True)
+@endpoint((VIEWER, PRODUCER), api=True)
 async def me(request: Request, who: Identity | None) -> Response:
     w = who_of(who)
     return json({"subject": w.subject, "role": w.role.value, "via": w.via})
@@ -82,8 +83,13 @@ async def counts(request: Request, who: Identity | None) -> Response:
     return json({"counts": await service(request).counts(saga_type)})
 
 
-@endpoint(VIEWER, api=True)
+@endpoint((VIEWER, PRODUCER), api=True)
 async def saga(request: Request, who: Identity | None) -> Response:
+    """``saga show --json``; a producer reads it as a viewer does, within its rate."""
+    from saga.console.api_start import limit
+
+    if who_of(who).role == PRODUCER:
+        limit(request, who_of(who))
     rid = validate_id(request.path_params["record_id"], "record id")
     saga_type = params.saga_type(request.query_params.get("type"))
     return json(await service(request).saga(rid, who_of(who), saga_type))
@@ -187,8 +193,13 @@ async def openapi(request: Request, who: Identity | None) -> Response:
 
 
 def routes() -> list[Route]:
+    from saga.console import api_schedules, api_start, api_start_signals
+
     p = PREFIX
     return [
+        *api_start.routes(),
+        *api_start_signals.routes(),
+        *api_schedules.api_routes(),
         Route(f"{p}/me", me, methods=["GET"]),
         Route(f"{p}/sagas", sagas, methods=["GET"]),
         Route(f"{p}/counts", counts, methods=["GET"]),

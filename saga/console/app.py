@@ -16,7 +16,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from saga.console import api, budget_pages, pages, review_pages, saga_detail
+from saga.console import api, api_schedules, budget_pages, pages, review_pages, saga_detail
+from saga.console.api_start_rate import RateLimiter
 from saga.console.auth import Access
 from saga.console.config import ConsoleConfig
 from saga.console.headers import SecurityHeaders
@@ -35,6 +36,8 @@ def create_app(settings: Settings, config: ConsoleConfig, redis: Any | None = No
         keys = keys_of(settings, pipeline.name)  # SAGA_PIPELINE's type, as the workers'
         app.state.access = Access(client, keys, config)
         app.state.service = Service(client, keys, settings, pipeline)
+        c = settings.console
+        app.state.start_limiter = RateLimiter(c.start_rate, c.start_burst) if c.start_rate else None
         try:
             yield
         finally:
@@ -48,6 +51,7 @@ def create_app(settings: Settings, config: ConsoleConfig, redis: Any | None = No
             *pages.routes(),
             *budget_pages.routes(),
             *saga_detail.routes(),
+            *api_schedules.page_routes(),
             Route("/livez", livez, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Mount("/static", StaticFiles(packages=[("saga.console", "static")]), name="static"),

@@ -174,11 +174,14 @@ def verified(signer: Signer, t: store.StoredToken) -> bool:
     return hmac.compare_digest(t.mac, expected) and t.role in set(Role)
 
 
-def require(identity: Identity | None, role: Role) -> Identity:
+def require(identity: Identity | None, role: Role | tuple[Role, ...]) -> Identity:
+    """``identity`` if its role allows ``role`` (or one of several)."""
     if identity is None:
         raise Unauthenticated("sign in with a console token")
-    if not identity.role.allows(role):
-        raise Forbidden(f"this needs the {role.value} role; you are signed in as {identity.role}")
+    roles = role if isinstance(role, tuple) else (role,)
+    if not any(identity.role.allows(r) for r in roles):
+        needed = " or ".join(r.value for r in roles)
+        raise Forbidden(f"this needs the {needed} role; you are signed in as {identity.role}")
     return identity
 
 

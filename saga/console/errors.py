@@ -3,7 +3,8 @@
 ConsoleError            status 400: bad input, one sentence
 ├── Unauthenticated     401: no credentials, or unknown ones
 ├── Forbidden           403: the role may not do this (or a CSRF check failed)
-└── NotFound            404
+├── NotFound            404
+└── TooManyRequests     429: over the token's rate (answered with Retry-After)
 """
 
 from __future__ import annotations
@@ -32,3 +33,11 @@ class NotFound(ConsoleError):
 class ConsoleConfigError(ValueError):
     """The console cannot start with this configuration (a bad token file, --dev off
     loopback); the CLI prints it as one sentence and exits 2."""
+
+
+class TooManyRequests(ConsoleError):
+    status = 429
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from saga.cli import shapes
+from saga.console import api_schedules, api_start_openapi, api_start_signals
 from saga.state.queries import CostRow, StateCounts
 
 REF = "#/components/schemas/{name}"
@@ -24,6 +25,7 @@ CLI = {
     "ReviewAccepted": "review-accept", "ReviewView": "review-show",
     "DecideResult": "review-decide", "CostsDocument": "costs",
     "BudgetsDocument": "budget-show", "BudgetCleared": "budget-clear",
+    "StartDocument": "start", "ScheduleList": "schedule-list",
 }  # fmt: skip
 """Component -> the CLI's ``--json`` schema it is (``saga/cli/schemas/<name>.json``)."""
 
@@ -50,7 +52,7 @@ STR, INT, NUM = {"type": "string"}, {"type": "integer"}, {"type": "number"}
 BOOL = {"type": "boolean"}
 OWN: dict[str, dict[str, Any]] = {
     "Error": obj(error=STR),
-    "Me": obj(subject=STR, role={"enum": ["viewer", "reviewer", "operator"]}, via=STR),
+    "Me": obj(subject=STR, role={"enum": ["viewer", "reviewer", "operator", "producer"]}, via=STR),
     "SagaDetail": {"oneOf": [ref("ShowOutputDocument"), ref("ShowDocument")],
                    "description": "outputs for operators only"},
     "Counts": obj(counts=ref("StateCounts")),
@@ -131,6 +133,10 @@ def _png(summary: str, parameters: list[dict[str, Any]]) -> dict[str, Any]:
                           **errors}}  # fmt: skip
 
 
+def _with(op: dict[str, Any], responses: dict[str, Any]) -> dict[str, Any]:
+    return {**op, "responses": {**op["responses"], **responses}}
+
+
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
@@ -140,13 +146,15 @@ def _body(**props: Any) -> dict[str, Any]:
 
 
 PATHS: dict[str, dict[str, Any]] = {
-    "/me": {"get": _op("who is signed in", "Me", "viewer")},
+    "/me": {"get": _op("who is signed in", "Me", "viewer or producer")},
     "/sagas": {"get": _op("sagas from the indexes, newest first (saga list)", "ListDocument",
-                          "viewer", parameters=LIST_PARAMS, headers=NEXT)},
+                          "viewer", parameters=LIST_PARAMS, headers=NEXT),
+               "post": api_start_openapi.START},
     "/counts": {"get": _op("sagas per state index", "Counts", "viewer",
                            parameters=[_query("type", "of this saga type")])},
-    "/sagas/{record_id}": {"get": _op("a saga, its attempts and events (saga show)",
-                                      "SagaDetail", "viewer", parameters=[RECORD, TYPE])},
+    "/sagas/{record_id}": {"get": _with(_op(
+        "a saga, its attempts and events (saga show)", "SagaDetail", "viewer or producer "
+        "(outputs: operator only)", parameters=[RECORD, TYPE]), api_start_openapi.TOO_MANY)},
     "/sagas/{record_id}/retry": {"post": _op("re-run from a step (saga retry)", "RetryResult",
                                              "operator", parameters=[RECORD, TYPE],
                                              requestBody=_body(step=STR, force=BOOL,
@@ -200,6 +208,8 @@ PATHS: dict[str, dict[str, Any]] = {
                    requestBody=_body(daily=USD, monthly=USD)),
         "delete": _op("remove a user's budget; their parked sagas wake (saga budget clear)",
                       "BudgetCleared", "operator", parameters=[USER])},
+    **api_schedules.OPENAPI,
+    **api_start_signals.OPENAPI,
     "/openapi.json": {"get": {"summary": "this document", "security": [],
                               "responses": {"200": {"description": "OpenAPI 3.1"}}}},
 }  # fmt: skip

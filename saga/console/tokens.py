@@ -35,24 +35,31 @@ _CHECK = b"saga console secret check v1"
 
 
 class Role(StrEnum):
-    """What a person may do, each role all the one before may. ``viewer``: ids, states,
-    timings, errors, costs; no document names, no outputs. ``reviewer``: also a flagged
-    saga's values beside their source page, and the review decisions (accept, correct,
-    reject, add). ``operator``: also outputs, and every action."""
+    """What a person may do. ``viewer``: ids, states, timings, errors, costs; no document
+    names, no outputs. ``reviewer``: also a flagged saga's values beside their source
+    page, and the review decisions (accept, correct, reject, add). ``operator``: also
+    outputs, and every action. ``producer``: a service that starts sagas
+    (``POST /api/v1/sagas``) and reads their state as a viewer sees one saga; nothing
+    else (no lists, costs, outputs, reviews or actions)."""
 
     VIEWER = "viewer"
     REVIEWER = "reviewer"
     OPERATOR = "operator"
+    PRODUCER = "producer"
 
     @property
     def rank(self) -> int:
         return _RANKS[self]
 
     def allows(self, needed: Role) -> bool:
+        if self in (Role.OPERATOR, needed):
+            return True
+        if Role.PRODUCER in (self, needed):  # a producer reads no lists; only it starts
+            return False
         return self.rank >= needed.rank
 
 
-_RANKS = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.OPERATOR: 2}
+_RANKS = {Role.VIEWER: 0, Role.REVIEWER: 1, Role.OPERATOR: 2, Role.PRODUCER: -1}
 
 
 class FileToken(msgspec.Struct, frozen=True):
@@ -175,7 +182,9 @@ def parse_role(value: str) -> Role:
     try:
         return Role(value)
     except ValueError:
-        raise ConsoleConfigError(f"role {value!r} must be viewer, reviewer or operator") from None
+        raise ConsoleConfigError(
+            f"role {value!r} must be viewer, reviewer, operator or producer"
+        ) from None
 
 
 def read_token_file(path: str) -> dict[str, FileToken]:

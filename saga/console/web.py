@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from saga.console import csrf
 from saga.console.auth import Access, Identity, require
-from saga.console.errors import ConsoleError
+from saga.console.errors import ConsoleError, TooManyRequests
 from saga.console.tokens import Role
 from saga.state.errors import InvalidIdError, SagaNotFoundError, StateError
 
@@ -31,8 +31,11 @@ Body = dict[str, Any]
 Handler = Callable[..., Awaitable[Response]]
 
 
-def endpoint(role: Role | None, *, api: bool, mutates: bool = False) -> Callable[[Handler], Any]:
-    """``role`` None: open to anyone (sign-in, health); the identity may be None."""
+def endpoint(
+    role: Role | tuple[Role, ...] | None, *, api: bool, mutates: bool = False
+) -> Callable[[Handler], Any]:
+    """``role`` None: open to anyone (sign-in, health); the identity may be None. A tuple
+    of roles: any of them will do."""
 
     def wrap(fn: Handler) -> Any:
         @functools.wraps(fn)
@@ -73,6 +76,8 @@ def error_response(request: Request, exc: Exception, *, api: bool) -> Response:
         return RedirectResponse("/login", status_code=303)
     if api:
         headers = {"WWW-Authenticate": 'Bearer realm="saga"'} if status == 401 else None
+        if isinstance(exc, TooManyRequests):
+            headers = {"Retry-After": str(exc.retry_after_s)}
         return JSONResponse({"error": message}, status_code=status, headers=headers)
     templates = request.app.state.templates
     context = {"status": status, "message": message, "who": getattr(request.state, "who", None)}

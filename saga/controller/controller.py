@@ -22,6 +22,7 @@ from redis.exceptions import ResponseError
 from saga.controller.requeue import Requeuer
 from saga.controller.types import TypeWork, leases_of, prepared, type_work, with_undos
 from saga.pipeline import StepSpec
+from saga.schedules import Firing
 from saga.settings import Settings
 from saga.state import partitions, streams
 from saga.state.backoff import resending
@@ -62,6 +63,10 @@ class Controller:
         self.stopping = anyio.Event()
         self._preparing = anyio.CancelScope()
         self._discovering = anyio.Lock()
+        self._firing: Firing | None = None
+        self.pipeline: Any = None
+        """The own type's Pipeline (``serve`` sets it): its ``@app.schedule``s are
+        registered at start, and its sagas start from schedules with no worker running."""
 
     @property
     def steps(self) -> list[str]:
@@ -97,6 +102,7 @@ class Controller:
             tg.start_soon(self._loop, "promote", s.promote_interval_s, self.promote_once)
             tg.start_soon(self._loop, "recover", s.recovery_interval_s, self.requeue_once)
             tg.start_soon(self._loop, "maintenance", MAINTENANCE_S, self.maintain_once)
+            tg.start_soon(self._loop, "schedules", s.promote_interval_s, self.fire_schedules)
         log.info("controller_stopped", controller=self.name)
         if self.refused is not None:
             raise self.refused
@@ -106,6 +112,12 @@ class Controller:
 
     async def requeue_once(self) -> int:
         return sum([await w.requeuer.once() for w in await self.discover()])
+
+    async def fire_schedules(self) -> int:
+        """Start the sagas of the schedules whose tick has come (``saga.schedules``)."""
+        if self._firing is None:
+            self._firing = Firing(self.client, self.keys, self.settings, own=self.pipeline)
+        return await self._firing.once(int(time.time() * 1000))
 
     async def maintain_once(self) -> None:
         for w in await self.discover():
@@ -139,6 +151,11 @@ class Controller:
             self.health.scripts_loaded = True
             await streams.ensure_groups(self.client, self.keys, self.steps)
             await self.discover()
+            if self.pipeline is not None and self.pipeline.schedules:
+                from saga.schedules import register
+
+                now, own = int(time.time() * 1000), self.pipeline
+                await register(self.client, self.keys, own.name, own.schedules, now)
             self.health.groups_present = True
             await self.upkeep.sync_clock()
 

@@ -36,6 +36,7 @@ async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | No
         name=f"controller-{worker_name()}",
         health=health,
     )
+    controller.pipeline = pipeline
     metrics = Metrics(by_user=settings.metrics_by_user)
     metrics.registry.register(ControllerCounters(controller))
     breakers = settings.breakers()

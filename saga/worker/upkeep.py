@@ -124,6 +124,9 @@ class Upkeep:
                 total += await self.sm.release_deferred(
                     spec.name, p, cap=cap, lease_ms=lease_ms, most=1000, idle=False
                 )
+                # Entries lowered for urgent sagas, when none waits or past the age bound
+                # (claims do it too; this covers a stream that went quiet).
+                total += await self.sm.release_lowered(spec.name, p)
         return total
 
     async def maintain_once(self) -> None:

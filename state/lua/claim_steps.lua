@@ -12,8 +12,10 @@
 -- KEYS[11] users' slots of the step       {p}:inflight:<step>  (see includes/user_cap)
 -- KEYS[12] entries deferred by the cap    {p}:deferred:<step>
 -- KEYS[13] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
--- KEYS[14..13+u] undo ready streams of the steps ARGV[13+n..12+n+u], in that order
--- KEYS[14+u+3(i-1)], KEYS[15+u+3(i-1)], KEYS[16+u+3(i-1)]  saga hash, history, pages of
+-- KEYS[14] urgent sagas at the step (zset: record -> enqueue ms; includes/lowered)
+-- KEYS[15] lowered entries of the step (zset: "<record>|<epoch>" -> created ms)
+-- KEYS[16..15+u] undo ready streams of the steps ARGV[13+n..12+n+u], in that order
+-- KEYS[16+u+3(i-1)], KEYS[17+u+3(i-1)], KEYS[18+u+3(i-1)]  saga hash, history, pages of
 --          entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  step name
@@ -44,6 +46,10 @@
 --          for its lease expiries enters 'compensating' instead when one has its output
 --          stored, as fail_step's dead path does
 -- ARGV[13+n+u] retention per state (StateLimits.retention's table): a dead letter's starts
+-- ARGV[14+n+u] priority age bound (ms; 0: priorities off, KEYS[14..15] untouched): while
+--          an urgent saga (priority > 0) waits at the step, a pending priority-0 entry of a
+--          saga created less than this ago is lowered (set aside, reply DEFERRED); at the
+--          end, lowered entries go back to the stream (includes/lowered)
 -- then pairs (entry id, record id), one per entry, at most 100 pairs
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
@@ -61,11 +67,13 @@
 --   {RC.DEAD_LETTERED, entry, record, state}  the lease expiries reached their cap:
 --                                      dead-lettered ('failed'), or 'compensating' (or
 --                                      'compensated': nothing to undo after all, see ARGV)
---   {RC.DEFERRED, entry, record}       its user holds ARGV[10] slots: set aside in KEYS[12]
+--   {RC.DEFERRED, entry, record}       its user holds ARGV[10] slots: set aside in KEYS[12];
+--                                      or lowered for an urgent saga: set aside in KEYS[15]
 -- Emits: history 'reclaimed' (with the lost attempt: pa, pw, pt) or 'dead_lettered';
 --        quarantine entry for a missing saga; dead letter after too many expired leases,
 --        or (compensation) 'dead_lettered' (x = 'compensating'), 'compensating' and an undo
---        ready entry {rid, ep, v}; a ready entry for a deferred entry a freed slot went to.
+--        ready entry {rid, ep, v}; a ready entry for a deferred entry a freed slot went to,
+--        and for each lowered entry released (includes/lowered).
 --        A plain claim appends no event: the running attempt is in the saga hash
 --        (worker, claimed, att:<step>), and its end event carries its duration (as
 --        Temporal records an activity's start only once it ends); this saves an XADD,
@@ -79,6 +87,7 @@
 --@include dead_letter
 --@include user_cap
 --@include undo_plan
+--@include lowered
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
@@ -94,11 +103,13 @@ local undo_at = 12 + n_extra  -- ARGV[undo_at] = u, the steps after it (undo_pla
 local n_undo = tonumber(ARGV[undo_at])
 if n_undo > 32 then return redis.error_reply('claim_steps: at most 32 steps to undo') end
 local ret = ARGV[undo_at + n_undo + 1]
-local first_pair = undo_at + n_undo + 2
+local boost = tonumber(ARGV[undo_at + n_undo + 2])
+local first_pair = undo_at + n_undo + 3
 local n = math.floor((#ARGV - first_pair + 1) / 2)
 if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
 local retired = KEYS[13]
-local first_saga_key = 14 + n_undo
+local urgent, lowered = KEYS[14], KEYS[15]
+local first_saga_key = 16 + n_undo
 
 local now = now_ms()
 -- Numbers go to redis.call as strings made once: Lua turns a number argument into a
@@ -110,7 +121,7 @@ local replies = {}
 -- extra fields: each redis.call costs ~2 µs of conversion, so they are not split.
 local fields = {'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token', 'lease', 'entry', 'worker',
                 'doc', 'trace', 'created', 'op', 'att:' .. step, 'prev', 'out:' .. guess,
-                'claimed', 'lx:' .. step, 'dfr'}
+                'claimed', 'lx:' .. step, 'dfr', 'pri'}
 local N_BASE = #fields
 for j = 1, n_extra do fields[N_BASE + j] = ARGV[11 + j] end
 
@@ -154,6 +165,23 @@ local function over_cap(user, member)
   if cap <= 0 or redis.call('ZSCORE', inflight, member) then return false end
   if slots[user] == nil then slots[user] = user_slots(inflight, user, now, cap + 16) end
   return slots[user] >= cap and entries_waiting()
+end
+
+-- Urgent sagas waiting at the step: counted once (nil until a priority-0 entry asks),
+-- then down by one for each of them this batch claims.
+local waiting = nil
+-- Whether this batch must put lowered entries back at its end: an urgent saga was
+-- listed, or it claimed a released entry (a chain of releases is draining the set).
+-- Neither on the usual path: one ZCARD a batch is all priorities cost there.
+local drain = false
+local function lower_it(s)
+  if boost <= 0 or (s[21] and s[21] ~= '' and s[21] ~= '0') then return false end
+  if now - tonumber(s[13]) >= boost then return false end  -- the age boost
+  if waiting == nil then
+    waiting = urgent_waiting(urgent, now, boost)
+    drain = drain or waiting > 0
+  end
+  return waiting > 0
 end
 
 for i = 1, n do
@@ -216,7 +244,7 @@ for i = 1, n do
       redis.call('HSET', saga, 'ec', 'LeaseExpired', 'em', em)
       redis.call('HINCRBY', KEYS[4], 'dead:' .. step, 1)
       history_append(hist, maxlen, ev)
-      state = begin_undo({saga = saga, hist = hist, ready_at = 14, index_at = 5,
+      state = begin_undo({saga = saga, hist = hist, ready_at = 16, index_at = 5,
                           record = record, from = s[3], step = step, epoch = epoch, now = now,
                           maxlen = maxlen, op = op,
                           why = 'step ' .. step .. ' lost its lease ' .. max_expiries .. ' times',
@@ -231,6 +259,11 @@ for i = 1, n do
     end
     redis.call('HSET', saga, 'op', op)
     replies[i] = {RC.DEAD_LETTERED, entry, record, state}
+  elseif s[3] == STATE.PENDING and lower_it(s) then
+    redis.call('XACK', ready, group, entry)
+    redis.call('HSET', saga, 'entry', '', 'dfr', entry)
+    redis.call('ZADD', lowered, s[13], record .. '|' .. s[5])
+    replies[i] = {RC.DEFERRED, entry, record}
   elseif s[3] == STATE.PENDING and over_cap(s[2], s[2] .. '|' .. record) then
     redis.call('XACK', ready, group, entry)
     redis.call('HSET', saga, 'entry', '', 'dfr', entry)
@@ -249,7 +282,15 @@ for i = 1, n do
                'worker', worker, 'lease', string.format('%d', lease_until), 'claimed', now_s,
                'updated', now_s, 'att:' .. step, s[5] .. ':' .. string.format('%d', attempt),
                'op', op)
-    if s[9] == '' then redis.call('HSET', saga, 'entry', entry) end  -- a released deferral
+    if s[9] == '' then  -- a released deferral
+      redis.call('HSET', saga, 'entry', entry)
+      drain = true
+    end
+    if boost > 0 and s[21] and s[21] ~= '' and s[21] ~= '0'
+       and redis.call('ZREM', urgent, record) == 1 then
+      drain = true
+      if waiting then waiting = waiting - 1 end
+    end
     index_state(5, record, s[3], STATE.RUNNING, now_s)
     if cap > 0 then
       local member = s[2] .. '|' .. record
@@ -270,5 +311,9 @@ for i = 1, n do
     replies[i] = claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, expired, token,
                             lease_until)
   end
+end
+if boost > 0 and drain then
+  if waiting == nil then waiting = urgent_waiting(urgent, now, boost) end
+  release_lowered(ready, lowered, waiting, now, boost, 2 * n + 10)
 end
 return replies

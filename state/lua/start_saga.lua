@@ -7,6 +7,7 @@
 -- KEYS[4]  created index (zset)      {p}:idx:created
 -- KEYS[5]  user index (zset)         {p}:idx:user:<user>
 -- KEYS[6..11] state indexes, in SagaState order
+-- KEYS[12] urgent sagas at the first step (zset; includes/lowered), used when ARGV[9] > 0
 -- ARGV[1]  record id
 -- ARGV[2]  user id
 -- ARGV[3]  first step name
@@ -15,6 +16,8 @@
 -- ARGV[6]  trace context (W3C traceparent, may be "")
 -- ARGV[7]  operation id
 -- ARGV[8]  history MAXLEN (entries, approximate)
+-- ARGV[9]  priority (0-9; absent or 0: none): above 0 the saga is stored with 'pri' and
+--          listed in KEYS[12], so claims of the step set priority-0 entries aside for it
 -- Returns: {RC.OK, state, step, epoch, created_ms}         created
 --          {RC.DUPLICATE, state, step, epoch, created_ms}  already exists for this user
 --          {RC.USER_MISMATCH, owner}                       exists for another user
@@ -48,5 +51,10 @@ redis.call('ZADD', KEYS[4], now, record)
 redis.call('ZADD', KEYS[5], now, record)
 index_state(6, record, nil, STATE.PENDING, now)
 history_append(hist, ARGV[8], {'e', 'started', 's', step, 'ep', 1, 't', now, 'x', user, 'op', ARGV[7]})
+local pri = tonumber(ARGV[9] or '0') or 0
+if pri > 0 then
+  redis.call('HSET', saga, 'pri', string.format('%d', pri))
+  redis.call('ZADD', KEYS[12], now, record)
+end
 redis.call('HSET', saga, 'op', ARGV[7])
 return {RC.OK, STATE.PENDING, step, 1, now}

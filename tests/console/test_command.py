@@ -69,7 +69,7 @@ async def test_a_bad_token_file_is_one_sentence(env: dict[str, str], tmp_path: P
     for text, message in [
         ("# people\nana operator\n", f"{bad} line 2: expected '<name> <role> <token>', got 2 "
                                       "field(s)"),
-        ("ana admin " + "x" * 30, "role 'admin' must be viewer, reviewer or operator"),
+        ("ana admin " + "x" * 30, "role 'admin' must be viewer, reviewer, operator or producer"),
         ("ana viewer short", f"{bad} line 1: a token must be at least 24 characters long"),
     ]:  # fmt: skip
         bad.write_text(text)

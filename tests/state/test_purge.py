@@ -101,6 +101,9 @@ class World:
         await operator.cancel(sm, self.stopped)
         member = f"{self.user}|00000000000001|{self.stopped}|1"
         await sm.client.zadd(k.deferred(0, "parser"), {member: 0})
+        # ... and stale priority listings (an urgent saga cancelled, a lowered entry)
+        await sm.client.zadd(k.urgent(0, "router"), {self.stopped: 1})
+        await sm.client.zadd(k.lowered(0, "router"), {f"{self.stopped}|1": 1})
 
 
 def purger(sm: StateMachine) -> Purger:

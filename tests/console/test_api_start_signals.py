@@ -1,0 +1,83 @@
+"""``POST /api/v1/sagas/{id}/signals/{event}`` against a real console and server: the
+producer's route (viewers refused, bad input one sentence), and with the waits of the
+workflow-shapes work (``SagaClient.signal``) a signal kept for the wait to come, a
+resend by signal id seen once, a signal to an ended saga a 409; without them a 501."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from saga.client import SagaClient
+from saga.console.tokens import Role, add_stored_token
+from saga.state.keys import Keys
+from saga.state.machine import StateMachine
+from tests.cli.inspect_support import start
+from tests.console.sagas import completed
+from tests.console.support import RunningConsole, console_signer
+
+pytestmark = pytest.mark.anyio
+HAS_WAITS = hasattr(SagaClient, "signal")
+
+
+@pytest.fixture
+async def producer(redis: Any, keys: Keys) -> str:
+    now = int(time.time() * 1000)
+    signer = console_signer()
+    return await add_stored_token(redis, keys, "clinic", Role.PRODUCER, signer=signer, now_ms=now)
+
+
+async def signal(console: RunningConsole, token: str, path: str, **body: Any) -> Any:
+    async with console.client(token) as http:
+        return await http.post(f"/api/v1/sagas/{path}", json=body)
+
+
+async def test_who_may_signal_and_bad_input(
+    sm: StateMachine, console: RunningConsole, producer: str, tokens: dict[Role, str]
+) -> None:
+    """A viewer is refused; a bad event, data or field is a 400 in one sentence."""
+    await start(sm, "mr-sig", "u-1")
+    res = await signal(console, tokens[Role.VIEWER], "mr-sig/signals/approved")
+    assert res.status_code == 403
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("mr-sig/signals/Not-An-Event", {}, "event 'Not-An-Event' must be"),
+        ("mr-sig/signals/approved", {"data": [1]}, "data must be a JSON object"),
+        ("mr-sig/signals/approved", {"colour": "red"}, "unknown field 'colour'"),
+        ("mr-sig/signals/approved", {"signal_id": "a b"}, "signal id 'a b'"),
+    ]
+    for path, body, says in cases:
+        res = await signal(console, producer, path, **body)
+        assert res.status_code == 400, (path, res.text)
+        assert says in res.json()["error"], res.json()
+
+
+@pytest.mark.skipif(HAS_WAITS, reason="this release has waits")
+async def test_without_waits_the_route_says_so(
+    sm: StateMachine, console: RunningConsole, producer: str
+) -> None:
+    await start(sm, "mr-sig", "u-1")
+    res = await signal(console, producer, "mr-sig/signals/approved")
+    assert res.status_code == 501
+    assert res.json() == {"error": "this release has no waits to signal (SagaClient.signal)"}
+
+
+@pytest.mark.skipif(not HAS_WAITS, reason="needs the waits of the workflow-shapes work")
+async def test_a_signal_is_kept_resent_safely_and_refused_once_ended(
+    sm: StateMachine, console: RunningConsole, producer: str
+) -> None:
+    """Sent before the saga waits, a signal is kept; the same signal id again is seen,
+    nothing more; an ended saga has no wait left (409); an unknown record is a 404."""
+    await completed(sm, "mr-done", "u-1")  # first: its steps claim the streams' next entries
+    await start(sm, "mr-sig", "u-1")
+    first = await signal(console, producer, "mr-sig/signals/approved",
+                         data={"by": "dr-who"}, signal_id="s-1")  # fmt: skip
+    assert first.status_code == 200, first.text
+    assert (first.json()["outcome"], first.json()["signal_id"]) == ("kept", "s-1")
+    again = await signal(console, producer, "mr-sig/signals/approved", signal_id="s-1")
+    assert again.status_code == 200 and again.json()["outcome"] == "seen"
+    ended = await signal(console, producer, "mr-done/signals/approved")
+    assert ended.status_code == 409, ended.text
+    missing = await signal(console, producer, "mr-none/signals/approved")
+    assert missing.status_code == 404, missing.text
