@@ -79,6 +79,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     data_key: str = ""
     """``SAGA_DATA_KEY`` (secret, base64): encrypts page texts, step inputs and outputs
     and document references at rest (AES-GCM, state/sealing.py); "" stores them in clear."""
+    data_keys: str = ""
+    """``SAGA_DATA_KEYS`` (secret): ``id:base64,...``, newest first: the first seals, every
+    one (and ``SAGA_DATA_KEY``) opens; ``saga keys rotate`` re-seals under the first."""
     redis_timeout_s: float = 10.0
     """``SAGA_REDIS_TIMEOUT``: seconds a Redis reply may take before the call is re-sent."""
     cluster: bool = False
@@ -172,7 +175,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
         data: dict[str, object] = msgspec.to_builtins(self, enc_hook=str)
-        for secret in ("llm_api_key", "redis_password", "data_key"):
+        for secret in ("llm_api_key", "redis_password", "data_key", "data_keys"):
             if data.get(secret):
                 data[secret] = "***"
         console = data.get("console")
@@ -276,6 +279,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             redis_key_file=tls[2],
             redis_timeout_s=num("SAGA_REDIS_TIMEOUT", 10.0) or 10.0,
             data_key=_data_key(get("SAGA_DATA_KEY")),
+            data_keys=_data_keys(get("SAGA_DATA_KEYS")),
             cluster=flag("SAGA_REDIS_CLUSTER"),
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
             embedded_malloc=malloc,
@@ -370,6 +374,18 @@ def _data_key(raw: str) -> str:
 
         try:
             parse_key(raw)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return raw
+
+
+def _data_keys(raw: str) -> str:
+    """SAGA_DATA_KEYS, checked at start-up like SAGA_DATA_KEY."""
+    if raw:
+        from saga.state.sealing import parse_keys
+
+        try:
+            parse_keys(raw)
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
     return raw
