@@ -169,9 +169,9 @@ async def export_sagas(
     after = selection.after
     types = [k.saga_type for k in keyring]
     for keys in keyring:
-        if after is not None and after.saga_type in types:
-            if types.index(keys.saga_type) < types.index(after.saga_type):
-                continue
+        skip = after is not None and after.saga_type in types
+        if skip and types.index(keys.saga_type) < types.index(after.saga_type):  # type: ignore[union-attr]
+            continue
         for p in keys.all_partitions():
             resume = after if after and after.saga_type == keys.saga_type else None
             if resume is not None and p < resume.partition:

@@ -295,6 +295,11 @@ class Keys:
         month): a user's erasure moves their fields to ``ERASED_USER``."""
         return f"{self._p(partition)}:costs:*", f"{self._p(partition)}:spend:*"
 
+    def every_saga_pattern(self) -> str:
+        """SCAN pattern of every saga hash of this keyspace, of every type and partition
+        (``saga import`` refuses a keyspace where it matches)."""
+        return f"{self.prefix}:{{*}}:saga:*"
+
     def llm_cache_pattern(self, partition: int) -> str:
         """SCAN pattern of a partition's cached LLM answers (moved with their records)."""
         return f"{self._p(partition)}:llm:*"

@@ -79,6 +79,7 @@ SCRIPT_NAMES = (
     "fail_undo",
     "purge_record",
     "forget_user_costs",
+    "import_record",
 )
 
 

@@ -44,6 +44,9 @@ COMMANDS = (
     "partitions",
     "retention",
     "purge",
+    "export",
+    "import",
+    "keys",
 )
 
 
