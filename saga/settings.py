@@ -154,6 +154,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     archive_dir: str = ""
     """``SAGA_ARCHIVE_DIR``: the retention sweep writes each saga it deletes there first
     (JSON Lines, ``saga export``'s format; ``saga import`` reads it back); "" deletes only."""
+    retention_sweep: bool = True
+    """``SAGA_RETENTION_SWEEP`` (on | off): this process's maintenance deletes sagas whose
+    retention ended. The chart turns it off on workers when only the controller has the
+    archive volume, so no saga is deleted unarchived."""
     pipeline: str = ""
     """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
@@ -319,6 +323,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
             archive_dir=get("SAGA_ARCHIVE_DIR"),
+            retention_sweep=get("SAGA_RETENTION_SWEEP", "on").lower() not in _OFF,
             steps=steps,
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
@@ -377,6 +382,9 @@ def _data_key(raw: str) -> str:
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
     return raw
+
+
+_OFF = ("0", "false", "no", "off")
 
 
 def _data_keys(raw: str) -> str:
