@@ -300,6 +300,27 @@ class Keys:
         (``saga import`` refuses a keyspace where it matches)."""
         return f"{self.prefix}:{{*}}:saga:*"
 
+    def every_partitioned_pattern(self) -> str:
+        """SCAN pattern of every key of every type's partitions (``saga keys rotate``)."""
+        return f"{self.prefix}:{{*"
+
+    def kind_of(self, key: str) -> str:
+        """What a partitioned key of this keyspace holds: ``saga``, ``hist``, ``pages``,
+        ``llm``, ``dead``, ``ready``, ``idx``, … (the name after its hash tag); "" for
+        another key."""
+        head, sep, rest = key.partition("}:")
+        if not sep or not head.startswith(f"{self.prefix}:{{"):
+            return ""
+        return rest.partition(":")[0]
+
+    def reseal_scratch(self, stream: str) -> str:
+        """Where ``saga keys rotate`` rewrites a partitioned stream before swapping it in
+        (the same hash tag: one slot)."""
+        head, sep, rest = stream.partition("}:")
+        if not sep or not head.startswith(f"{self.prefix}:{{"):
+            raise InvalidIdError(f"{stream!r} is not a partitioned key of {self.prefix!r}")
+        return f"{head}}}:reseal:{rest}"
+
     def llm_cache_pattern(self, partition: int) -> str:
         """SCAN pattern of a partition's cached LLM answers (moved with their records)."""
         return f"{self._p(partition)}:llm:*"

@@ -80,6 +80,8 @@ SCRIPT_NAMES = (
     "purge_record",
     "forget_user_costs",
     "import_record",
+    "reseal_values",
+    "reseal_stream",
 )
 
 
