@@ -23,12 +23,15 @@ from saga.cli.shapes_data import PurgeReport, RetentionDocument
 from saga.cli.timeline import SagaView
 from saga.controller.check import Check
 from saga.settings import Settings
+from saga.state.archive import ArchivedSaga
+from saga.state.archive_import import ImportReport
 from saga.state.budgets import BudgetStatus
 from saga.state.dead_letters import DeadLetter
 from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
 from saga.state.repartition import MigrationReport
+from saga.state.rotation import RotationReport
 
 SCHEMAS = Path(__file__).with_name("schemas")
 
@@ -308,6 +311,9 @@ SHAPES: dict[str, Any] = {
     "partitions-migrate": MigrationReport,
     "retention": RetentionDocument,
     "purge": PurgeReport,
+    "export-line": ArchivedSaga,
+    "import": ImportReport,
+    "keys": RotationReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""

@@ -16,6 +16,7 @@ from saga.state.keys import Keys
 from saga.state.model import FailAction
 from saga.state.sealing import Sealer
 from tests.cli.inspect_support import cli, commit, fail, machine, run_to_dead, start
+from tests.cli.test_json_shapes import validate
 
 pytestmark = pytest.mark.anyio
 
@@ -86,6 +87,9 @@ async def test_export_keeps_sealed_values_sealed_and_import_reproduces_everythin
     res = cli(other, redis_url, "import", str(out), "--json", env=ENV)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
+    validate("import", doc)
+    for line in body.splitlines():
+        validate("export-line", json.loads(line))
     assert (doc["imported"], doc["present"]) == (4, 0)
     assert doc["active"] == ["r-2"]
     assert await snapshot(redis, other, records) == await snapshot(redis, keys, records)

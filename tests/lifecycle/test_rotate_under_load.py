@@ -19,6 +19,7 @@ from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.sealing import Sealer
 from tests.cli.inspect_support import cli
+from tests.cli.test_json_shapes import validate
 from tests.controller.support import Procs
 from tests.executor import pipelines
 from tests.executor.support import (
@@ -105,6 +106,7 @@ async def test_rotation_while_workers_run_leaves_nothing_unreadable_or_lost(
     ended_ms = time.time() * 1000
     assert rotate.returncode == 0, rotate.stderr
     report = json.loads(rotate.stdout)
+    validate("keys", report)
     assert report["resealed"] >= len(old) and report["stale"] == {}
 
     async def new_done() -> bool:
