@@ -119,47 +119,70 @@ def open_value(raw: bytes, opener: Sealer) -> bytes:
 async def read_saga(
     client: Any, keys: Keys, record_id: str, opener: Sealer | None = None
 ) -> ArchivedSaga | None:
-    """One saga as a line (None when its hash is gone); its history read in pages."""
-    rk = keys.record(record_id)
-    raw = await client.hgetall(rk.saga)
-    if not raw:
-        return None
-    fields = {text(k): encode_value(v, opener) for k, v in raw.items()}
-    user = text(raw.get(b"uid", b""))
-    history: list[tuple[str, dict[str, Value]]] = []
-    start = "-"
-    while True:
-        rows = await client.xrange(rk.history, min=start, max="+", count=_HISTORY_PAGE)
-        for entry_id, entry in rows:
-            history.append(
-                (text(entry_id), {text(k): encode_value(v, opener) for k, v in entry.items()})
-            )
-        if len(rows) < _HISTORY_PAGE:
-            break
-        start = "(" + text(rows[-1][0])
-    p = rk.partition
-    state = text(raw.get(b"state", b""))
-    pipe = client.pipeline(transaction=False)
-    pipe.zscore(keys.created_index(p), record_id)
-    pipe.zscore(keys.user_index(p, user), record_id) if user else pipe.echo("")
-    pipe.zscore(keys.review_index(p), record_id)
-    pipe.zscore(keys.retired(p), f"{user}|{record_id}")
+    """One saga as a line (None when its hash is gone)."""
+    return (await read_sagas(client, keys, [record_id], opener))[0]
+
+
+async def read_sagas(
+    client: Any, keys: Keys, records: Sequence[str], opener: Sealer | None = None
+) -> list[ArchivedSaga | None]:
+    """Sagas of one partition as lines (None for a hash gone), in two pipelined round
+    trips however many (a page); a history longer than a page is read on, alone."""
     from saga.state.model import SagaState
 
-    pipe.zscore(keys.state_index(p, SagaState(state)), record_id)
+    pipe = client.pipeline(transaction=False)
+    for record_id in records:
+        rk = keys.record(record_id)
+        pipe.hgetall(rk.saga)
+        pipe.xrange(rk.history, min="-", max="+", count=_HISTORY_PAGE)
+    replies = await pipe.execute()
+    pipe = client.pipeline(transaction=False)
+    for at, record_id in enumerate(records):
+        raw, p = replies[2 * at], keys.partition_of(record_id)
+        user, state = text(raw.get(b"uid", b"")), text(raw.get(b"state", b"")) or "pending"
+        pipe.zscore(keys.created_index(p), record_id)
+        pipe.zscore(keys.user_index(p, user), record_id) if user else pipe.echo("")
+        pipe.zscore(keys.review_index(p), record_id)
+        pipe.zscore(keys.retired(p), f"{user}|{record_id}")
+        pipe.zscore(keys.state_index(p, SagaState(state)), record_id)
     scores = await pipe.execute()
+    out: list[ArchivedSaga | None] = []
     names = ("created", "user", "review", "retired", "state")
-    indexes = {n: float(s) for n, s in zip(names, scores, strict=True) if s not in (None, b"")}
-    return ArchivedSaga(
-        saga_type=keys.saga_type,
-        record_id=record_id,
-        user_id=user,
-        state=state,
-        created_ms=int(text(raw.get(b"created", b"0")) or 0),
-        saga=fields,
-        history=history,
-        indexes=indexes,
-    )
+    for at, record_id in enumerate(records):
+        raw, rows = replies[2 * at], replies[2 * at + 1]
+        if not raw:
+            out.append(None)
+            continue
+        if len(rows) == _HISTORY_PAGE:
+            rows = rows + await _rest_of_history(client, keys, record_id, rows[-1][0])
+        mine = zip(names, scores[5 * at : 5 * at + 5], strict=True)
+        out.append(
+            ArchivedSaga(
+                saga_type=keys.saga_type,
+                record_id=record_id,
+                user_id=text(raw.get(b"uid", b"")),
+                state=text(raw.get(b"state", b"")),
+                created_ms=int(text(raw.get(b"created", b"0")) or 0),
+                saga={text(k): encode_value(v, opener) for k, v in raw.items()},
+                history=[
+                    (text(i), {text(k): encode_value(v, opener) for k, v in e.items()})
+                    for i, e in rows
+                ],
+                indexes={n: float(v) for n, v in mine if v not in (None, b"")},
+            )
+        )
+    return out
+
+
+async def _rest_of_history(client: Any, keys: Keys, record_id: str, last: Any) -> list[Any]:
+    rows: list[Any] = []
+    start = "(" + text(last)
+    while True:
+        page = await client.xrange(keys.history(record_id), min=start, max="+", count=_HISTORY_PAGE)
+        rows += page
+        if len(page) < _HISTORY_PAGE:
+            return rows
+        start = "(" + text(page[-1][0])
 
 
 async def export_sagas(
@@ -177,12 +200,31 @@ async def export_sagas(
             if resume is not None and p < resume.partition:
                 continue
             resume = resume if resume is not None and resume.partition == p else None
-            async for record_id, created in _records(client, keys, p, selection, resume):
-                doc = await read_saga(client, keys, record_id, opener)
-                if doc is None:  # swept since the index was read
-                    continue
-                doc.cursor = ExportCursor(keys.saga_type, p, created, record_id).encode()
+            page: list[tuple[str, int]] = []
+            async for row in _records(client, keys, p, selection, resume):
+                page.append(row)
+                if len(page) == _PAGE:
+                    for doc in await _lines(client, keys, p, page, opener):
+                        yield doc
+                    page = []
+            for doc in await _lines(client, keys, p, page, opener):
                 yield doc
+
+
+async def _lines(
+    client: Any, keys: Keys, p: int, page: list[tuple[str, int]], opener: Sealer | None
+) -> list[ArchivedSaga]:
+    """A page of (record, created) as lines with their cursors; sagas swept since the
+    index was read are left out."""
+    if not page:
+        return []
+    docs = await read_sagas(client, keys, [r for r, _ in page], opener)
+    out = []
+    for (record_id, created), doc in zip(page, docs, strict=True):
+        if doc is not None:
+            doc.cursor = ExportCursor(keys.saga_type, p, created, record_id).encode()
+            out.append(doc)
+    return out
 
 
 async def _records(

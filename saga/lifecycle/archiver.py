@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 
-from saga.state.archive import encode_line, read_saga
+from saga.state.archive import encode_line, read_sagas
 from saga.state.keys import Keys
 
 
@@ -37,11 +37,9 @@ class Archiver:
         return self.directory / f"{self.keys.saga_type}-{day}-{self.tag}.jsonl"
 
     async def __call__(self, partition: int, records: Sequence[str]) -> None:
-        lines = []
-        for record_id in records:  # sealed values stay sealed: the archive is at rest too
-            doc = await read_saga(self.client, self.keys, record_id)
-            if doc is not None:
-                lines.append(encode_line(doc))
+        # Sealed values stay sealed: the archive is at rest too.
+        docs = await read_sagas(self.client, self.keys, records)
+        lines = [encode_line(doc) for doc in docs if doc is not None]
         if lines:
             await anyio.to_thread.run_sync(self._append, b"".join(lines))
             self.archived += len(lines)
