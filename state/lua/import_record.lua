@@ -16,7 +16,8 @@
 -- ARGV[2]  user id
 -- ARGV[3]  created index score ("" : none), ARGV[4] user index score,
 -- ARGV[5]  state index score, ARGV[6] review index score, ARGV[7] retired score
--- ARGV[8]  operation id (recorded as the hash's 'op')
+-- ARGV[8]  operation id (the hash's 'op' when the export has none: its own is kept, so
+--          a re-sent transition of before the export is still known as one)
 -- ARGV[9]  "1": the first call of the record (hash and indexes); "0": entries only
 -- ARGV[10] f: hash fields (at most 4096), then f pairs (field, value)
 -- then e: history entries (at most 512), then per entry: id, n (at most 64), n pairs
@@ -44,7 +45,7 @@ elseif first then
   for i = 1, f do
     redis.call('HSET', saga, ARGV[9 + 2 * i], ARGV[10 + 2 * i])
   end
-  redis.call('HSET', saga, 'op', ARGV[8])
+  redis.call('HSETNX', saga, 'op', ARGV[8])
   written = f
   local function score(key, value, member)
     if value ~= '' then redis.call('ZADD', key, value, member) end

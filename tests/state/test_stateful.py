@@ -82,6 +82,7 @@ from tests.state.stateful_model import (
 )
 from tests.state.stateful_rules_compensation import CompensationRules
 from tests.state.stateful_rules_fairness import FairnessRules
+from tests.state.stateful_rules_lifecycle import LifecycleRules
 from tests.state.stateful_rules_operator import OperatorRules
 from tests.state.stateful_rules_recovery import RecoveryRules
 from tests.state.stateful_rules_retention import RetentionRules
@@ -95,7 +96,9 @@ SETTINGS = settings(
 )
 
 
-class SagaMachine(FairnessRules, CompensationRules, OperatorRules, RetentionRules, RecoveryRules):
+class SagaMachine(
+    FairnessRules, CompensationRules, OperatorRules, RetentionRules, RecoveryRules, LifecycleRules
+):
     # -- rules (hypothesis collects the mixins' too) ---------------------------
     @rule(rid=st.sampled_from(RECORDS))
     def start(self, rid: str) -> None:

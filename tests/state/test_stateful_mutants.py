@@ -59,6 +59,18 @@ REVIEW_MUTANTS = {
         "",
     ),
 }
+LIFECYCLE_MUTANTS = {
+    "imported without its state index": (
+        "import_record.lua",
+        "score(KEYS[5], ARGV[5], record)",
+        "",
+    ),
+    "imported without its retention": (
+        "import_record.lua",
+        "score(KEYS[7], ARGV[7], user .. '|' .. record)",
+        "",
+    ),
+}
 BATCH_MUTANTS = {
     "cap keys not skipped": (
         "commit_steps.lua",
@@ -82,7 +94,13 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     if name:
-        path, old, new = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS}[name]
+        path, old, new = {
+            **MUTANTS,
+            **BATCH_MUTANTS,
+            **RETENTION_MUTANTS,
+            **REVIEW_MUTANTS,
+            **LIFECYCLE_MUTANTS,
+        }[name]
         real = scripts._read
 
         def read(p: str) -> str:
@@ -182,6 +200,34 @@ def test_a_broken_retention_is_caught(redis_url: str, quiet_events: None, mutant
             return
         with pytest.raises(AssertionError):
             _retention_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _lifecycle_scenario(m: stateful.SagaMachine) -> None:
+    """Two sagas: a step commits, one is dead-lettered (its retention running); each is
+    exported and imported back mid-run, and the machine goes on with them."""
+    m.start_some({"r0", "r1"})
+    m.work("w-a", None, undos=False)
+    m.work("w-a", FailAction.DEAD, undos=False)
+    assert SagaState.FAILED in {m.model[r].state for r in ("r0", "r1")}
+    for rid in ("r0", "r1"):
+        m.export_and_import(rid)
+        m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", None, undos=False)  # the live one goes on after its import
+    m.redis_agrees_with_model_and_invariants_hold()
+
+
+@pytest.mark.parametrize("mutant", ["", *LIFECYCLE_MUTANTS], indirect=True)
+def test_a_broken_import_is_caught(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real import passes; each mutant fails an invariant."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _lifecycle_scenario(m)
+            return
+        with pytest.raises(AssertionError):
+            _lifecycle_scenario(m)
     finally:
         m.teardown()
 
