@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument("--resume", action="store_true", help="continue the cut export in -o FILE")
     p.add_argument("--cursor", metavar="C", help="start after this cursor (a line's 'cursor')")
     p.add_argument("--decrypt", action="store_true", help="open sealed values (needs the key)")
+    p.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
+                   help="jsonl (default) or parquet (needs -o FILE and pyarrow: the "
+                        "'parquet' extra)")  # fmt: skip
     p.set_defaults(func=main)
 
 
@@ -67,6 +70,11 @@ def main(args: argparse.Namespace) -> int:
 
     if args.resume and (not args.output or args.cursor):
         raise CliError("--resume continues an -o FILE export (and takes no --cursor).", Exit.USAGE)
+    if args.format == "parquet" and (not args.output or args.resume):
+        raise CliError(
+            "--format parquet writes a new -o FILE (resume with --cursor into another).",
+            Exit.USAGE,
+        )
     if args.user:
         validate_id(args.user, "user id")
     try:
@@ -79,7 +87,16 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(
             "--decrypt needs the data key: set SAGA_DATA_KEYS or SAGA_DATA_KEY.", Exit.USAGE
         )
-    out, after = _open(args, after)
+    if args.format == "parquet":
+        from saga.lifecycle.parquet import ParquetMissingError, schema
+
+        try:
+            schema()
+        except ParquetMissingError as exc:
+            raise CliError(str(exc) + ".", Exit.USAGE) from None
+        out: BinaryIO = sys.stdout.buffer  # unused: pyarrow writes the file
+    else:
+        out, after = _open(args, after)
     selection = Selection(since_ms=low, user_id=args.user or "", after=after)
 
     async def go() -> int:
@@ -132,6 +149,10 @@ async def export_to(
     names = [keys.saga_type] if args.saga_type else await type_names(client, keys)
     keyring = [keys.of_type(n) for n in dict.fromkeys(names or [keys.saga_type])]
     opener = keys.sealer if args.decrypt else None
+    if args.format == "parquet":
+        from saga.lifecycle.parquet import write_parquet
+
+        return await write_parquet(export_sagas(client, keyring, selection, opener), args.output)
     count, last = 0, ""
     async for doc in export_sagas(client, keyring, selection, opener):
         out.write(encode_line(doc))
