@@ -107,3 +107,21 @@ async def test_the_controller_archives_and_deletes_with_no_executor_running(
     for r in records:
         assert await redis.hget(other.saga(r), "state") == b"failed"
         assert await redis.xrange(other.history(r)) == before[r]
+
+
+async def test_a_worker_with_the_sweep_off_deletes_nothing(
+    redis: Any, keys: Keys, tmp_path: Path
+) -> None:
+    """SAGA_RETENTION_SWEEP=off (the chart's workers when the controller archives): the
+    maintenance pass leaves due sagas; with it on and an archive, they go, archived."""
+    from saga.worker.health import HealthState
+    from saga.worker.upkeep import Upkeep
+
+    records = ["r-a", "r-b"]
+    sm = await failed_and_due(redis, keys, records)
+    await Upkeep(sm, [], "w-off", HealthState(), sweep=False).maintain_once()
+    assert await redis.exists(*(keys.saga(r) for r in records)) == 2
+    on = Upkeep(sm, [], "w-on", HealthState(), archive_dir=str(tmp_path / "a"))
+    await on.maintain_once()
+    assert await redis.exists(*(keys.saga(r) for r in records)) == 0
+    assert on.archiver is not None and on.archiver.archived == 2
