@@ -25,12 +25,10 @@ from saga.state.keys import DEFAULT_TYPE, Keys
 
 def keys_of(settings: Settings, saga_type: str = DEFAULT_TYPE) -> Keys:
     """The keys of one saga type (the document pipeline's by default), sealing patient
-    data with ``SAGA_DATA_KEY`` when it is set."""
-    sealer = None
-    if settings.data_key:
-        from saga.state.sealing import Sealer, parse_key
+    data with ``SAGA_DATA_KEYS`` / ``SAGA_DATA_KEY`` when set."""
+    from saga.state.sealing import sealer_of
 
-        sealer = Sealer(parse_key(settings.data_key))
+    sealer = sealer_of(settings.data_key, settings.data_keys)
     return Keys(
         prefix=settings.key_prefix,
         partitions=settings.partitions,

@@ -86,6 +86,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     data_key: str = ""
     """``SAGA_DATA_KEY`` (secret, base64): encrypts page texts, step inputs and outputs
     and document references at rest (AES-GCM, state/sealing.py); "" stores them in clear."""
+    data_keys: str = ""
+    """``SAGA_DATA_KEYS`` (secret): ``id:base64,...``, newest first: the first seals, every
+    one (and ``SAGA_DATA_KEY``) opens; ``saga keys rotate`` re-seals under the first."""
     redis_timeout_s: float = 10.0
     """``SAGA_REDIS_TIMEOUT``: seconds a Redis reply may take before the call is re-sent."""
     cluster: bool = False
@@ -164,6 +167,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     archive_dir: str = ""
     """``SAGA_ARCHIVE_DIR``: the retention sweep writes each saga it deletes there first
     (JSON Lines, ``saga export``'s format; ``saga import`` reads it back); "" deletes only."""
+    retention_sweep: bool = True
+    """``SAGA_RETENTION_SWEEP`` (on | off): this process's maintenance deletes sagas whose
+    retention ended. The chart turns it off on workers when only the controller has the
+    archive volume, so no saga is deleted unarchived."""
     pipeline: str = ""
     """``SAGA_PIPELINE``: ``module:function`` returning a Pipeline; "" is the document pipeline."""
     steps: dict[str, StepSettings] = {}
@@ -185,7 +192,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     def masked(self) -> dict[str, object]:
         """The effective settings with secrets masked (``saga config``)."""
         data: dict[str, object] = msgspec.to_builtins(self, enc_hook=str)
-        for secret in ("llm_api_key", "redis_password", "data_key"):
+        for secret in ("llm_api_key", "redis_password", "data_key", "data_keys"):
             if data.get(secret):
                 data[secret] = "***"
         console = data.get("console")
@@ -303,6 +310,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             redis_key_file=tls[2],
             redis_timeout_s=num("SAGA_REDIS_TIMEOUT", 10.0) or 10.0,
             data_key=_data_key(get("SAGA_DATA_KEY")),
+            data_keys=_data_keys(get("SAGA_DATA_KEYS")),
             cluster=flag("SAGA_REDIS_CLUSTER"),
             data_dir=Path(get("SAGA_DATA_DIR")) if get("SAGA_DATA_DIR") else _default_data_dir(),
             embedded_malloc=malloc,
@@ -343,6 +351,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             or get("OTEL_EXPORTER_OTLP_ENDPOINT"),
             pipeline=get("SAGA_PIPELINE"),
             archive_dir=get("SAGA_ARCHIVE_DIR"),
+            retention_sweep=get("SAGA_RETENTION_SWEEP", "on").lower() not in _OFF,
             steps=steps,
             limits=StateLimits(
                 history_maxlen=int(num("SAGA_HISTORY_MAXLEN", 10_000, int)),
@@ -400,6 +409,21 @@ def _data_key(raw: str) -> str:
 
         try:
             parse_key(raw)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    return raw
+
+
+_OFF = ("0", "false", "no", "off")
+
+
+def _data_keys(raw: str) -> str:
+    """SAGA_DATA_KEYS, checked at start-up like SAGA_DATA_KEY."""
+    if raw:
+        from saga.state.sealing import parse_keys
+
+        try:
+            parse_keys(raw)
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
     return raw

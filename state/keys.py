@@ -321,6 +321,32 @@ class Keys:
         month): a user's erasure moves their fields to ``ERASED_USER``."""
         return f"{self._p(partition)}:costs:*", f"{self._p(partition)}:spend:*"
 
+    def every_saga_pattern(self) -> str:
+        """SCAN pattern of every saga hash of this keyspace, of every type and partition
+        (``saga import`` refuses a keyspace where it matches)."""
+        return f"{self.prefix}:{{*}}:saga:*"
+
+    def every_partitioned_pattern(self) -> str:
+        """SCAN pattern of every key of every type's partitions (``saga keys rotate``)."""
+        return f"{self.prefix}:{{*"
+
+    def kind_of(self, key: str) -> str:
+        """What a partitioned key of this keyspace holds: ``saga``, ``hist``, ``pages``,
+        ``llm``, ``dead``, ``ready``, ``idx``, … (the name after its hash tag); "" for
+        another key."""
+        head, sep, rest = key.partition("}:")
+        if not sep or not head.startswith(f"{self.prefix}:{{"):
+            return ""
+        return rest.partition(":")[0]
+
+    def reseal_scratch(self, stream: str) -> str:
+        """Where ``saga keys rotate`` rewrites a partitioned stream before swapping it in
+        (the same hash tag: one slot)."""
+        head, sep, rest = stream.partition("}:")
+        if not sep or not head.startswith(f"{self.prefix}:{{"):
+            raise InvalidIdError(f"{stream!r} is not a partitioned key of {self.prefix!r}")
+        return f"{head}}}:reseal:{rest}"
+
     def llm_cache_pattern(self, partition: int) -> str:
         """SCAN pattern of a partition's cached LLM answers (moved with their records)."""
         return f"{self._p(partition)}:llm:*"

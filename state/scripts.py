@@ -90,6 +90,9 @@ SCRIPT_NAMES = (
     "remove_schedule",
     "advance_schedule",
     "release_lowered",
+    "import_record",
+    "reseal_values",
+    "reseal_stream",
 )
 
 

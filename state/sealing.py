@@ -1,5 +1,6 @@
 """Encryption at rest of what may hold patient data: page texts, step inputs and
-outputs, checkpoints and the document reference (``SAGA_DATA_KEY``, AES-256-GCM).
+outputs, checkpoints and the document reference (``SAGA_DATA_KEY``, or a ring of keys
+with ids, ``SAGA_DATA_KEYS``; AES-256-GCM).
 
 Sealed values are sent to Redis already encrypted, so neither the AOF, a snapshot, a
 replica, ``SLOWLOG`` nor ``MONITOR`` sees them in clear; no Lua script reads them. A
@@ -13,11 +14,18 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
+from collections.abc import Sequence
 from typing import Any
 
-MARK = b"\x00sg1"
-"""Prefix of a sealed value: never the start of JSON or of text saga writes."""
+MARK = b"\x00sg"
+"""Prefix of every sealed value: never the start of JSON or of text saga writes."""
+LEGACY = b"\x00sg1"
+"""A value sealed under ``SAGA_DATA_KEY`` (no key id): ``LEGACY + nonce + ciphertext``."""
+RING = b"\x00sg2"
+"""A value sealed under a key of ``SAGA_DATA_KEYS``: ``RING + len(id) + id + nonce + ct``."""
 _TEXT_MARK = "sg1:"
+_KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
 
 class SealError(ValueError):
@@ -35,29 +43,91 @@ def parse_key(raw: str) -> bytes:
     return key
 
 
-class Sealer:
-    """AES-GCM with a random 96-bit nonce per value: ``MARK + nonce + ciphertext+tag``."""
+def parse_keys(raw: str) -> list[tuple[str, bytes]]:
+    """``SAGA_DATA_KEYS``: ``id:base64,id:base64,...``, the newest first (it seals; the
+    others only open). ValueError naming the first bad entry."""
+    out: list[tuple[str, bytes]] = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        key_id, sep, key = item.partition(":")
+        if not sep or _KEY_ID.fullmatch(key_id) is None:
+            raise ValueError(
+                "SAGA_DATA_KEYS must be id:base64-key pairs separated by commas, the newest "
+                "first (ids of letters, digits, '_', '.', '-')"
+            )
+        if key_id in dict(out):
+            raise ValueError(f"SAGA_DATA_KEYS names key id {key_id!r} twice")
+        try:
+            out.append((key_id, parse_key(key)))
+        except ValueError as exc:
+            raise ValueError(f"SAGA_DATA_KEYS key {key_id!r}: {exc}") from None
+    return out
 
-    def __init__(self, key: bytes) -> None:
+
+class Sealer:
+    """AES-GCM with a random 96-bit nonce per value, under a ring of keys: the first key of
+    ``keys`` (``SAGA_DATA_KEYS``, newest first) seals, every key opens what it sealed, and
+    ``legacy`` (``SAGA_DATA_KEY``) opens the values sealed before keys had ids — and seals
+    when there is no ring. ``Sealer(key)`` is the single legacy key."""
+
+    def __init__(self, legacy: bytes | None = None, *, keys: Sequence[tuple[str, bytes]] = ()):
         from cryptography.exceptions import InvalidTag
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-        self._aead: Any = AESGCM(key)
+        if legacy is None and not keys:
+            raise ValueError("a Sealer needs SAGA_DATA_KEY or SAGA_DATA_KEYS")
+        self._legacy: Any = AESGCM(legacy) if legacy is not None else None
+        self._ring: dict[str, Any] = {key_id: AESGCM(key) for key_id, key in keys}
+        self.current = keys[0][0] if keys else ""
+        """The id of the key that seals ("" : the legacy key)."""
+        self._head = (RING + bytes([len(self.current)]) + self.current.encode()) if keys else LEGACY
         self._invalid: type[Exception] = InvalidTag
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return tuple(self._ring)
 
     def seal(self, data: bytes) -> bytes:
         if not data:
             return data
         nonce = os.urandom(12)
-        return MARK + nonce + bytes(self._aead.encrypt(nonce, data, None))
+        aead = self._ring[self.current] if self.current else self._legacy
+        return self._head + nonce + bytes(aead.encrypt(nonce, data, None))
+
+    def key_id_of(self, data: bytes) -> str | None:
+        """The id of the key that sealed ``data`` ("" for the legacy key), None if clear."""
+        if data.startswith(LEGACY):
+            return ""
+        if data.startswith(RING) and len(data) > 5:
+            return data[5 : 5 + data[4]].decode(errors="replace")
+        return None
 
     def unseal(self, data: bytes) -> bytes:
-        if not data.startswith(MARK):
+        if data.startswith(LEGACY):
+            aead, body, key_id = self._legacy, data[4:], "SAGA_DATA_KEY"
+        elif data.startswith(RING) and len(data) > 5:
+            n = data[4]
+            key_id = data[5 : 5 + n].decode(errors="replace")
+            aead, body = self._ring.get(key_id), data[5 + n :]
+            key_id = f"key {key_id!r} of SAGA_DATA_KEYS"
+        else:
             return data
+        if aead is None:
+            raise SealError(f"a value is sealed under {key_id}, which is not configured")
         try:
-            return bytes(self._aead.decrypt(data[4:16], data[16:], None))
+            return bytes(aead.decrypt(body[:12], body[12:], None))
         except self._invalid:
-            raise SealError("a sealed value could not be opened: is SAGA_DATA_KEY right?") from None
+            raise SealError(f"a sealed value could not be opened: is {key_id} right?") from None
+
+    def stale(self, data: bytes) -> bool:
+        """Sealed, and not under the key that seals now: ``saga keys rotate`` re-seals it."""
+        key_id = self.key_id_of(data)
+        return key_id is not None and key_id != self.current
+
+    def reseal(self, data: bytes) -> bytes:
+        """``data`` sealed under the current key (as it is when already so, or clear)."""
+        return self.seal(self.unseal(data)) if self.stale(data) else data
 
     def seal_text(self, text: str) -> str:
         """A str field inside JSON (e.g. a cached LLM answer): sealed, then base64."""
@@ -67,6 +137,29 @@ class Sealer:
         if not text.startswith(_TEXT_MARK):
             return text
         return self.unseal(base64.b64decode(text[len(_TEXT_MARK) :])).decode()
+
+    @staticmethod
+    def is_sealed_text(text: str) -> bool:
+        return text.startswith(_TEXT_MARK)
+
+    def text_stale(self, text: str) -> bool:
+        if not text.startswith(_TEXT_MARK):
+            return False
+        try:
+            return self.stale(base64.b64decode(text[len(_TEXT_MARK) :]))
+        except (binascii.Error, ValueError):
+            return False
+
+    def reseal_text(self, text: str) -> str:
+        return self.seal_text(self.unseal_text(text)) if self.text_stale(text) else text
+
+
+def sealer_of(data_key: str, data_keys: str) -> Sealer | None:
+    """The keyspace's cipher from the two settings (None: values stored in clear)."""
+    if not data_key and not data_keys:
+        return None
+    legacy = parse_key(data_key) if data_key else None
+    return Sealer(legacy, keys=parse_keys(data_keys) if data_keys else ())
 
 
 DETAIL_SEP = "\x1e"

@@ -46,6 +46,9 @@ COMMANDS = (
     "retention",
     "purge",
     "schedule",
+    "export",
+    "import",
+    "keys",
 )
 
 

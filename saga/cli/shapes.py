@@ -24,12 +24,15 @@ from saga.cli.timeline import SagaView
 from saga.controller.check import Check
 from saga.review import DecideResult, ReviewView
 from saga.settings import Settings
+from saga.state.archive import ArchivedSaga
+from saga.state.archive_import import ImportReport
 from saga.state.budgets import BudgetStatus
 from saga.state.dead_letters import DeadLetter
 from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
 from saga.state.repartition import MigrationReport
+from saga.state.rotation import RotationReport
 from saga.state.schedules import Schedule
 from saga.state.signals import SignalResult
 
@@ -323,6 +326,9 @@ SHAPES: dict[str, Any] = {
     "retention": RetentionDocument,
     "purge": PurgeReport,
     "schedule-list": ScheduleList,
+    "export-line": ArchivedSaga,
+    "import": ImportReport,
+    "keys": RotationReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""

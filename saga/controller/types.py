@@ -68,7 +68,14 @@ def type_work(
     return TypeWork(
         keys=keys,
         steps=tuple(s.name for s in specs),
-        upkeep=Upkeep(sm, specs, name, health),
+        upkeep=Upkeep(
+            sm,
+            specs,
+            name,
+            health,
+            sweep=settings.retention_sweep,
+            archive_dir=settings.archive_dir,
+        ),
         requeuer=Requeuer(sm, specs, settings.recovery_interval_s),
     )
 

@@ -83,7 +83,15 @@ class Executor:
         self._inflight: set[tuple[str, int, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._all_idle = anyio.Event()
-        self.upkeep = Upkeep(self.sm, self.specs, worker, self.health, health_address)
+        self.upkeep = Upkeep(
+            self.sm,
+            self.specs,
+            worker,
+            self.health,
+            health_address,
+            sweep=settings.retention_sweep,
+            archive_dir=settings.archive_dir,
+        )
         self.drain_s = drain_seconds(settings, self.specs)
 
     # -- lifecycle ------------------------------------------------------------

@@ -15,6 +15,7 @@ import anyio
 import structlog
 from redis.exceptions import ResponseError
 
+from saga.lifecycle.archiver import Archiver
 from saga.state import budget_holds, presence, retention, signals, streams
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
@@ -40,8 +41,16 @@ class Upkeep:
         worker: str,
         health: HealthState,
         health_address: str = "",
+        *,
+        sweep: bool = True,
+        archive_dir: str = "",
     ) -> None:
         self.sm, self.specs, self.worker, self.health = sm, specs, worker, health
+        self.sweep = sweep
+        """Delete the sagas whose retention ended (SAGA_RETENTION_SWEEP)."""
+        self.archiver: Archiver | None = None
+        if archive_dir:  # SAGA_ARCHIVE_DIR: each batch archived before it is deleted
+            self.archiver = Archiver(sm.client, sm.keys, archive_dir)
         self.keys, self.client = sm.keys, sm.client
         self.clock_offset_ms = 0
         self.promoted: dict[str, int] = {}
@@ -137,11 +146,11 @@ class Upkeep:
                 await streams.prune_consumers(
                     self.client, self.keys.ready(p, spec.name), keep=self.worker
                 )
-        for p in self.keys.all_partitions():
+        for p in self.keys.all_partitions() if self.sweep else ():
             # A partition's sweep may run for seconds (retention.prune_retired): the pass
             # is alive, and /livez must see it across many partitions.
             self.health.tick("maintenance")
-            pruned = await retention.prune_retired(self.sm, p)
+            pruned = await retention.prune_retired(self.sm, p, before_delete=self.archiver)
             if pruned:
                 log.info("retired_sagas_pruned", partition=p, count=pruned)
             await self.lapse_holds(p)

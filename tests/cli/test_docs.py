@@ -58,7 +58,7 @@ def test_a_setting_is_never_taken_for_a_step_override(name: str) -> None:
         "10.0.0.0/8",
         "local",
     )
-    for value in (*candidates, key):
+    for value in (*candidates, key, f"k1:{key}"):  # f"k1:{key}": SAGA_DATA_KEYS
         try:
             settings = load_settings({name: value})
         except SettingsError:

@@ -188,3 +188,35 @@ def test_prometheus_rule_has_every_alert() -> None:
     for r in group["rules"]:
         assert 'namespace="saga"' in r["expr"], r["expr"]
         assert r["labels"]["severity"] in {"warning", "critical"}
+
+
+def test_the_controller_archives_and_the_workers_leave_the_sweep_to_it() -> None:
+    """controller.archive: the controller mounts a claim at SAGA_ARCHIVE_DIR and is
+    replaced, not surged; every worker has SAGA_RETENTION_SWEEP=off; off: neither."""
+    objs = render(small(controller={"archive": {"enabled": True, "size": "5Gi"}}))
+    for obj in objs:
+        if obj["kind"] in ("Deployment", "PersistentVolumeClaim"):
+            validate_core(obj)
+    deployments = of_kind(objs, "Deployment")
+    ctl = deployments[f"{FULL}-controller"]
+    c = container(ctl)
+    assert env_of(c)["SAGA_ARCHIVE_DIR"]["value"] == "/var/lib/saga/archive"
+    mount = next(m for m in c["volumeMounts"] if m["name"] == "archive")
+    assert mount["mountPath"] == "/var/lib/saga/archive"
+    volume = next(v for v in ctl["spec"]["template"]["spec"]["volumes"] if v["name"] == "archive")
+    claim = of_kind(objs, "PersistentVolumeClaim")[f"{FULL}-archive"]
+    assert volume["persistentVolumeClaim"]["claimName"] == f"{FULL}-archive"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "5Gi"
+    assert ctl["spec"]["strategy"] == {"type": "Recreate"}
+    workers = [d for name, d in deployments.items() if name != f"{FULL}-controller"]
+    assert workers and all(
+        env_of(container(w))["SAGA_RETENTION_SWEEP"]["value"] == "off" for w in workers
+    )
+
+    plain = of_kind(render(small()), "Deployment")
+    assert all("SAGA_RETENTION_SWEEP" not in env_of(container(d)) for d in plain.values())
+    assert "SAGA_ARCHIVE_DIR" not in env_of(container(plain[f"{FULL}-controller"]))
+    existing = render(small(controller={"archive": {"enabled": True, "existingClaim": "audit"}}))
+    assert not of_kind(existing, "PersistentVolumeClaim")
+    off = small(controller={"enabled": False, "archive": {"enabled": True}})
+    assert "needs the controller" in render_error(off)

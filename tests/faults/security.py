@@ -69,6 +69,7 @@ def write_calls(key: str) -> dict[str, tuple[str, ...]]:
         "xadd": ("XADD", key, "*", "a", "b"),
         "xack": ("XACK", key, "g", "0-1"),
         "xdel": ("XDEL", key, "0-1"),
+        "rename": ("RENAME", key, f"{key}:renamed"),
         "xreadgroup": ("XREADGROUP", "GROUP", "g", "c", "STREAMS", key, ">"),
         "xautoclaim": ("XAUTOCLAIM", key, "g", "c", "0", "0"),
         "xclaim": ("XCLAIM", key, "g", "c", "0", "0-1"),

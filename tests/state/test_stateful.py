@@ -83,6 +83,7 @@ from tests.state.stateful_model import (
 from tests.state.stateful_rules_budget import BudgetRules
 from tests.state.stateful_rules_compensation import CompensationRules
 from tests.state.stateful_rules_fairness import FairnessRules
+from tests.state.stateful_rules_lifecycle import LifecycleRules
 from tests.state.stateful_rules_operator import OperatorRules
 from tests.state.stateful_rules_recovery import RecoveryRules
 from tests.state.stateful_rules_retention import RetentionRules
@@ -97,7 +98,13 @@ SETTINGS = settings(
 
 
 class SagaMachine(
-    FairnessRules, CompensationRules, OperatorRules, RetentionRules, RecoveryRules, BudgetRules
+    FairnessRules,
+    CompensationRules,
+    OperatorRules,
+    RetentionRules,
+    RecoveryRules,
+    BudgetRules,
+    LifecycleRules,
 ):
     # -- rules (hypothesis collects the mixins' too) ---------------------------
     @rule(rid=st.sampled_from(RECORDS))

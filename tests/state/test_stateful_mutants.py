@@ -59,6 +59,18 @@ REVIEW_MUTANTS = {
         "",
     ),
 }
+LIFECYCLE_MUTANTS = {
+    "imported without its state index": (
+        "import_record.lua",
+        "score(KEYS[5], ARGV[5], record)",
+        "",
+    ),
+    "imported without its retention": (
+        "import_record.lua",
+        "score(KEYS[7], ARGV[7], user .. '|' .. record)",
+        "",
+    ),
+}
 BATCH_MUTANTS = {
     "cap keys not skipped": (
         "commit_steps.lua",
@@ -82,7 +94,13 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     if name:
-        path, old, new = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS}[name]
+        path, old, new = {
+            **MUTANTS,
+            **BATCH_MUTANTS,
+            **RETENTION_MUTANTS,
+            **REVIEW_MUTANTS,
+            **LIFECYCLE_MUTANTS,
+        }[name]
         real = scripts._read
 
         def read(p: str) -> str:
@@ -182,6 +200,36 @@ def test_a_broken_retention_is_caught(redis_url: str, quiet_events: None, mutant
             return
         with pytest.raises(AssertionError):
             _retention_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _lifecycle_scenario(m: stateful.SagaMachine) -> None:
+    """r1 is cancelled (its retention running), r0 waits at its first step; each is
+    exported and imported back, and r0 then runs to its end from its queue entry."""
+    m.start_some({"r0", "r1"})
+    m.cancel("r1")
+    for rid in ("r0", "r1"):
+        m.export_and_import(rid)
+        m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", None, undos=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert (m.model["r0"].state, m.model["r1"].state) == (
+        SagaState.COMPLETED,
+        SagaState.CANCELLED,
+    )
+
+
+@pytest.mark.parametrize("mutant", ["", *LIFECYCLE_MUTANTS], indirect=True)
+def test_a_broken_import_is_caught(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real import passes; each mutant fails an invariant."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _lifecycle_scenario(m)
+            return
+        with pytest.raises(AssertionError):
+            _lifecycle_scenario(m)
     finally:
         m.teardown()
 
