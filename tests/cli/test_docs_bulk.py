@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-BULK = re.compile(r"saga (dlq replay|retry)((?: +--?[a-z][a-z-]*(?: +[^\s`|#'\"]+)?)*)")
+BULK = re.compile(r"saga (dlq replay|retry)((?: +--?[a-z][a-z-]*(?: +[^\s`|#'\"-][^\s`|#'\"]*)?)*)")
 SAID = re.compile(r"dry.run|would (?:retry|replay)", re.IGNORECASE)
 
 
