@@ -31,7 +31,9 @@ DESKEW_LIMIT = 4.0
 """Degrees either way a scan's tilt is looked for (feeders tilt by up to ~3)."""
 DESKEW_STEP = 0.25
 MIN_CONFIDENT_WORDS = 12
-"""Fewer words read at confidence >= 60 asks Tesseract for the page's orientation."""
+"""Fewer words of three or more letters or digits read at confidence >= 60 asks Tesseract
+for the page's orientation (a page on its side still yields confident one- and
+two-character fragments: the rows seen end on)."""
 LANGUAGES = ("eng", "deu", "fra", "spa", "ita", "nld", "swe", "por")
 DEFAULT_LANGUAGES = "eng+deu+fra"
 
@@ -149,7 +151,7 @@ def read_page(
 
 
 def _confident(words: Sequence[Word]) -> int:
-    return sum(1 for w in words if w.confidence >= 60)
+    return sum(1 for w in words if w.confidence >= 60 and sum(ch.isalnum() for ch in w.text) >= 3)
 
 
 def read_words(grey: Image.Image, languages: str) -> list[Word]:
