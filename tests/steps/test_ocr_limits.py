@@ -56,7 +56,7 @@ async def test_a_ten_page_scan_is_read_on_one_core_within_the_timeout_with_the_l
     content = _ten_page_scan()
     config = StepConfig(ocr=True, ocr_concurrency=2)
     # the router declares no timeout of its own: the StepSpec default
-    timeout = next(f.default for f in dataclasses.fields(StepSpec) if f.name == "timeout_s")
+    timeout = float(next(f.default for f in dataclasses.fields(StepSpec) if f.name == "timeout_s"))  # type: ignore[arg-type]
     stalls: list[float] = []
     done = anyio.Event()
 
