@@ -75,6 +75,14 @@ def test_confusable_characters_are_never_read_into_a_value(
     assert "read by OCR with" in out.rejected[0].reason
 
 
+def test_a_word_value_made_of_letters_is_not_taken_for_a_confused_number() -> None:
+    page = "HIV 1/2 AG/AB  NON-REACTIVE  NON-REACTIVE"
+    confidence = "".join(" " if c == " " else "9" for c in page)
+    ocr = [OcrPage(page=1, confidence=confidence, mean_confidence=95)]
+    out, reasons = gate(_one(page, 14, 26, "NON-REACTIVE"), [page], ocr, 80)
+    assert [b.value_text for b in out.biomarkers] == ["NON-REACTIVE"] and reasons == []
+
+
 def test_pages_not_read_by_ocr_are_left_alone() -> None:
     page = "Sodium  139  mmol/L"
     extraction = _one(page, 8, 11, "139")
