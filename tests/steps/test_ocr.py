@@ -27,6 +27,15 @@ def test_words_become_cells_two_spaces_apart_with_a_confidence_map() -> None:
     assert laid.confidence == "999999  666 999999\n9999999"
 
 
+def test_a_speck_ending_a_unit_cell_is_dropped_never_one_after_a_digit_or_in_a_name() -> None:
+    words = [_word("Sodium", 0, 95), _word("139", 200, 90), _word("mmol/L.", 240, 91)]
+    words += [_word("4.", 400, 90), _word("mg/dl,", 440, 90)]
+    words += [_word("AG/AB,", 0, 90, line=2, top=40), _word("4TH", 70, 90, line=2, top=40)]
+    laid = page_text(words)
+    assert laid.text == "Sodium  139 mmol/L  4. mg/dl\nAG/AB, 4TH"  # a name's comma stays
+    assert len(laid.confidence) == len(laid.text)
+
+
 def _one(line: str, start: int, end: int, value_text: str) -> Extraction:
     found = Biomarker(
         name="Sodium",
