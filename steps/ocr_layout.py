@@ -26,8 +26,11 @@ import msgspec
 
 from saga.steps.ocr_engine import Word
 
-COLUMN_GAP = 2.0
-"""A gap wider than this many median character widths is a column break."""
+COLUMN_GAP = 1.2
+"""A gap wider than this many median character widths is a column break. A space
+between words is about half a character; a table's columns can sit little more
+than one character apart (``12.9  09/14/2023``, a header's ``Flag  Previous``), and
+at 2.0 they were joined into one cell, which lost every row with a previous result."""
 
 
 class OcrText(msgspec.Struct, frozen=True, kw_only=True):

@@ -32,8 +32,15 @@ def test_a_speck_ending_a_unit_cell_is_dropped_never_one_after_a_digit_or_in_a_n
     words += [_word("4.", 400, 90), _word("mg/dl,", 440, 90)]
     words += [_word("AG/AB,", 0, 90, line=2, top=40), _word("4TH", 70, 90, line=2, top=40)]
     laid = page_text(words)
-    assert laid.text == "Sodium  139 mmol/L  4. mg/dl\nAG/AB, 4TH"  # a name's comma stays
+    assert laid.text == "Sodium  139 mmol/L  4.  mg/dl\nAG/AB, 4TH"  # a name's comma stays
     assert len(laid.confidence) == len(laid.text)
+
+
+def test_columns_little_more_than_a_character_apart_are_two_cells() -> None:
+    # a previous result and its date, 1.5 characters apart; the words of a name, half of one
+    words = [_word("Hemoglobin", 0, 95), _word("12.9", 200, 90), _word("09/14/2023", 255, 90)]
+    words += [_word("Vitamin", 0, 90, line=2, top=40), _word("D", 75, 90, line=2, top=40)]
+    assert page_text(words).text == "Hemoglobin  12.9  09/14/2023\nVitamin D"
 
 
 def _one(line: str, start: int, end: int, value_text: str) -> Extraction:
