@@ -35,7 +35,7 @@ _STEP_VAR = re.compile(
     r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF|USER_MAX_INFLIGHT)"
 )
 _NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT", "SAGA_REDIS_TIMEOUT", "SAGA_OCR_CONCURRENCY"})
-"""Settings of their own whose names look like a step's override (step ``llm``)."""
+"""Settings of their own whose names look like a step's override (step ``llm``, ``ocr``)."""
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
     "MAX_ATTEMPTS": "max_attempts",

@@ -23,13 +23,20 @@ import io
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import msgspec
 from PIL import Image, UnidentifiedImageError
 
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError
 from saga.steps.models import OcrPage
-from saga.steps.ocr_engine import OCR_DPI, OcrUnavailableError, available, read_page
+from saga.steps.ocr_engine import (
+    OCR_DPI,
+    OcrUnavailableError,
+    available,
+    despeckle_window,
+    read_page,
+)
 from saga.steps.ocr_layout import page_text
 
 IMAGE_TYPES = {
@@ -70,7 +77,7 @@ def image_media_type(content: bytes, declared: str) -> str:
     return declared if declared in IMAGE_TYPES else ""
 
 
-def image_pages(content: bytes, *, max_pages: int) -> list[tuple[Image.Image, tuple[float, float]]]:
+def image_pages(content: bytes, *, max_pages: int) -> list[Picture]:
     """The frames of a TIFF (or the one picture of a PNG/JPEG), each with its resolution."""
     Image.MAX_IMAGE_PIXELS = MAX_PIXELS  # a decompression bomb raises, not allocates
     try:
@@ -82,14 +89,24 @@ def image_pages(content: bytes, *, max_pages: int) -> list[tuple[Image.Image, tu
         for index in range(count):
             image.seek(index)
             dpi = image.info.get("dpi") or (200.0, 200.0)
-            frames.append((image.copy(), (float(dpi[0]), float(dpi[1]))))
+            frame, x_dpi, y_dpi = image.copy(), float(dpi[0]), float(dpi[1])
+            frames.append(Picture(frame, (x_dpi, y_dpi), frame.mode == "1", min(x_dpi, y_dpi)))
         return frames
     except (UnidentifiedImageError, OSError, Image.DecompressionBombError, SyntaxError) as exc:
         raise InvalidInputError(f"the image cannot be read ({type(exc).__name__})") from None
 
 
-Picture = Callable[[], tuple[Image.Image, tuple[float, float]]]
-"""Makes one page's picture and its resolution when a reader is free for it."""
+class Picture(NamedTuple):
+    image: Image.Image
+    dpi: tuple[float, float]
+    bilevel: bool
+    """Black and white only (a fax)."""
+    source_dpi: float
+    """The resolution the page was scanned at (its coarser axis), whatever it is drawn at."""
+
+
+MakePicture = Callable[[], Picture]
+"""Makes one page's picture when a reader is free for it."""
 
 
 def ocr_pdf_pages(
@@ -103,13 +120,15 @@ def ocr_pdf_pages(
     document = pdfium.PdfDocument(content)
     lock = threading.Lock()  # PDFium is not thread-safe: one render at a time
 
-    def picture(number: int) -> Picture:
-        def make() -> tuple[Image.Image, tuple[float, float]]:
+    def picture(number: int) -> MakePicture:
+        def make() -> Picture:
             with lock:
                 page = document[number - 1]
                 try:
+                    bilevel, source = _source(page)
                     bitmap = page.render(scale=OCR_DPI / 72, grayscale=True)
-                    return bitmap.to_pil().convert("L"), (OCR_DPI, OCR_DPI)
+                    image = bitmap.to_pil().convert("L")
+                    return Picture(image, (OCR_DPI, OCR_DPI), bilevel, source)
                 finally:
                     page.close()
 
@@ -138,7 +157,7 @@ def image_text(
         raise InvalidInputError("an image document needs OCR, and OCR is off (SAGA_OCR)")
     frames = image_pages(content, max_pages=max_pages)
     numbers = list(range(1, len(frames) + 1))
-    pictures: list[Picture] = [lambda frame=frame: frame for frame in frames]  # type: ignore[misc]
+    pictures: list[MakePicture] = [lambda frame=frame: frame for frame in frames]  # type: ignore[misc]
     result = read_pictures(pictures, numbers, limits)
     if not result.pages:
         raise InvalidInputError(
@@ -147,12 +166,32 @@ def image_text(
     return result.texts, result.pages
 
 
+def _source(page: Any) -> tuple[bool, float]:
+    """Whether every picture the page draws is 1-bit (a fax), and the coarsest resolution
+    at which one is drawn (pixels per inch of page on its coarser axis: a 200x100 fax
+    gives 100), from the PDF's image objects; (False, OCR_DPI) for a page of none."""
+    import pypdfium2.raw as pdfium_c
+
+    images = list(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=2))
+    if not images:
+        return False, float(OCR_DPI)
+    coarsest = float(OCR_DPI)
+    for image in images:
+        meta = image.get_metadata()
+        left, bottom, right, top = image.get_bounds()
+        if right - left > 1 and top - bottom > 1:
+            x_dpi = meta.width / (right - left) * 72
+            y_dpi = meta.height / (top - bottom) * 72
+            coarsest = min(coarsest, x_dpi, y_dpi)
+    return all(image.get_metadata().bits_per_pixel == 1 for image in images), coarsest
+
+
 def _visible(text: str) -> int:
     return sum(1 for ch in text if not ch.isspace())
 
 
 def read_pictures(
-    pictures: Sequence[Picture],
+    pictures: Sequence[MakePicture],
     numbers: Sequence[int],
     limits: OcrLimits,
 ) -> OcrResult:
@@ -173,12 +212,17 @@ def read_pictures(
 
 def _read_one(
     number: int,
-    make: Picture,
+    make: MakePicture,
     limits: OcrLimits,
 ) -> tuple[OcrPage, str]:
-    image, dpi = make()
-    words = read_page(image, dpi, limits.languages)
-    del image
+    picture = make()
+    words = read_page(
+        picture.image,
+        picture.dpi,
+        limits.languages,
+        despeckle=despeckle_window(picture.source_dpi, bilevel=picture.bilevel),
+    )
+    del picture
     confident = [w for w in words.words if w.confidence >= MIN_WORD_CONFIDENCE]
     if len(confident) < MIN_WORDS:
         return OcrPage(page=number, confidence="", words=len(words.words)), ""

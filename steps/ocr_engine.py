@@ -31,7 +31,9 @@ DESKEW_LIMIT = 4.0
 """Degrees either way a scan's tilt is looked for (feeders tilt by up to ~3)."""
 DESKEW_STEP = 0.25
 MIN_CONFIDENT_WORDS = 12
-"""Fewer words read at confidence >= 60 asks Tesseract for the page's orientation."""
+"""Fewer words of three or more letters or digits read at confidence >= 60 asks Tesseract
+for the page's orientation (a page on its side still yields confident one- and
+two-character fragments: the rows seen end on)."""
 LANGUAGES = ("eng", "deu", "fra", "spa", "ita", "nld", "swe", "por")
 DEFAULT_LANGUAGES = "eng+deu+fra"
 
@@ -76,14 +78,30 @@ def available(languages: str = DEFAULT_LANGUAGES) -> str:
     return ""
 
 
-def prepare(image: Image.Image, dpi: tuple[float, float]) -> tuple[Image.Image, float]:
+def despeckle_window(source_dpi: float, *, bilevel: bool) -> int:
+    """The median filter's size at ``OCR_DPI`` that removes a scanner's specks (1-3 pixels
+    at the scan's own resolution) without eating strokes.
+
+    A 200 dpi scan or fine fax is enlarged 1.5 times, its specks with it, so they need a
+    5-pixel window; at 300 dpi a 3-pixel one suffices, and a larger one rounds the small
+    type away. A standard fax (100 dpi down the page) is stretched three times in height:
+    its horizontal strokes are as thin as its specks, so only the 3-pixel window is safe."""
+    if source_dpi >= 250 or (bilevel and source_dpi < 150):
+        return 3
+    return 5
+
+
+def prepare(
+    image: Image.Image, dpi: tuple[float, float], *, despeckle: int = 3
+) -> tuple[Image.Image, float]:
     """Grey, square pixels at ``OCR_DPI``, despeckled and straightened; and the tilt found."""
     grey = ImageOps.exif_transpose(image).convert("L")
     x_dpi, y_dpi = (d if d and d > 20 else 200.0 for d in dpi)
     size = (round(grey.width * OCR_DPI / x_dpi), round(grey.height * OCR_DPI / y_dpi))
     if size != grey.size:
         grey = grey.resize(size, Image.Resampling.BICUBIC)
-    grey = grey.filter(ImageFilter.MedianFilter(3))
+    if despeckle:
+        grey = grey.filter(ImageFilter.MedianFilter(despeckle))
     angle = skew_angle(grey)
     if angle:
         grey = grey.rotate(angle, resample=Image.Resampling.BICUBIC, fillcolor=255, expand=False)
@@ -114,16 +132,18 @@ def _row_variance(image: Image.Image) -> float:
     return float(sum((v - mean) ** 2 for v in rows)) / len(rows)
 
 
-def read_page(image: Image.Image, dpi: tuple[float, float], languages: str) -> PageWords:
+def read_page(
+    image: Image.Image, dpi: tuple[float, float], languages: str, *, despeckle: int = 3
+) -> PageWords:
     """The words of one page picture, turned upright first when it lies on its side."""
-    grey, skew = prepare(image, dpi)
+    grey, skew = prepare(image, dpi, despeckle=despeckle)
     words = read_words(grey, languages)
     if _confident(words) >= MIN_CONFIDENT_WORDS:
         return PageWords(words=words, skew=skew)
     turn = orientation(grey)
     if not turn:
         return PageWords(words=words, skew=skew)
-    upright, skew = prepare(grey.rotate(turn, expand=True), (OCR_DPI, OCR_DPI))
+    upright, skew = prepare(grey.rotate(turn, expand=True), (OCR_DPI, OCR_DPI), despeckle=0)
     turned = read_words(upright, languages)
     if _confident(turned) > _confident(words):
         return PageWords(words=turned, rotated=turn, skew=skew)
@@ -131,7 +151,7 @@ def read_page(image: Image.Image, dpi: tuple[float, float], languages: str) -> P
 
 
 def _confident(words: Sequence[Word]) -> int:
-    return sum(1 for w in words if w.confidence >= 60)
+    return sum(1 for w in words if w.confidence >= 60 and sum(ch.isalnum() for ch in w.text) >= 3)
 
 
 def read_words(grey: Image.Image, languages: str) -> list[Word]:
@@ -150,7 +170,7 @@ def read_words(grey: Image.Image, languages: str) -> list[Word]:
         raise OcrUnavailableError("the tesseract program is not installed") from None
     except pytesseract.TesseractError as exc:
         raise PermanentError(f"OCR failed (tesseract exit status {exc.status})") from None
-    words = []
+    words: list[Word] = []
     for i, text in enumerate(data["text"]):
         conf = float(data["conf"][i])
         if conf < 0 or not text.strip() or is_speck(text.strip(), conf):
@@ -167,7 +187,36 @@ def read_words(grey: Image.Image, languages: str) -> list[Word]:
                 key,
             )
         )
-    return words
+    return drop_specks(words)
+
+
+SPECK_SIZE = 0.25
+"""A word whose box is under this share of the page's median word height both ways is a speck."""
+LOW_WORD_SIZE = 0.45
+DASHES = frozenset("-=_~")
+
+
+def drop_specks(words: list[Word]) -> list[Word]:
+    """The words without the specks Tesseract read as words, judged by the size of their box.
+
+    The median filter leaves the larger specks; Tesseract reads them as ``|``, ``-``,
+    ``u`` or ``.`` cells, which the parser takes for a value column and so loses the
+    row. A dot a few pixels square is dirt whatever it was read as; a word under half
+    the height of the page's type that Tesseract doubts (under 60) is too, unless it is
+    a dash (a real ``-`` or ``=`` is flat, and kept: a German low flag, ``> OR =``)."""
+    heights = sorted(w.height for w in words if any(ch.isalnum() for ch in w.text))
+    if not heights:
+        return words
+    tall = heights[len(heights) // 2]
+    kept = []
+    for word in words:
+        if max(word.width, word.height) < SPECK_SIZE * tall:
+            continue
+        flat = set(word.text) <= DASHES
+        if word.height < LOW_WORD_SIZE * tall and word.confidence < 60 and not flat:
+            continue
+        kept.append(word)
+    return kept
 
 
 SPECK_CONFIDENCE = 90

@@ -6,8 +6,9 @@ characters of its value (``Provenance.ocr_confidence``, from the page's
 confidence map) and is rejected, with the reason, when
 
 * those characters were read under ``StepConfig.ocr_min_confidence``;
-* a letter OCR confuses with a digit (``O o D Q I l | S s B Z g``) touches the
-  value: ``1O.5`` or ``l4`` is never read as 10.5 or 14, nor corrected into it;
+* a letter OCR confuses with a digit (``O o D Q I l | S s B Z g``) touches a
+  numeric value: ``1O.5`` or ``l4`` is never read as 10.5 or 14, nor corrected into
+  it (a word value, ``NON-REACTIVE``, is letters by nature and is not held to this);
 * the value is written with the decimal separator the document does not use
   (``4,6`` in a document of points): a lost or added speck is the commonest
   OCR misread of a number, and ``4,6`` could be 4.6 or 46.
@@ -79,7 +80,9 @@ def why_not(
         return f"read by OCR at confidence {confidence} (under {threshold})"
     line, start, end = prov.line, prov.start, prov.end
     near = line[max(start - 1, 0) : end + 1]
-    if any(ch in CONFUSABLE for ch in near):
+    # a word value (NON-REACTIVE, positiv) is made of letters: only a number is at risk
+    numeric = any(ch.isdigit() for ch in found.value_text)
+    if numeric and any(ch in CONFUSABLE for ch in near):
         return "read by OCR with a letter that looks like a digit touching the value"
     written = found.value_text
     wrong_separator = "," in written if not comma else "." in written

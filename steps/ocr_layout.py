@@ -10,22 +10,27 @@ Beside the text goes a confidence map of the same shape: one character per
 character of the text, ``0``-``9`` for the confidence decile of the word it
 belongs to (``9``: 90-100) and a space for a space. Tesseract (through
 pytesseract) gives confidence per word, so every character of a word has its
-word's confidence. Nothing in a word is changed: an ``O`` read inside a number
-stays an ``O`` (``steps/ocr_gate.py`` decides what that means).
+word's confidence. Nothing in a number is changed: an ``O`` read inside a number
+stays an ``O`` (``steps/ocr_gate.py`` decides what that means); the one thing
+dropped is a ``.`` or ``,`` read after the last letter of a cell (``mmol/L.``).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import pairwise
 from statistics import median
 
 import msgspec
 
 from saga.steps.ocr_engine import Word
 
-COLUMN_GAP = 2.0
-"""A gap wider than this many median character widths is a column break."""
+COLUMN_GAP = 1.2
+"""A gap wider than this many median character widths is a column break. A space
+between words is about half a character; a table's columns can sit little more
+than one character apart (``12.9  09/14/2023``, a header's ``Flag  Previous``), and
+at 2.0 they were joined into one cell, which lost every row with a previous result."""
 
 
 class OcrText(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,19 +56,33 @@ def page_text(words: Sequence[Word]) -> OcrText:
 
 
 def _line(words: Sequence[Word], char: float) -> tuple[str, str]:
+    gaps = [
+        " " if later.left - (word.left + word.width) <= COLUMN_GAP * char else "  "
+        for word, later in pairwise(words)
+    ] + ["  "]  # the line's end closes its last cell
     text: list[str] = []
     conf: list[str] = []
-    right = None
-    for word in words:
-        if right is not None:
-            gap = " " if word.left - right <= COLUMN_GAP * char else "  "
-            text.append(gap)
-            conf.append(" " * len(gap))
+    for index, (word, gap) in enumerate(zip(words, gaps, strict=True)):
+        if index:
+            previous = gaps[index - 1]
+            text.append(previous)
+            conf.append(" " * len(previous))
         piece = " ".join(word.text.split())
+        if gap == "  ":  # a cell's last word: ``AG/AB, 4TH`` keeps its comma
+            piece = _unit_end(piece)
         text.append(piece)
         conf.append("".join(" " if ch == " " else decile(word.confidence) for ch in piece))
-        right = word.left + word.width
     return "".join(text), "".join(conf)
+
+
+def _unit_end(text: str) -> str:
+    """A cell's last word without the speck read as a ``.`` or ``,`` after its last
+    letter (``mmol/L.``, ``mg/dl,``): at a cell's end that is dirt on the paper, and it
+    hides a unit from the parser. Only after a letter: after a digit (``4.``) it may be
+    the value's own separator, and nothing next to a digit is touched."""
+    if len(text) > 2 and text[-1] in ".," and text[-2].isalpha():
+        return text[:-1]
+    return text
 
 
 def decile(confidence: int) -> str:

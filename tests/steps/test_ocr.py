@@ -27,6 +27,22 @@ def test_words_become_cells_two_spaces_apart_with_a_confidence_map() -> None:
     assert laid.confidence == "999999  666 999999\n9999999"
 
 
+def test_a_speck_ending_a_unit_cell_is_dropped_never_one_after_a_digit_or_in_a_name() -> None:
+    words = [_word("Sodium", 0, 95), _word("139", 200, 90), _word("mmol/L.", 240, 91)]
+    words += [_word("4.", 400, 90), _word("mg/dl,", 440, 90)]
+    words += [_word("AG/AB,", 0, 90, line=2, top=40), _word("4TH", 70, 90, line=2, top=40)]
+    laid = page_text(words)
+    assert laid.text == "Sodium  139 mmol/L  4.  mg/dl\nAG/AB, 4TH"  # a name's comma stays
+    assert len(laid.confidence) == len(laid.text)
+
+
+def test_columns_little_more_than_a_character_apart_are_two_cells() -> None:
+    # a previous result and its date, 1.5 characters apart; the words of a name, half of one
+    words = [_word("Hemoglobin", 0, 95), _word("12.9", 200, 90), _word("09/14/2023", 255, 90)]
+    words += [_word("Vitamin", 0, 90, line=2, top=40), _word("D", 75, 90, line=2, top=40)]
+    assert page_text(words).text == "Hemoglobin  12.9  09/14/2023\nVitamin D"
+
+
 def _one(line: str, start: int, end: int, value_text: str) -> Extraction:
     found = Biomarker(
         name="Sodium",
@@ -73,6 +89,14 @@ def test_confusable_characters_are_never_read_into_a_value(
     out, _ = gate(_one(page, start, end, value_text), [page, "Chloride 103.5 mmol/L"], ocr, 80)
     assert not out.biomarkers
     assert "read by OCR with" in out.rejected[0].reason
+
+
+def test_a_word_value_made_of_letters_is_not_taken_for_a_confused_number() -> None:
+    page = "HIV 1/2 AG/AB  NON-REACTIVE  NON-REACTIVE"
+    confidence = "".join(" " if c == " " else "9" for c in page)
+    ocr = [OcrPage(page=1, confidence=confidence, mean_confidence=95)]
+    out, reasons = gate(_one(page, 14, 26, "NON-REACTIVE"), [page], ocr, 80)
+    assert [b.value_text for b in out.biomarkers] == ["NON-REACTIVE"] and reasons == []
 
 
 def test_pages_not_read_by_ocr_are_left_alone() -> None:
