@@ -121,7 +121,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await budgets._unpark(sm, p_retry, "router", ["s-retry"], "budget raised", "op-u")
     await compensations(sm, keys, by_rid["s-undo"])
     await review_and_purge(sm, rec, keys)
-    await waits(sm, keys, by_rid["s-wait"])
+    await waits(sm, keys, by_rid["s-wait"]), await schedules_and_lifecycle(sm, rec, keys)
     await lapse(rec, keys, p_raw, gone)
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
@@ -206,3 +206,26 @@ async def lapse(rec: Recording, keys: Keys, p: int, gone: str) -> None:
     await rec.zadd(keys.holds_due(p), {"gone-hold": 0})
     await rec.hset(keys.holds(p), "gone-hold", f"u1|0.5|1:1|{gone}")
     await budget_holds.lapse_holds(rec, keys, p)
+
+
+async def schedules_and_lifecycle(sm: StateMachine, rec: Recording, keys: Keys) -> None:
+    """A schedule's five scripts, release_lowered, and import/reseal (as saga import and
+    saga keys rotate call them)."""
+    from saga.state import schedules
+    from saga.state.scripts import evalsha
+    from tests.lifecycle.test_lifecycle_scripts import import_call
+
+    d = schedules.ScheduleDefinition(cron="0 2 * * *", saga_type="documents", user_id="u1")
+    await schedules.add(rec, keys, "nightly", d, 1000)
+    await schedules.pause(rec, keys, "nightly")
+    await schedules.resume(rec, keys, "nightly", 2000)
+    await schedules.advance(rec, keys, "nightly", 2000, 3000, "nightly.x")
+    await schedules.remove(rec, keys, "nightly")
+    await StateMachine(rec, keys).release_lowered("router", 0)
+    rid = next(r for r in (f"s-imp-{i}" for i in range(99)) if keys.partition_of(r) == 0)
+    ks, args = import_call(keys, rid, "u1", True, ["1-1"])  # (its keys: partition 0's)
+    await evalsha(rec, "import_record", ks, args)
+    saga, hist = keys.saga(rid), keys.history(rid)
+    await evalsha(rec, "reseal_values", [saga], ["hash", 1, "uid", "u1", "u1"])
+    copy = ["copy", "1", 1, "1-1", 1, "e", "y"]
+    await evalsha(rec, "reseal_stream", [hist, keys.reseal_scratch(hist)], copy)

@@ -20,13 +20,14 @@ pytestmark = pytest.mark.anyio
 
 
 def test_each_role_allows_itself_and_those_below() -> None:
-    """viewer < reviewer < operator."""
+    """viewer < reviewer < operator; a producer only starts (and an operator may too)."""
     allowed = {(have, need) for have in Role for need in Role if have.allows(need)}
     assert allowed == {
         (Role.VIEWER, Role.VIEWER),
         (Role.REVIEWER, Role.VIEWER), (Role.REVIEWER, Role.REVIEWER),
         (Role.OPERATOR, Role.VIEWER), (Role.OPERATOR, Role.REVIEWER),
         (Role.OPERATOR, Role.OPERATOR),
+        (Role.PRODUCER, Role.PRODUCER), (Role.OPERATOR, Role.PRODUCER),
     }  # fmt: skip
 
 
