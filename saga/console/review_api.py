@@ -82,10 +82,10 @@ async def page(request: Request, who: Identity | None) -> Response:
     number = request.path_params["page"]
     if not number.isdigit():
         raise ConsoleError("the page must be a whole number")
-    png = await rs.page_png(svc, rs.page_cache(request.app), rid, item, int(number), saga_type)
-    if png is None:
+    drawn = await rs.page_png(svc, rs.page_cache(request.app), rid, item, int(number), saga_type)
+    if drawn is None:
         raise NotFound("no picture of that page can be made")
-    return Response(png, media_type="image/png")
+    return Response(drawn.png, media_type="image/png")
 
 
 @endpoint(Role.VIEWER, api=True)

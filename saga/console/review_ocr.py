@@ -1,9 +1,10 @@
-"""Where a value's line is on a page without a text layer (a scan the parser read by
-OCR): the page is read again by the OCR engine the parser uses (Tesseract) and the
-line is looked for among its lines of words, without regard to spacing, as on a text
-page. Boxes come back in PDF points (left, bottom, right, top), like PDFium's. A page
-the engine had to turn, or found tilted, gets no box: its boxes would not sit on the
-picture shown."""
+"""Where a value's line is on a page without a text layer (a scanned PDF page, or a
+picture document: PNG, JPEG, TIFF): the page is read again by the OCR engine the
+parser uses (Tesseract, prepared as the parser prepares it) and the line is looked
+for among its lines of words, without regard to spacing, as on a text page. Boxes
+come back in points (left, bottom, right, top), like PDFium's; a picture's points are
+its pixels at its own resolution. A page the engine had to turn, or found tilted,
+gets no box: its boxes would not sit on the picture shown."""
 
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ MAX_SKEW = 0.5
 """Degrees: a page straightened by more has boxes off the picture shown."""
 
 
-def ocr_boxes(picture: Any, height_pt: float, where: Where, languages: str) -> list[Box]:
-    """``picture``: the page rendered at OCR_DPI. [] when the line is not found."""
+def ocr_boxes(
+    picture: Any, dpi: tuple[float, float], height_pt: float, where: Where, languages: str,
+    *, despeckle: int = 3,
+) -> list[Box]:  # fmt: skip
+    """``picture`` at ``dpi`` (a PDF page rendered at OCR_DPI, or a picture document's
+    page at its own), ``height_pt`` tall. [] when the line is not found."""
     from saga.steps.ocr_engine import read_page
 
     needle = "".join(where.line.split()).casefold()
     if not needle:
         return []
-    read = read_page(picture, (OCR_DPI, OCR_DPI), languages)
+    read = read_page(picture, dpi, languages, despeckle=despeckle)
     if read.rotated or abs(read.skew) > MAX_SKEW:
         return []
     lines: dict[int, list[Any]] = {}

@@ -3,8 +3,9 @@ operator only: viewers see no document and no value), the decision forms (POST w
 the CSRF token; no JavaScript needed), and the review queue.
 
 The page's image is drawn on the server with the chosen value's line highlighted
-(``review_source``); when no picture can be made, the page shows the lines of that
-page the parser read, the value's span marked.
+(``review_source``); when the line cannot be found on the picture, the page says so
+in a sentence; when no picture can be made, the page shows the lines of that page
+the parser read, the value's span marked.
 """
 
 from __future__ import annotations
@@ -68,13 +69,13 @@ async def _page(
     found = rows(view)
     selected = next((r for r in found if item and r.id == item.id), None)
     page = selected.page if selected else 0
-    image = False
+    image = located = False
     if page:
-        png = await rs.page_png(svc, rs.page_cache(request.app), rid, item, page, saga_type)
-        image = png is not None
+        drawn = await rs.page_png(svc, rs.page_cache(request.app), rid, item, page, saga_type)
+        image, located = drawn is not None, drawn is not None and drawn.located
     same_page = [r for r in found if page and r.page == page]
     return render(request, "review.html", status=status, view=view, rows=found,
-                  sel=selected, page=page, image=image, same_page=same_page,
+                  sel=selected, page=page, image=image, located=located, same_page=same_page,
                   marked=marked, flash=flash,
                   decisions=await rs.decisions(svc, rid, saga_type), error=error,
                   saga_type=saga_type or "",
@@ -100,10 +101,10 @@ async def page_image(request: Request, who: Identity | None) -> Response:
     view = await rs.load(svc, rid, saga_type)
     item = rs.find(view, q.get("item", ""))
     page = int(request.path_params["page"])
-    png = await rs.page_png(svc, rs.page_cache(request.app), rid, item, page, saga_type)
-    if png is None:
+    drawn = await rs.page_png(svc, rs.page_cache(request.app), rid, item, page, saga_type)
+    if drawn is None:
         raise NotFound("no picture of that page can be made")
-    return Response(png, media_type="image/png")
+    return Response(drawn.png, media_type="image/png")
 
 
 @endpoint(Role.REVIEWER, api=False, mutates=True)

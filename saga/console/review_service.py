@@ -93,9 +93,10 @@ def chosen(view: review.ReviewView, item_id: str) -> Item | None:
 async def page_png(
     svc: Service, cache: source.PageCache, record_id: str, item: Item | None, page: int,
     saga_type: str | None = None,
-) -> bytes | None:  # fmt: skip
+) -> source.Drawn | None:  # fmt: skip
     """Page ``page`` of the saga's document with ``item``'s line highlighted (when the
-    item is on that page), from the cache when it was drawn before."""
+    item is on that page and its line was found), from the cache when it was drawn
+    before."""
     from saga.state.reads import get_saga
 
     keys = await svc.typed(saga_type)

@@ -1,6 +1,8 @@
-"""What the review's source drawing passes around: the line to find, and a box."""
+"""What the review's source drawing passes around: the line to find, a box, a drawn page."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from saga.steps.models import Provenance
 
@@ -14,3 +16,11 @@ class Where:
     def __init__(self, p: Provenance | None) -> None:
         self.line = p.line if p else ""
         self.start, self.end = (p.start, p.end) if p else (0, 0)
+
+
+class Drawn(NamedTuple):
+    """A page drawn for the review: the PNG, and whether the line asked for was found
+    on it (True when none was asked for); the page says so when it was not."""
+
+    png: bytes
+    located: bool

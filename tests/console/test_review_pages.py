@@ -90,6 +90,7 @@ async def test_a_reviewer_sees_values_beside_the_page_with_the_line_highlighted(
         assert "outside any physiological value for Sodium" in html
         assert 'src="/sagas/mr-flag/review/page/2?item=r0"' in html
         assert "style=" not in html and "<script>" not in html
+        assert 'id="not-located"' not in html  # a text page: the line is found
         assert "script-src 'self'" in page.headers["content-security-policy"]
         lit = await http.get("/sagas/mr-flag/review/page/2?item=r0")
         assert lit.headers["content-type"] == "image/png"
@@ -116,6 +117,43 @@ async def test_without_a_readable_document_the_page_shows_the_lines_with_the_spa
     assert 'id="page-image"' not in html and 'id="no-image"' in html
     assert "Hemoglobin  <mark>11.2</mark> g/dL" in html
     assert "<mark>1450</mark>" in html  # r0 is on the same page
+
+
+def write_tiff(path: Path) -> None:
+    """The report as a scanner sends it: a three-page TIFF at 200 dpi, no text layer; its
+    page 2 holds Hemoglobin's line but not Sodium's (the parser's output says it does)."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(make_pdf([["Lab report"], [HB], ["Iron 80 ug/dL"]]))
+    frames = [p.render(scale=200 / 72).to_pil().convert("L") for p in pdf]
+    frames[0].save(path, format="TIFF", save_all=True, append_images=frames[1:],
+                   dpi=(200, 200), compression="tiff_deflate")  # fmt: skip
+
+
+async def test_on_a_picture_document_the_line_is_boxed_or_the_page_says_it_is_not_found(
+    sm: StateMachine, start_console: StartConsole, ann: str, docs: Path
+) -> None:
+    """A TIFF document with OCR on: Hemoglobin's line is found on page 2 by Tesseract and
+    highlighted; Sodium's, not on the picture, leaves it unmarked and the page says so."""
+    import shutil
+
+    if shutil.which("tesseract") is None:
+        pytest.skip("no tesseract: apt-get install tesseract-ocr")
+    write_tiff(docs / "report.tiff")
+    await flagged_with_pdf(sm, "mr-scan", docs / "report.tiff")
+    running = start_console(SAGA_DOCUMENT_ROOTS=str(docs), SAGA_OCR="on",
+                            SAGA_OCR_LANGUAGES="eng")  # fmt: skip
+    async with running.client(ann) as http:
+        found = (await http.get("/sagas/mr-scan/review?item=b0")).text
+        assert 'id="page-image"' in found and 'id="not-located"' not in found
+        assert "b0's line highlighted" in found
+        lit = await http.get("/sagas/mr-scan/review/page/2?item=b0")
+        assert lit.status_code == 200 and yellow(lit.content) > 300
+        lost = (await http.get("/sagas/mr-scan/review?item=r0")).text
+        assert 'id="page-image"' in lost and 'id="not-located"' in lost
+        assert "r0's line not found" in lost and "The line could not be found" in lost
+        plain = await http.get("/sagas/mr-scan/review/page/2?item=r0")
+        assert plain.status_code == 200 and yellow(plain.content) == 0
 
 
 async def test_a_viewer_cannot_review_and_sees_no_document(
