@@ -79,9 +79,9 @@ from saga.steps.lab_rows import Row, dated_row, parse_rows, parse_table_row
 from saga.steps.models import Biomarker, Diagnosis, Extraction, GeneticFinding, Procedure
 from saga.steps.page_layout import SourceLine, document_lines
 from saga.steps.prose import Paragraph
-from saga.steps.synonyms import canonical_name
 from saga.steps.provenance import located
 from saga.steps.sections import Section, diagnosis, genetic, heading, inline_diagnoses, procedure
+from saga.steps.synonyms import canonical_name
 from saga.steps.wrapped_names import Fragments
 
 _NOISE = re.compile(r"(?i)page \d+(?: of \d+)?|[-=_*.\s|:+]+")

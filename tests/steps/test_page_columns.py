@@ -1,0 +1,42 @@
+"""Two-column pages whose rows do not share lines are read one column block at a time."""
+
+from __future__ import annotations
+
+from saga.steps.extract_rules import extract_rules
+from saga.steps.page_columns import split_columns
+from saga.steps.pages import pdf_pages
+from tests.corpus import layouts_columns
+
+TABLE = "\n".join(
+    [
+        "Test          Result    Units     Range",
+        "HEMATOLOGY",
+        "Hemoglobin    13.9      g/dL      12.0-16.0",
+        "Platelets     301       K/uL      150-400",
+        "CHEMISTRY",
+        "Sodium        140       mmol/L    136-145",
+        "Glucose       101 H     mg/dL     70-99",
+    ]
+)
+
+
+def test_a_table_s_own_column_gaps_are_not_a_gutter() -> None:
+    assert split_columns(TABLE) == TABLE
+
+
+def test_prose_beside_a_table_is_read_after_it() -> None:
+    pdf, _ = layouts_columns.results_beside_history()
+    text = pdf_pages(pdf, max_pages=2)[0]
+    lines = text.split("\n")
+    row = next(line for line in lines if line.startswith("Hemoglobin"))
+    assert row.split("  ") == ["Hemoglobin", "14.1", "g/dL", "13.0-17.0"]
+    assert text.index("Glucose  96") < text.index("Summary for the referring physician")
+
+
+def test_a_prose_value_the_row_contradicts_is_not_a_result() -> None:
+    pdf, truth = layouts_columns.results_beside_history()
+    found = extract_rules(pdf_pages(pdf, max_pages=2)).biomarkers
+    values = {(b.name.lower(), b.value) for b in found}
+    assert ("potassium", 5.4) in values
+    assert all(value not in (4.9, 1.31, 138.0) for _, value in values)
+    assert len(found) == len(truth.results)
