@@ -18,6 +18,7 @@ still reads as two whole rows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 GUTTER = 3
@@ -34,6 +35,12 @@ MAX_WIDTH = 400
 """Longer grid lines are not examined (a bound on the work per page)."""
 
 
+MAX_SPLITS = 6
+"""Splits per page (blocks below each other, columns inside a column): a bound on the work."""
+
+_WORD_AFTER_GUTTER = re.compile(rf" {{{GUTTER},}}(?=\S)")
+
+
 @dataclass(frozen=True, slots=True)
 class _Block:
     start: int
@@ -44,27 +51,32 @@ class _Block:
 
 def split_columns(text: str) -> str:
     """``text`` (a layout-mode page) with each two-column block read left block first."""
-    lines = text.split("\n")
+    budget = [MAX_SPLITS]
+    return "\n".join(_split(text.split("\n"), budget))
+
+
+def _split(lines: list[str], budget: list[int]) -> list[str]:
+    if budget[0] <= 0:
+        return lines
     block = _best_block(lines)
     if block is None:
-        return text
+        return lines
+    budget[0] -= 1
     head, body, tail = lines[: block.start], lines[block.start : block.end], lines[block.end :]
-    left = [line[: block.edge].rstrip() for line in body]
-    right = [line[block.edge :].rstrip() for line in body]
-    rebuilt = [*head, *_nonblank(left), "", *_nonblank(right), *tail]
-    # the rest of the page may hold another two-column block
-    return "\n".join(rebuilt[: len(head)]) + _joined(rebuilt[len(head) :], tail)
+    # a line blank on one side only is the other column's row, not a paragraph break
+    left = [line[: block.edge].rstrip() for line in body if _side(line, 0, block.edge)]
+    right = [line[block.edge :].rstrip() for line in body if _side(line, block.edge, None)]
+    return [
+        *head,
+        *_split(left, budget),
+        "",
+        *_split(right, budget),
+        *_split(tail, budget),
+    ]
 
 
-def _joined(middle: list[str], tail: list[str]) -> str:
-    done = middle[: len(middle) - len(tail)]
-    rest = split_columns("\n".join(tail)) if tail else ""
-    prefix = "\n" if done else ""
-    return prefix + "\n".join(done) + ("\n" + rest if tail else "")
-
-
-def _nonblank(lines: list[str]) -> list[str]:
-    return [line for line in lines if line.strip()]
+def _side(line: str, start: int, end: int | None) -> bool:
+    return not line.strip() or bool(line[start:end].strip())
 
 
 def _best_block(lines: list[str]) -> _Block | None:
@@ -78,16 +90,12 @@ def _best_block(lines: list[str]) -> _Block | None:
 
 def _edges(lines: list[str]) -> set[int]:
     """Positions where a word starts after a gutter's worth of spaces."""
-    found: set[int] = set()
-    for line in lines:
-        if len(line) > MAX_WIDTH:
-            continue
-        for i in range(GUTTER, len(line)):
-            if line[i] != " " and line[i - GUTTER : i].isspace() and line[:i].strip():
-                found.add(i)
-            elif line[i] != " " and not line[:i].strip() and i >= GUTTER:
-                found.add(i)  # a line holding only right-column text
-    return found
+    return {
+        match.end()
+        for line in lines
+        if len(line) <= MAX_WIDTH
+        for match in _WORD_AFTER_GUTTER.finditer(line)
+    }
 
 
 def _fits(line: str, edge: int) -> bool:

@@ -40,3 +40,70 @@ def test_a_prose_value_the_row_contradicts_is_not_a_result() -> None:
     assert ("potassium", 5.4) in values
     assert all(value not in (4.9, 1.31, 138.0) for _, value in values)
     assert len(found) == len(truth.results)
+
+
+def _grid(*columns: list[str], width: int = 30) -> str:
+    """Columns side by side on a character grid, as pypdf's layout mode draws them."""
+    height = max(len(column) for column in columns)
+    padded = [column + [""] * (height - len(column)) for column in columns]
+    return "\n".join(
+        "".join(cell.ljust(width) for cell in row).rstrip() for row in zip(*padded, strict=True)
+    )
+
+
+LEFT = [
+    "Sodium  140  mmol/L",
+    "",
+    "Potassium  4.0  mmol/L",
+    "",
+    "Chloride  101  mmol/L",
+    "",
+    "BUN  17  mg/dL",
+    "",
+]
+MIDDLE = [
+    "",
+    "Glucose  101  mg/dL",
+    "",
+    "Urea  5.1  mmol/L",
+    "",
+    "Calcium  9.6  mg/dL",
+    "",
+    "Albumin  4.4  g/dL",
+]
+RIGHT = [
+    "Iron  58  ug/dL",
+    "",
+    "",
+    "Ferritin  22  ng/mL",
+    "",
+    "",
+    "Folate  9.8  ng/mL",
+    "B12  412  pg/mL",
+]
+
+
+def test_three_columns_that_do_not_share_lines_are_read_one_after_another() -> None:
+    text = split_columns(_grid(LEFT, MIDDLE, RIGHT))
+    lines = [" ".join(line.split()) for line in text.split("\n") if line.strip()]
+    assert lines == [
+        "Sodium 140 mmol/L",
+        "Potassium 4.0 mmol/L",
+        "Chloride 101 mmol/L",
+        "BUN 17 mg/dL",
+        "Glucose 101 mg/dL",
+        "Urea 5.1 mmol/L",
+        "Calcium 9.6 mg/dL",
+        "Albumin 4.4 g/dL",
+        "Iron 58 ug/dL",
+        "Ferritin 22 ng/mL",
+        "Folate 9.8 ng/mL",
+        "B12 412 pg/mL",
+    ]
+
+
+def test_rows_aligned_across_the_gutter_stay_on_their_lines() -> None:
+    left = ["Sodium  140  mmol/L", "Potassium  4.0  mmol/L", "Chloride  101  mmol/L", "BUN  17"]
+    right = ["Iron  58  ug/dL", "Ferritin  22  ng/mL", "Folate  9.8  ng/mL", "B12  412"]
+    text = _grid(left, right)
+    assert split_columns(text) == text
