@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from saga.steps.synonyms import canonical_name
+
 GUTTER = 3
 """Blank character positions left of the right column's edge on every line of a block."""
 MIN_LINES = 4
@@ -31,6 +33,8 @@ ONE_SIDED_SHARE = 0.25
 """Share of a block's non-empty lines that hold text on one side only."""
 MIN_EDGE_HITS = 3
 """Lines whose right-side text starts exactly at the gutter's edge."""
+MIN_NAMED = 2
+"""Lines whose right-side text starts with a known analyte name (the other evidence)."""
 MAX_WIDTH = 400
 """Longer grid lines are not examined (a bound on the work per page)."""
 
@@ -38,6 +42,7 @@ MAX_WIDTH = 400
 MAX_SPLITS = 6
 """Splits per page (blocks below each other, columns inside a column): a bound on the work."""
 
+_FIRST_CELL = re.compile(r" {2,}")
 _WORD_AFTER_GUTTER = re.compile(rf" {{{GUTTER},}}(?=\S)")
 
 
@@ -128,11 +133,22 @@ def _judge(lines: list[str], start: int, end: int, edge: int) -> _Block | None:
         return None
     left_only = sum(1 for line in body if not line[edge:].strip())
     right_only = sum(1 for line in body if not line[:edge].strip())
-    hits = sum(1 for line in body if len(line) > edge and line[edge] != " ")
-    if (
-        min(left_only, right_only) < MIN_ONE_SIDED
-        or left_only + right_only < ONE_SIDED_SHARE * len(body)
-        or hits < MIN_EDGE_HITS
-    ):
+    starts = [line[edge:] for line in body if len(line) > edge and line[edge] != " "]
+    if len(starts) < MIN_EDGE_HITS:
+        return None
+    one_sided = min(left_only, right_only) >= MIN_ONE_SIDED and (
+        left_only + right_only >= ONE_SIDED_SHARE * len(body)
+    )
+    if not (one_sided or _labelled(starts)):
         return None
     return _Block(start, end, edge, len(body))
+
+
+def _labelled(starts: list[str]) -> bool:
+    """The right side starts lines with analyte names of its own: a column, not a cell.
+
+    A table's own gaps have a value, unit, range, flag or code right of them, never a
+    name; a second column of results (rows or name-above-value cards) has its names.
+    """
+    named = sum(1 for text in starts if canonical_name(_FIRST_CELL.split(text, 1)[0]) is not None)
+    return named >= MIN_NAMED

@@ -58,6 +58,7 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_columns.offset_side_tables,
     layouts_columns.narrative_beside_results,
     layouts_columns.results_beside_history,
+    layouts_columns.stacked_columns,
 )
 SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED
 """Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""

@@ -160,3 +160,48 @@ def results_beside_history() -> Built:
     s.pdf.multi_cell(90, 4.4, PROSE)
     s.at(15, 100, "Results validated by: K. Dube, Biomedical Scientist")
     return s.finish()
+
+
+STACKED_LEFT = rows("""
+Ferritin | = | 22 | 22 | ng/mL | 30-400 | L | low
+Vitamin B12 | = | 412 | 412 | pg/mL | 232-1245 | | normal
+Folate | = | 9.8 | 9.8 | ng/mL | >3.0 | | normal
+Iron | = | 58 | 58 | ug/dL | 38-169 | | normal
+TSH | Thyroid stimulating hormone | 1.92 | 1.92 | uIU/mL | 0.450-4.500 | | normal
+""")
+STACKED_RIGHT = rows("""
+Sodium | = | 140 | 140 | mmol/L | 136-145 | | normal
+Potassium | = | 5.6 | 5.6 | mmol/L | 3.5-5.1 | H | high
+Creatinine | = | 0.9 | 0.9 | mg/dL | 0.6-1.2 | | normal
+Calcium | = | 9.6 | 9.6 | mg/dL | 8.7-10.2 | | normal
+Albumin | = | 4.4 | 4.4 | g/dL | 3.5-5.7 | | normal
+""")
+
+
+def stacked_columns() -> Built:
+    """Two newspaper columns of results, name above value; the right column half a step lower.
+
+    Each right name sits level with a left value line: read across, a name meets the
+    other column's value.
+    """
+    s = Sheet(
+        "stacked_columns",
+        "Two columns of name-above-value results, the right column offset by half a result",
+        size=9,
+    )
+    s.new_page()
+    s.style(style="B", size=12)
+    s.at(15, 20, "Northfield Wellness Screening - Results")
+    s.style()
+    s.at(15, 27, "Member: DACOSTA, Ines    DOB: 30/09/1981    Drawn: 12/06/2024")
+    for x, top, column in ((15, 40.0, STACKED_LEFT), (110, 45.5, STACKED_RIGHT)):
+        for index, r in enumerate(column):
+            y = top + index * 11
+            s.style(style="B")
+            s.at(x, y, r.name)
+            s.style()
+            flag = f" {r.flag_text}" if r.flag_text else ""
+            s.at(x, y + 5, f"{r.text}{flag} {r.unit}   (ref {r.ref})")
+            s.record(r)
+    s.at(15, 110, "Reference intervals for adults. H = high, L = low.")
+    return s.finish()
