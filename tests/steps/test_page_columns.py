@@ -102,8 +102,30 @@ def test_three_columns_that_do_not_share_lines_are_read_one_after_another() -> N
     ]
 
 
-def test_rows_aligned_across_the_gutter_stay_on_their_lines() -> None:
+def test_rows_aligned_across_the_gutter_are_read_as_whole_rows() -> None:
     left = ["Sodium  140  mmol/L", "Potassium  4.0  mmol/L", "Chloride  101  mmol/L", "BUN  17"]
     right = ["Iron  58  ug/dL", "Ferritin  22  ng/mL", "Folate  9.8  ng/mL", "B12  412"]
-    text = _grid(left, right)
-    assert split_columns(text) == text
+    lines = split_columns(_grid(left, right)).split("\n")
+    assert [line for line in lines if line] == [*left, *right]
+
+
+def test_a_name_level_with_the_other_column_s_value_never_takes_it() -> None:
+    pdf, truth = layouts_columns.stacked_columns()
+    found = extract_rules(pdf_pages(pdf, max_pages=2)).biomarkers
+    expected = {r.name.lower(): r.value for r in truth.results}
+    assert len(found) >= 8
+    assert all(expected[b.name.lower()] == b.value for b in found)
+
+
+def test_a_word_result_column_is_not_a_second_column() -> None:
+    table = "\n".join(
+        [
+            "Test            Result      Range",
+            "Color           Yellow      Yellow",
+            "Clarity         Cloudy      Clear",
+            "Protein         Trace       Negative",
+            "Nitrite         Positive    Negative",
+            "Specific gravity  1.024     1.005-1.030",
+        ]
+    )
+    assert split_columns(table) == table
