@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from saga.steps.extract_rules import extract_rules
+from saga.steps.models import Flag
 from saga.steps.page_columns import split_columns
 from saga.steps.pages import pdf_pages
 from tests.corpus import layouts_columns
@@ -113,7 +114,7 @@ def test_a_name_level_with_the_other_column_s_value_never_takes_it() -> None:
     pdf, truth = layouts_columns.stacked_columns()
     found = extract_rules(pdf_pages(pdf, max_pages=2)).biomarkers
     expected = {r.name.lower(): r.value for r in truth.results}
-    assert len(found) >= 8
+    assert len(found) == len(truth.results)
     assert all(expected[b.name.lower()] == b.value for b in found)
 
 
@@ -129,3 +130,10 @@ def test_a_word_result_column_is_not_a_second_column() -> None:
         ]
     )
     assert split_columns(table) == table
+
+
+def test_a_name_above_a_flagged_row_is_one_result() -> None:
+    found = extract_rules(["Ferritin\n22 L ng/mL  (ref 30-400)\nFollow up\n2 weeks  later"])
+    [ferritin] = found.biomarkers
+    assert (ferritin.value, ferritin.flag, ferritin.reference_text) == (22.0, Flag.LOW, "30-400")
+    assert ferritin.provenance is not None and ferritin.provenance.start == 0
