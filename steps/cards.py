@@ -20,7 +20,7 @@ import re
 from msgspec.structs import replace
 
 from saga.steps.lab_cells import Cell, cells_of
-from saga.steps.lab_rows import Row, is_analyte_name
+from saga.steps.lab_rows import Row, is_analyte_name, parse_rows
 from saga.steps.lab_values import (
     VALUE_AT,
     Range,
@@ -48,6 +48,8 @@ _STATUS = {
 def card_rows(names: str, values: str, details: list[str]) -> tuple[list[Row], int]:
     """The cards of ``names`` over ``values``, and how many of ``details`` they used."""
     name_cells, value_cells = cells_of(names), cells_of(values)
+    if len(name_cells) == 1 and len(value_cells) > 1:
+        return _stacked(name_cells[0], values), 0
     if not name_cells or len(name_cells) != len(value_cells):
         return [], 0
     if not all(is_analyte_name(cell.text) for cell in name_cells):
@@ -63,6 +65,22 @@ def card_rows(names: str, values: str, details: list[str]) -> tuple[list[Row], i
             break
         found, used = more, used + 1
     return found, used
+
+
+def _stacked(name: Cell, values: str) -> list[Row]:
+    """One name above a whole result row (``22 L ng/mL  (ref 30-400)``): read as one row.
+
+    Only when the line below starts with the value and, read after the name, gives
+    exactly one result of that name; the value's span is the one in ``values``.
+    """
+    if not is_analyte_name(name.text) or not values.lstrip()[:1].isdigit():
+        return []
+    prefix = f"{name.text}  "
+    rows = parse_rows(prefix + values)
+    if len(rows) != 1 or rows[0].biomarker.name != name.text or rows[0].start < len(prefix):
+        return []
+    row = rows[0]
+    return [Row(row.biomarker, row.start - len(prefix), row.end - len(prefix))]
 
 
 def _card(name: Cell, value: Cell, line: str) -> Row | None:

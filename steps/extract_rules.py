@@ -81,6 +81,7 @@ from saga.steps.page_layout import SourceLine, document_lines
 from saga.steps.prose import Paragraph
 from saga.steps.provenance import located
 from saga.steps.sections import Section, diagnosis, genetic, heading, inline_diagnoses, procedure
+from saga.steps.synonyms import canonical_name
 from saga.steps.wrapped_names import Fragments
 
 _NOISE = re.compile(r"(?i)page \d+(?: of \d+)?|[-=_*.\s|:+]+")
@@ -95,6 +96,8 @@ class _Found:
     diagnoses: list[Diagnosis] = field(default_factory=list)
     procedures: list[Procedure] = field(default_factory=list)
     genetics: list[GeneticFinding] = field(default_factory=list)
+    prose: set[int] = field(default_factory=set)
+    """Indices of the biomarkers read from running prose."""
 
 
 def extract_rules(pages: Sequence[str]) -> Extraction:
@@ -103,11 +106,38 @@ def extract_rules(pages: Sequence[str]) -> Extraction:
     for lines in document_lines(pages, keep=lambda line: parse_header(line) is not None):
         _Page(found, lines).read()
     return Extraction(
-        biomarkers=found.biomarkers,
+        biomarkers=_without_prose_repeats(found),
         diagnoses=found.diagnoses,
         procedures=found.procedures,
         genetics=found.genetics,
     )
+
+
+def _analyte(b: Biomarker) -> str:
+    return canonical_name(b.name) or " ".join(b.name.lower().split())
+
+
+def _without_prose_repeats(found: _Found) -> list[Biomarker]:
+    """The results minus prose values that a result row contradicts.
+
+    Prose beside a table (a letter's second column) quotes earlier values: "potassium
+    was 4.9 mmol/L in January" beside the row "Potassium 5.4 mmol/L". A prose value
+    with the unit of a row of the same analyte but another value is dropped: its line
+    then counts as unexplained and the low coverage sends the document to review.
+    Unit-less prose values ("K 3.4" in a discharge summary's course) stay.
+    """
+    rows = {
+        (_analyte(b), b.unit): b.value
+        for i, b in enumerate(found.biomarkers)
+        if i not in found.prose and b.unit
+    }
+    return [
+        b
+        for i, b in enumerate(found.biomarkers)
+        if i not in found.prose
+        or (_analyte(b), b.unit) not in rows
+        or rows[(_analyte(b), b.unit)] == b.value
+    ]
 
 
 class _Page:
@@ -226,7 +256,7 @@ class _Page:
         self.fragments.offer(text)
         self.previous = line
         for row, source in self.prose.add(line):
-            self._add(row, row.biomarker.name, source)
+            self._add(row, row.biomarker.name, source, prose=True)
 
     def _cards(self, line: SourceLine, index: int) -> list[Row]:
         if self.previous is None or self.previous is not self._line_before(index):
@@ -267,10 +297,12 @@ class _Page:
         self.fragments.clear()
         self.previous = None
 
-    def _add(self, row: Row, name: str, line: SourceLine) -> None:
+    def _add(self, row: Row, name: str, line: SourceLine, *, prose: bool = False) -> None:
         self.last = len(self.found.biomarkers)
+        if prose:
+            self.found.prose.add(self.last)
         self.found.biomarkers.append(located(row, name, line))
 
     def _flush_prose(self) -> None:
         for row, source in self.prose.flush():
-            self._add(row, row.biomarker.name, source)
+            self._add(row, row.biomarker.name, source, prose=True)

@@ -26,6 +26,7 @@ from saga.steps.context import Document
 from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepError
 from saga.steps.models import OcrPage
 from saga.steps.ocr import OcrLimits
+from saga.steps.page_columns import split_columns
 from saga.steps.pdf_budget import PageCost, price_pages
 
 PDF_MAGIC = b"%PDF-"
@@ -177,6 +178,7 @@ def page_text(page: Any, *, index: int, has_forms: bool) -> str:
             raise
         except Exception:
             warned.append("layout mode failed")  # it trips on some fonts
+    layout = split_columns(layout)
     if layout.strip() and not warned and not has_forms:
         return tidy(layout)
     try:

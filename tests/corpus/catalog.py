@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from saga.evaluation.truth import ExpectedDocument
 from tests.corpus import (
+    layouts_columns,
     layouts_documents,
     layouts_german,
     layouts_ocr,
@@ -54,6 +55,10 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_unseen_us.lab_chain_categories,
     layouts_unseen_us.cumulative_au,
     layouts_unseen_us.vet_chemistry,
+    layouts_columns.offset_side_tables,
+    layouts_columns.narrative_beside_results,
+    layouts_columns.results_beside_history,
+    layouts_columns.stacked_columns,
 )
 SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED
 """Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""
