@@ -16,7 +16,7 @@ import pytest
 from saga.state import schema_version
 from saga.state.keys import Keys
 from tests.cli.inspect_support import cli, cli_json
-from tests.executor.support import REPO, worker_base_env
+from tests.executor.support import REPO, wait_until, worker_base_env
 
 NEWER = schema_version.CURRENT + 1
 
@@ -94,3 +94,41 @@ async def test_init_records_the_version_of_an_older_keyspace(
     await redis.hset(keys.partition_count(), "count", keys.partitions)
     assert cli(keys, redis_url, "init").returncode == 0
     assert await redis.get(keys.schema_version()) == str(schema_version.CURRENT).encode()
+
+
+@pytest.mark.anyio
+async def test_a_running_controller_stops_once_the_keyspace_moves_past_it(
+    redis: Any, keys: Keys, redis_url: str, tmp_path: Path
+) -> None:
+    env = {**worker_base_env(redis_url, keys, tmp_path), "SAGA_PROMOTE_INTERVAL": "0.1"}
+    log = tmp_path / "controller.log"
+    proc = _start_controller(env, log)
+    try:
+
+        async def started() -> bool:
+            assert proc.poll() is None, log.read_text()
+            return "controller_started" in log.read_text()
+
+        await wait_until(started, within=60, what="the controller to start")
+        await redis.set(keys.schema_version(), NEWER)
+
+        async def exited() -> bool:
+            return proc.poll() is not None
+
+        await wait_until(exited, within=30, what="the controller to stop")
+        assert proc.returncode == 2, log.read_text()
+        assert f"schema version {NEWER}" in log.read_text()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def _start_controller(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "saga.cli.main", "controller"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
