@@ -309,7 +309,7 @@ class Keys:
         return f"{self.prefix}:partitions"
 
     def schema_version(self) -> str:
-        """The keyspace's schema version (a string: an integer), written by its first user
+        """A hash: ``version``, the keyspace's schema version, written by its first user
         and moved forward only by ``saga migrate`` (state/schema_version.py)."""
         return f"{self.prefix}:schema"
 

@@ -77,7 +77,9 @@ async def _move_hash(
     for the whole scan even while returned ones are deleted, so the cursor stays valid."""
     nxt, found = await client.hscan(old, int(cursor or 0), count=batch)
     if found and apply:
-        pipe = client.pipeline(transaction=True)  # a kill leaves both or neither
+        # no MULTI (the ACL users of deploy/redis lack it): a kill between the two leaves
+        # a field in both, which the batch run again moves as a no-op and deletes
+        pipe = client.pipeline(transaction=False)
         if new is not None:
             for field, raw in found.items():
                 pipe.hsetnx(new, field, raw)

@@ -1,7 +1,9 @@
 """The keyspace's schema version: which key layout its records are in.
 
 A release knows the layouts up to ``CURRENT`` and runs on any from ``OLDEST_RUNNABLE``
-(older ones wait for ``saga migrate``). The version is a plain key under the prefix,
+(older ones wait for ``saga migrate``). The version is a hash field under the prefix
+(a hash, as the partition count is: every ACL user of deploy/redis may HGET and the
+loader HSETNX, where only some may SET),
 written once by the keyspace's first user (``saga init``, the first worker, controller,
 client or command: whoever stores the partition count) and moved forward only by
 ``saga migrate``. A keyspace made before versions has no such key: it is version 0.
@@ -31,7 +33,7 @@ UNVERSIONED = 0
 
 async def stored_version(client: Any, keys: Keys) -> int | None:
     """The recorded version, or None if the keyspace has none."""
-    raw = await client.get(keys.schema_version())
+    raw = await client.hget(keys.schema_version(), "version")
     return None if raw is None else int(raw)
 
 
@@ -46,7 +48,7 @@ async def record(client: Any, keys: Keys, version: int) -> None:
     migrations to it are all done). Never back: two runs racing here both write the
     version they finished, and a run of a newer release was refused at its start."""
     if await read_version(client, keys) < version:
-        await client.set(keys.schema_version(), version)
+        await client.hset(keys.schema_version(), "version", version)
 
 
 async def check(
@@ -62,8 +64,8 @@ async def check(
     first user: no partition count was stored). Raises SchemaVersionError if it is newer
     than ``current``, or (unless ``migrating``: ``saga migrate`` itself) older than
     ``oldest``."""
-    if fresh:  # SET NX: a new keyspace is in this release's layout from its first key
-        await client.set(keys.schema_version(), current, nx=True)
+    if fresh:  # a new keyspace is in this release's layout from its first key
+        await client.hsetnx(keys.schema_version(), "version", current)
     version = await read_version(client, keys)
     if version > current:
         raise SchemaVersionError(

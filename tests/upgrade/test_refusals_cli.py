@@ -34,7 +34,7 @@ def _refused(proc: subprocess.CompletedProcess[str]) -> None:
 @pytest.fixture
 async def newer(redis: Any, keys: Keys) -> Keys:
     await redis.hset(keys.partition_count(), "count", keys.partitions)
-    await redis.set(keys.schema_version(), NEWER)
+    await redis.hset(keys.schema_version(), "version", NEWER)
     return keys
 
 
@@ -76,7 +76,7 @@ async def test_migrate_dry_run_then_run_then_nothing(
     assert "budgets-to-ops-prefix: batch" in real.stderr  # progress, on stderr
     assert "schema version 0 -> 1" in real.stdout
     assert await redis.hlen(keys.budgets()) == 2
-    assert await redis.get(keys.schema_version()) == b"1"
+    assert await redis.hget(keys.schema_version(), "version") == b"1"
     again = cli(keys, redis_url, "migrate")
     assert "nothing to migrate" in again.stdout
     assert json.loads(cli(keys, redis_url, "migrate", "--json").stdout)["migrations"] == []
@@ -93,7 +93,9 @@ async def test_init_records_the_version_of_an_older_keyspace(
 ) -> None:
     await redis.hset(keys.partition_count(), "count", keys.partitions)
     assert cli(keys, redis_url, "init").returncode == 0
-    assert await redis.get(keys.schema_version()) == str(schema_version.CURRENT).encode()
+    assert (
+        await redis.hget(keys.schema_version(), "version") == str(schema_version.CURRENT).encode()
+    )
 
 
 @pytest.mark.anyio
@@ -110,7 +112,7 @@ async def test_a_running_controller_stops_once_the_keyspace_moves_past_it(
             return "controller_started" in log.read_text()
 
         await wait_until(started, within=60, what="the controller to start")
-        await redis.set(keys.schema_version(), NEWER)
+        await redis.hset(keys.schema_version(), "version", NEWER)
 
         async def exited() -> bool:
             return proc.poll() is not None

@@ -32,7 +32,7 @@ async def test_a_keyspace_made_before_versions_is_version_0_and_runs(
 
 async def test_a_newer_schema_is_refused_naming_both_versions(redis: Any, keys: Keys) -> None:
     newer = schema_version.CURRENT + 1
-    await redis.set(keys.schema_version(), newer)
+    await redis.hset(keys.schema_version(), "version", newer)
     with pytest.raises(SchemaVersionError) as caught:
         await partitions.guard(redis, keys)
     message = str(caught.value)
@@ -45,7 +45,7 @@ async def test_a_newer_schema_is_refused_naming_both_versions(redis: Any, keys: 
 async def test_a_schema_older_than_runnable_asks_for_saga_migrate(redis: Any, keys: Keys) -> None:
     """A release whose oldest runnable version is above the keyspace's refuses, except
     for ``saga migrate`` itself."""
-    await redis.set(keys.schema_version(), 1)
+    await redis.hset(keys.schema_version(), "version", 1)
     with pytest.raises(SchemaVersionError, match="run `saga migrate` first"):
         await schema_version.check(redis, keys, fresh=False, current=3, oldest=2)
     assert (
