@@ -96,13 +96,15 @@ def open_client(settings: Settings) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def client_for(settings: Settings) -> AsyncIterator[Any]:
+async def client_for(settings: Settings, *, migrating: bool = False) -> AsyncIterator[Any]:
     from saga.state.durability import check_durability
     from saga.state.partitions import guard
 
     client = open_client(settings)
     try:
-        await guard(client, keys_of(settings))  # SAGA_PARTITIONS as stored, or refuse
+        # SAGA_PARTITIONS and the schema version as stored, or refuse (``migrating``:
+        # `saga migrate` runs on an older schema, to move it forward)
+        await guard(client, keys_of(settings), migrating=migrating)
         await check_durability(client, settings.limits)  # fsync: WAITAOF and AOF, or refuse
         yield client
     finally:

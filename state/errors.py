@@ -32,6 +32,11 @@ class PartitionCountError(SagaError):
     migration to another count is under way): it would read and write the wrong keys."""
 
 
+class SchemaVersionError(PartitionCountError):
+    """The keyspace's schema version is newer than this release knows, or older than it
+    can run on: refused, as a wrong partition count is, before any key is read."""
+
+
 class DurabilityError(SagaError):
     """``SAGA_COMMIT_DURABILITY=fsync`` against a server without ``WAITAOF`` (before
     Redis 7.2) or with its append-only file off: nothing would be acknowledged."""

@@ -308,6 +308,16 @@ class Keys:
         ``op`` while ``saga partitions migrate`` moves records to another count."""
         return f"{self.prefix}:partitions"
 
+    def schema_version(self) -> str:
+        """A hash: ``version``, the keyspace's schema version, written by its first user
+        and moved forward only by ``saga migrate`` (state/schema_version.py)."""
+        return f"{self.prefix}:schema"
+
+    def migrations(self) -> str:
+        """A hash of ``saga migrate``'s progress: ``<id>:cursor`` (where a migration's next
+        batch starts) and ``<id>:done``, so a killed run resumes where it stopped."""
+        return f"{self.prefix}:migrations"
+
     def retag(self, key: str, partition: int) -> str:
         """A key of one of this keyspace's partitions, in ``partition`` instead (a record's
         key, moved by ``saga partitions migrate``)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from saga.state import schema_version
 from saga.state.errors import PartitionCountError
 from saga.state.keys import Keys
 from saga.state.replies import text
@@ -33,10 +34,13 @@ async def stored_count(client: Any, keys: Keys) -> StoredCount | None:
     return StoredCount(int(count), int(to or 0), text(op) if op else "")
 
 
-async def guard(client: Any, keys: Keys) -> int:
+async def guard(client: Any, keys: Keys, *, migrating: bool = False) -> int:
     """Store ``keys.partitions`` if the keyspace has no count yet; raise
-    PartitionCountError if it has another, or a migration is under way. Returns it."""
+    PartitionCountError if it has another, or a migration is under way, and
+    SchemaVersionError if its schema version is not one this release runs on (with
+    ``migrating``, ``saga migrate``'s own start: only a newer one). Returns the count."""
     stored = await stored_count(client, keys)
+    await schema_version.check(client, keys, fresh=stored is None, migrating=migrating)
     if stored is None:  # first use: written only then (a read-only user can still read)
         await client.hsetnx(keys.partition_count(), "count", keys.partitions)
         stored = await stored_count(client, keys)

@@ -33,6 +33,7 @@ def main(args: argparse.Namespace) -> int:
     from saga.runtime import client_for
     from saga.settings import load_settings
     from saga.state import scripts, streams
+    from saga.state.migrations import migrate
     from saga.state.types import register_type
     from saga.state.upgrade import upgrade_keys
 
@@ -47,6 +48,7 @@ def main(args: argparse.Namespace) -> int:
             await scripts.ensure_loaded(client, required=True)
             await load_adapter_scripts(client)
             upgraded = await upgrade_keys(client, keys)
+            await migrate(client, keys, apply=True)  # what is left to reach this schema
             created = await streams.ensure_groups(client, keys, info.steps)
             if own:
                 await register_type(client, keys, info)  # `saga top` and --type find it

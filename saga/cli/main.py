@@ -49,6 +49,7 @@ COMMANDS = (
     "export",
     "import",
     "keys",
+    "migrate",
 )
 
 

@@ -28,6 +28,7 @@ from saga.state.archive import ArchivedSaga
 from saga.state.archive_import import ImportReport
 from saga.state.budgets import BudgetStatus
 from saga.state.dead_letters import DeadLetter
+from saga.state.migrations import MigrateReport
 from saga.state.model import HistoryEvent, SagaState
 from saga.state.presence import Presence
 from saga.state.queries import CostRow, StepStats
@@ -329,6 +330,7 @@ SHAPES: dict[str, Any] = {
     "export-line": ArchivedSaga,
     "import": ImportReport,
     "keys": RotationReport,
+    "migrate": MigrateReport,
 }
 """Schema name (``schemas/<name>.json``) → the shape. ``event`` is a line of
 ``saga show --follow --json``."""
