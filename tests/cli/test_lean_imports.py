@@ -32,10 +32,13 @@ def test_redis_imports_without_the_sdk_metrics_and_still_works(redis_url: str) -
     assert run(PROBE, redis_url) == "True True True"
 
 
-@pytest.mark.skipif(
+NO_OTEL = pytest.mark.skipif(
     importlib.util.find_spec("redis.observability") is None,
     reason="this redis-py has no OpenTelemetry instrumentation (before 8): nothing to hide",
 )
+
+
+@NO_OTEL
 def test_without_saga_first_redis_pulls_the_sdk_in() -> None:
     """The control: the module this guards against is what redis-py imports on its own
     (if a redis-py release stops doing so, saga.lean_imports can go)."""
@@ -43,6 +46,7 @@ def test_without_saga_first_redis_pulls_the_sdk_in() -> None:
     assert run(probe) == "True"
 
 
+@NO_OTEL
 def test_an_sdk_already_loaded_is_left_alone() -> None:
     probe = (
         "import sys, opentelemetry.sdk.metrics, saga, redis; "
