@@ -3,8 +3,7 @@
 token's rate. Body (optional): ``{"data": {...}, "signal_id": "..."}``; ``?type=T`` for
 a saga of another registered type. The answer is ``SagaClient.signal``'s result
 (``consumed``, ``kept``, ``dropped`` or ``seen``); the same ``signal_id`` twice is a
-no-op, so a client may resend after a lost reply. Needs the waits of the workflow-shapes
-work (``SagaClient.signal``): without them the route answers 501 in one sentence.
+no-op, so a client may resend after a lost reply.
 """
 
 from __future__ import annotations
@@ -23,10 +22,6 @@ from saga.state.ids import validate_id, validate_step
 
 PREFIX = "/api/v1"
 FIELDS = frozenset({"data", "signal_id"})
-
-
-class NotImplementedHere(ConsoleError):
-    status = 501
 
 
 def _starters() -> Any:
@@ -56,11 +51,8 @@ async def signal(request: Request, who: Identity | None, body: Body) -> Response
     if sid:
         validate_id(sid, "signal id")
     client = await _client(request, params.saga_type(request.query_params.get("type")))
-    send = getattr(client, "signal", None)
-    if send is None:
-        raise NotImplementedHere("this release has no waits to signal (SagaClient.signal)")
     with _audited(w, "signal", rid, signal_event=event):  # structlog owns "event"
-        res = await send(rid, event, data=msgspec.json.encode(data or {}), signal_id=sid)
+        res = await client.signal(rid, event, data=msgspec.json.encode(data or {}), signal_id=sid)
     return json(res)
 
 
@@ -124,7 +116,6 @@ OPENAPI: dict[str, Any] = {
             "429": _error("over the token's rate", headers={"Retry-After": {
                 "description": "seconds until a request would pass",
                 "schema": {"type": "integer"}}}),
-            "501": _error("this release has no waits"),
         },
     }},
 }  # fmt: skip

@@ -64,11 +64,11 @@ async def test_waits_and_timers_hold_through_kill_9_and_redis_restarts(tmp_path:
             for rid in rids:
                 await sagas.start(rid, "u1", input=Doc(title=rid))
             for round_ in range(4):
-                await anyio.sleep(1.0)
+                await anyio.sleep(1.0)  # the fault's cadence (a kill a second), not a wait
                 workers[-1].kill()  # kill -9, mid-whatever
                 if round_ == 1:
                     srv.stop(signal.SIGKILL)
-                    await anyio.sleep(1.0)
+                    await anyio.sleep(1.0)  # the outage's length is the fault
                     srv.start()
                 spawn()
                 for rid in signalled[round_::4]:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
 from saga.console.tokens import Role, add_stored_token
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -19,7 +18,6 @@ from tests.console.sagas import completed
 from tests.console.support import RunningConsole, console_signer
 
 pytestmark = pytest.mark.anyio
-HAS_WAITS = hasattr(SagaClient, "signal")
 
 
 @pytest.fixture
@@ -53,17 +51,6 @@ async def test_who_may_signal_and_bad_input(
         assert says in res.json()["error"], res.json()
 
 
-@pytest.mark.skipif(HAS_WAITS, reason="this release has waits")
-async def test_without_waits_the_route_says_so(
-    sm: StateMachine, console: RunningConsole, producer: str
-) -> None:
-    await start(sm, "mr-sig", "u-1")
-    res = await signal(console, producer, "mr-sig/signals/approved")
-    assert res.status_code == 501
-    assert res.json() == {"error": "this release has no waits to signal (SagaClient.signal)"}
-
-
-@pytest.mark.skipif(not HAS_WAITS, reason="needs the waits of the workflow-shapes work")
 async def test_a_signal_is_kept_resent_safely_and_refused_once_ended(
     sm: StateMachine, console: RunningConsole, producer: str
 ) -> None:

@@ -105,6 +105,14 @@ class FaultRun:
         for rid in rids:
             await sagas.start(rid, user)
 
+    async def wait_running(self, rids: list[str], n: int = 1, within: float = 60) -> float:
+        """Until ``n`` of ``rids`` are running (a step claimed): a fault then lands mid-step."""
+
+        async def running() -> bool:
+            return sum(s == "running" for s in await states(self.redis, self.keys, rids)) >= n
+
+        return await wait_until(running, within=within, what=f"{n} saga(s) running", every=0.02)
+
     async def wait_terminal(self, rids: list[str], within: float = 120) -> float:
         """Seconds until every saga is terminal; fails with the stragglers at the deadline."""
 

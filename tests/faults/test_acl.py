@@ -83,7 +83,7 @@ async def test_workers_and_cli_under_least_privilege_users(run: FaultRun) -> Non
     await controller.wait_ready(within=120)
     rids = [f"slow-0.3-{i:03d}" for i in range(60)] + ["perm-0"]
     await run.start(rids)
-    time.sleep(0.8)  # noqa: ASYNC251 - let steps start, then kill one worker mid-step
+    await run.wait_running(rids, n=4)  # then kill one worker mid-step
     run.kill(ws[0], signal.SIGKILL)
     run.spawn()
     run.fault_end = time.monotonic()

@@ -136,7 +136,7 @@ async def host_crash(run: FaultRun, fsync_log: Path, starters: Starters, shim: P
         return _lines(fsync_log) > lines
 
     await wait_until(synced_again, within=10, what="an AOF fsync", every=0.02)
-    await anyio.sleep(0.7)
+    await anyio.sleep(0.7)  # the fault: ~0.7 s of writes after the fsync, as a power loss cuts
     killed_at, killed_wall = time.monotonic(), time.time()
     run.server.stop(signal.SIGKILL)
     run.faults += 1

@@ -93,7 +93,7 @@ async def test_resets_and_blackhole(run: FaultRun) -> None:
     proxy = await through_proxy(run, Faults(), seed=7)
     try:
         for _ in range(3):
-            await anyio.sleep(0.5)
+            await anyio.sleep(0.5)  # the fault's cadence: a reset every half second
             proxy.reset()
         proxy.faults = Faults(blackhole=True)
         await wait_until(leases_lapsed(run), within=30, what="every lease held to lapse")

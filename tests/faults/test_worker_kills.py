@@ -97,7 +97,7 @@ async def test_sigterm_during_work(run: FaultRun) -> None:
     ws = await run.spawn_ready(2)
     rids = [f"slow-0.5-{i:03d}" for i in range(40)]
     await run.start(rids)
-    await anyio.sleep(0.7)
+    await run.wait_running(rids, n=4)  # mid-step
     for w in ws:
         w.signal(signal.SIGTERM)
         run.faults += 1
