@@ -24,13 +24,13 @@ from saga.client import SagaClient
 from saga.schedules import Firing, next_fire
 from saga.settings import Settings
 from saga.state import schedules as store
-from saga.state import scripts
 from saga.state.connection import connect
 from saga.state.errors import SagaNotFoundError
 from saga.state.keys import Keys
 from saga.state.streams import ensure_groups
 from tests.executor import pipelines
 from tests.state.helpers import keys_under
+from tests.state.mutants import mutated
 
 T0 = 1_767_405_600_000
 MINUTE = 60_000
@@ -229,23 +229,7 @@ MUTANTS = {
 
 @pytest.fixture
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    name = request.param
-    if name:
-        path, old, new = MUTANTS[name]
-        real = scripts._read
-
-        def read(p: str) -> str:
-            text = real(p)
-            if p == path:
-                assert old in text, f"{path} no longer holds {old!r}: update the mutant"
-                text = text.replace(old, new)
-            return text
-
-        monkeypatch.setattr(scripts, "_read", read)
-    scripts.load_all.cache_clear()
-    scripts.load_all()
-    yield name
-    scripts.load_all.cache_clear()
+    yield from mutated(monkeypatch, MUTANTS, request.param)
 
 
 def _scenario(m: ScheduleMachine) -> None:

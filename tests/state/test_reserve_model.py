@@ -17,8 +17,8 @@ import pytest
 
 import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
-from saga.state import scripts
 from saga.state.model import Claim, FailAction
+from tests.state.mutants import mutated
 
 MUTANTS = {
     "settles twice": ("includes/holds.lua", "  redis.call('HDEL', h.holds, id)\n", ""),
@@ -38,23 +38,7 @@ MUTANTS = {
 @pytest.fixture
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setattr(harness, "event", lambda *_: None)  # a scripted run, not hypothesis
-    name = request.param
-    if name:
-        path, old, new = MUTANTS[name]
-        real = scripts._read
-
-        def read(p: str) -> str:
-            text = real(p)
-            if p == path:
-                assert old in text, f"{path} no longer holds {old!r}: update the mutant"
-                text = text.replace(old, new)
-            return text
-
-        monkeypatch.setattr(scripts, "_read", read)
-    scripts.load_all.cache_clear()
-    scripts.load_all()
-    yield name
-    scripts.load_all.cache_clear()
+    yield from mutated(monkeypatch, MUTANTS, request.param)
 
 
 def _claims(got: Any) -> list[tuple[str, Claim]]:

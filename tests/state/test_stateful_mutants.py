@@ -15,8 +15,8 @@ from redis.exceptions import ResponseError
 
 import tests.state.stateful_harness as harness
 import tests.state.test_stateful as stateful
-from saga.state import scripts
 from saga.state.model import FailAction, SagaState
+from tests.state.mutants import mutated
 
 MUTANTS = {
     "pipeline order": (
@@ -93,28 +93,9 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
-    if name:
-        path, old, new = {
-            **MUTANTS,
-            **BATCH_MUTANTS,
-            **RETENTION_MUTANTS,
-            **REVIEW_MUTANTS,
-            **LIFECYCLE_MUTANTS,
-        }[name]
-        real = scripts._read
-
-        def read(p: str) -> str:
-            text = real(p)
-            if p == path:
-                assert old in text, f"{path} no longer holds {old!r}: update the mutant"
-                text = text.replace(old, new)
-            return text
-
-        monkeypatch.setattr(scripts, "_read", read)
-    scripts.load_all.cache_clear()
-    scripts.load_all()  # a mutant whose line is gone fails here, not inside pytest.raises
-    yield name
-    scripts.load_all.cache_clear()
+    mutants = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS,
+               **LIFECYCLE_MUTANTS}  # fmt: skip
+    yield from mutated(monkeypatch, mutants, name)
 
 
 def _scenario(m: stateful.SagaMachine) -> None:

@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from saga.state import scripts
 from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.keys import Keys
@@ -29,6 +28,7 @@ from saga.state.machine import StateMachine
 from saga.state.replies import text
 from saga.state.streams import ensure_groups
 from tests.state.helpers import LEASE_MS, MAX_LEASE_EXPIRIES, STEPS, keys_under, read_ready
+from tests.state.mutants import mutated
 
 RECORDS = tuple(f"r{i}" for i in range(8))
 BOUND_MS = 600_000  # no saga in a run ages past it
@@ -166,23 +166,7 @@ MUTANTS = {
 
 @pytest.fixture
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    name = request.param
-    if name:
-        path, old, new = MUTANTS[name]
-        real = scripts._read
-
-        def read(p: str) -> str:
-            text_ = real(p)
-            if p == path:
-                assert old in text_, f"{path} no longer holds {old!r}: update the mutant"
-                text_ = text_.replace(old, new)
-            return text_
-
-        monkeypatch.setattr(scripts, "_read", read)
-    scripts.load_all.cache_clear()
-    scripts.load_all()
-    yield name
-    scripts.load_all.cache_clear()
+    yield from mutated(monkeypatch, MUTANTS, request.param)
 
 
 def _scenario(m: PriorityMachine) -> None:

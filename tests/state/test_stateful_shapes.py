@@ -42,7 +42,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from saga.state import operator, scripts, signals
+from saga.state import operator, signals
 from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.errors import StepConflictError
@@ -53,6 +53,7 @@ from saga.state.replies import text
 from saga.state.requests import CommitRequest
 from saga.state.streams import ensure_groups
 from tests.state.helpers import history, keys_under, read_ready, stream_rows
+from tests.state.mutants import mutated
 
 T = TypeVar("T")
 RECORDS = ("r0", "r1")
@@ -346,21 +347,7 @@ MUTANTS = {
 
 @pytest.fixture
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    path, old, new = MUTANTS[request.param]
-    real = scripts._read
-
-    def read(p: str) -> str:
-        text_ = real(p)
-        if p == path:
-            assert old in text_, f"{path} no longer holds {old!r}: update the mutant"
-            text_ = text_.replace(old, new)
-        return text_
-
-    monkeypatch.setattr(scripts, "_read", read)
-    scripts.load_all.cache_clear()
-    scripts.load_all()  # a mutant whose line is gone fails here
-    yield request.param
-    scripts.load_all.cache_clear()
+    yield from mutated(monkeypatch, MUTANTS, request.param)
 
 
 def _scenario(m: WaitMachine, name: str) -> None:
