@@ -27,7 +27,7 @@ from saga.settings import Settings
 from saga.state import partitions, streams
 from saga.state.backoff import resending
 from saga.state.connection import TRANSIENT_ERRORS
-from saga.state.errors import PartitionCountError
+from saga.state.errors import PartitionCountError, SchemaVersionError
 from saga.state.keys import Keys
 from saga.state.scripts import ensure_loaded
 from saga.state.types import registered_types
@@ -182,7 +182,14 @@ class Controller:
 
     def _refuse(self, exc: PartitionCountError) -> None:
         if self.refused is None:
-            log.error("partition_count_changed", controller=self.name, error=str(exc))
+            # a schema refusal is its own event: an operator's alert on a partition
+            # migration must not fire for an upgrade, nor the other way round
+            event = (
+                "schema_version_refused"
+                if isinstance(exc, SchemaVersionError)
+                else "partition_count_changed"
+            )
+            log.error(event, controller=self.name, error=str(exc))
             self.refused = exc
         self.stop()
 

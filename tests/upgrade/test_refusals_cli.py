@@ -102,6 +102,8 @@ async def test_init_records_the_version_of_an_older_keyspace(
 async def test_a_running_controller_stops_once_the_keyspace_moves_past_it(
     redis: Any, keys: Keys, redis_url: str, tmp_path: Path
 ) -> None:
+    """The keyspace moved past a running controller: it stops (exit 2), logging its own
+    event (schema_version_refused), not a partition count change."""
     env = {**worker_base_env(redis_url, keys, tmp_path), "SAGA_PROMOTE_INTERVAL": "0.1"}
     log = tmp_path / "controller.log"
     proc = _start_controller(env, log)
@@ -119,7 +121,11 @@ async def test_a_running_controller_stops_once_the_keyspace_moves_past_it(
 
         await wait_until(exited, within=30, what="the controller to stop")
         assert proc.returncode == 2, log.read_text()
-        assert f"schema version {NEWER}" in log.read_text()
+        rows = [json.loads(ln) for ln in log.read_text().splitlines() if ln.startswith("{")]
+        refused = [r for r in rows if "refused" in r["event"] or "changed" in r["event"]]
+        assert [r["event"] for r in refused] == ["schema_version_refused"], log.read_text()
+        assert f"schema version {NEWER}" in refused[0]["error"]
+        assert "partition_count_changed" not in log.read_text()
     finally:
         proc.kill()
         proc.wait(timeout=10)
