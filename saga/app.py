@@ -33,6 +33,7 @@ from saga.app_chain import chain_order
 from saga.app_types import accepts, describe
 from saga.app_waits import parked, settle_waits, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
+    MAX_STEP_VERSION,
     AppError,
     CompensateFn,
     Pipeline,
@@ -72,6 +73,7 @@ class _Declared:
     warm: tuple[str, ...] = ()
     wait: WaitSpec | None = None
     """A wait step (``saga.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
+    version: int = 1
 
 
 class App:
@@ -108,6 +110,7 @@ class App:
         deletes_pages: bool = False,
         calls_models: bool = True,
         warm: tuple[str, ...] = (),
+        version: int = 1,
     ) -> Callable[[F], F]:
         """Declare ``async def fn(ctx, inp: In) -> Out`` a step; returns ``fn`` unchanged.
 
@@ -125,6 +128,10 @@ class App:
         - ``calls_models``: False for a step that never calls a model, so its workers
           do not import litellm before they report ready (True: they do, when a model
           is configured). ``warm``: modules to import before ready (``("numpy",)``).
+        - ``version``: the version of the step's code (default 1). Raise it when the
+          step's behaviour or output changes with sagas in flight: each commit records
+          it, ``saga show`` and ``saga list --step-version`` show it, and the next step
+          reads it as ``ctx.input_version`` to branch on the shape it was given.
 
         Unset settings take the defaults of ``StepSpec``; ``SAGA_<STEP>_*``
         environment variables override them all, as for the document pipeline.
@@ -145,6 +152,7 @@ class App:
                 deletes_pages=deletes_pages,
                 calls_models=calls_models,
                 warm=tuple(warm),
+                version=version,
             )
             _check(step)
             self._declared.append(step)
@@ -330,6 +338,10 @@ def _check(d: _Declared) -> None:
             raise AppError(f"step {step!r}: {label}= must be more than 0 seconds, not {value!r}")
     if d.concurrency is not None and d.concurrency < 1:
         raise AppError(f"step {step!r}: concurrency= must be at least 1, not {d.concurrency!r}")
+    if isinstance(d.version, bool) or not isinstance(d.version, int) or d.version < 1:
+        raise AppError(f"step {step!r}: version= must be a whole number from 1, not {d.version!r}")
+    if d.version > MAX_STEP_VERSION:
+        raise AppError(f"step {step!r}: version= must be at most {MAX_STEP_VERSION}")
     if d.retries is not None and d.retries < 0:
         raise AppError(f"step {step!r}: retries= must be 0 or more, not {d.retries!r}")
     if d.compensate is not None:
@@ -359,6 +371,7 @@ def _spec(d: _Declared) -> StepSpec:
         compensate=d.compensate,
         calls_models=d.calls_models,
         warm=d.warm,
+        version=d.version,
     )
 
 

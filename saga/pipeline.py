@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from saga.settings import Settings
 
 ENTRY_POINT_GROUP = "saga.steps"
+MAX_STEP_VERSION = 1_000_000
 StepFn = Callable[[Any, Any], Awaitable[Any]]
 CompensateFn = Callable[[Any, Any, Any, str], Awaitable[None]]
 """``async def undo(ctx, input, output, idempotency_key) -> None``: see ``check_compensate``."""
@@ -82,11 +83,17 @@ class StepSpec:
     running it imports them before it reports ready, so no saga waits on an import."""
     wait: WaitSpec | None = None
     """Set for a wait step: ``fn`` never runs, the claim parks the saga."""
+    version: int = 1
+    """The version of the step's code (``@app.step(version=2)``): written in the history
+    row of each commit and in the saga (``sv:<step>``) when it is not 1, read back by
+    the next step as ``ctx.input_version`` (docs/sagas.md, step versions)."""
 
     def __post_init__(self) -> None:
         validate_work(self.name)  # undo:<step> is the pseudo-step of a compensation
         if self.lease_s <= 0 or self.timeout_s <= 0 or self.concurrency < 1:
             raise ValueError(f"step {self.name!r}: lease, timeout and concurrency must be > 0")
+        if not 1 <= self.version <= MAX_STEP_VERSION:
+            raise ValueError(f"step {self.name!r}: version must be 1 to {MAX_STEP_VERSION}")
         if self.compensate is not None:
             check_compensate(self.name, self.compensate)
 
@@ -170,6 +177,12 @@ class Pipeline:
     def insert_after(self, after: str, spec: StepSpec) -> Pipeline:
         i = self.names.index(self.get(after).name)
         return replace(self, steps=(*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
+
+    @property
+    def versioned(self) -> bool:
+        """Whether a step declares a version (then each claim reads the version that
+        produced its input: one saga field more, only for such pipelines)."""
+        return any(s.version != 1 for s in self.steps)
 
     def info(self) -> TypeInfo:
         """What the registry of types keeps of this pipeline (``saga.state.types``)."""

@@ -3,6 +3,7 @@
     SagaError                      root of every error this project raises
     ├── InvalidIdError             a record/user id or step name that could break a key
     ├── PartitionCountError        SAGA_PARTITIONS differs from the keyspace's stored count
+    ├── StepRemovedError           sagas wait at a step this release removed, unserved
     ├── DurabilityError            SAGA_COMMIT_DURABILITY=fsync without WAITAOF or AOF
     └── StateError                 a transition was refused
         ├── SagaNotFoundError      no saga for that record
@@ -35,6 +36,11 @@ class PartitionCountError(SagaError):
 class SchemaVersionError(PartitionCountError):
     """The keyspace's schema version is newer than this release knows, or older than it
     can run on: refused, as a wrong partition count is, before any key is read."""
+
+
+class StepRemovedError(SagaError):
+    """Sagas wait at a step this release's pipeline no longer has (removed or renamed)
+    and no live worker serves it: starting would strand them (``state.step_changes``)."""
 
 
 class DurabilityError(SagaError):

@@ -71,6 +71,11 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     before: Cursor | None = None
     """The page before: the entries just newer than the one a later page started at
     (still shown newest first). Not with ``after``."""
+    version_of: str = ""
+    """With ``version``: only sagas whose step ``version_of`` committed, last, with its
+    code at that version (``saga list --step-version STEP:V``; read from the saga's
+    ``done:<step>`` and ``sv:<step>``, which the commit writes)."""
+    version: int = 0
     order: str = "created"
     """``created``: from the most selective index (with a state, by the time it entered
     the state); ``updated``: every saga by the time of its last change of state."""
@@ -107,6 +112,8 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
     """
     steps = await registered_steps(client, keys)
     fields = _fields_of(steps)
+    if q.version_of:
+        fields += [f"done:{q.version_of}", f"sv:{q.version_of}"]
     back = q.before is not None
     want = q.limit + 1 if back else q.limit  # reading back: one more says a page is before
     merge = _IndexMerge(client, _indexes(keys, q), q, min(max(q.limit, 50), 1000))
@@ -135,7 +142,9 @@ async def list_page(client: Any, keys: Keys, q: ListQuery) -> SagaPage:
             if values[1] is None:
                 expired.append((index, rid))
                 continue
-            row = _saga_row(rid, values, steps)
+            if q.version_of and not _ran_version(values[-2:], q.version):
+                continue
+            row = _saga_row(rid, values[:-2] if q.version_of else values, steps)
             if _matches(row, q):
                 rows.append(row)
                 at.append(last)
@@ -212,6 +221,13 @@ def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
     parked = park_reason(ec) if state == SagaState.WAITING_RETRY else ""
     return SagaRow(rid, text(v[0]), state, step, tries, num(v[3]), num(v[4]), cost,
                    ec, error_message(text(v[6])), flags[0] if flags else "", parked)  # fmt: skip
+
+
+def _ran_version(done_and_version: list[Any], version: int) -> bool:
+    """The step committed (``done:<step>``) with its code at ``version`` (``sv:<step>``;
+    none recorded: 1)."""
+    done, recorded = done_and_version
+    return done is not None and (num(recorded) or 1) == version
 
 
 def _matches(row: SagaRow, q: ListQuery) -> bool:

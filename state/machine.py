@@ -248,7 +248,7 @@ class StateMachine:
             )
         args += (step, claim.token, claim.entry_id, req.next_step, output, req.op or new_op())
         args += (pages, "1" if req.delete_pages else "0", repr(req.cost), checkpoint)
-        args += (req.worker, req.tokens, len(cost_keys), req.review, lease_ms)
+        args += (req.worker, req.tokens, len(cost_keys), req.review, lease_ms, req.step_version)
         args[5] += 1
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:

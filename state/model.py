@@ -198,6 +198,9 @@ class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
     under a data key, opened by ``saga.state.review``)."""
     review_version: int = 0
     """review_decided: the review's version after the decision."""
+    step_version: int = 1
+    """committed: the version of the step's code that ran (``@app.step(version=...)``;
+    1 when the row records none)."""
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):

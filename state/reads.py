@@ -85,6 +85,7 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         review=f.get("rv", ""),
         review_decision=f.get("rvd", ""),
         review_version=num(f.get("rvv")),
+        step_version=num(f.get("sv")) or 1,
     )
 
 

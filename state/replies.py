@@ -58,7 +58,8 @@ def claim_outcome(
             unseal(bytes(reply[12])) if reply[12] else None,
             *reply[13:],
         ]
-        extra = {name: unseal(value) for name, value in extra.items()}
+        # sv:<step> (a step version) is a plain number; outputs and checkpoints are sealed
+        extra = {n: v if n.startswith("sv:") else unseal(v) for n, v in extra.items()}
     claim = Claim(
         record_id=record,
         user_id=text(reply[3]),

@@ -32,6 +32,8 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     review: str = ""
     """Why the output needs a person's look (``""``: none); flags the saga for review."""
     op: str = ""
+    step_version: int = 1
+    """The version of the step's code that produced the output (``StepSpec.version``)."""
 
 
 class FailRequest(msgspec.Struct, frozen=True, kw_only=True):

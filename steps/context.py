@@ -120,6 +120,18 @@ class StepContext(Protocol):
         ...
 
     @property
+    def step_version(self) -> int:
+        """The version of this step's code (``@app.step(version=...)``, default 1)."""
+        ...
+
+    @property
+    def input_version(self) -> int:
+        """The version of the step whose output is this step's input, as its commit
+        recorded it (1 for the first step and for a commit that recorded none): branch
+        on it to read an input an older release wrote (docs/sagas.md, step versions)."""
+        ...
+
+    @property
     def log(self) -> Any:
         """A structlog logger bound to record, user, step, attempt."""
         ...

@@ -121,6 +121,9 @@ class ManualContext:
     attempt: int = 1
     epoch: int = 1
     idempotency_key: str = ""
+    step_version: int = 1
+    input_version: int = 1
+    """Set it to test a step's branch for an input an older version wrote."""
     log: Any = None
     documents: DocumentSource = field(default_factory=MemoryDocuments)
     llm: LLM | None = None

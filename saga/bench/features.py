@@ -199,7 +199,7 @@ def _otlp_encoding(n: int) -> list[Row]:
 
 def _commit_packing(n: int) -> float:
     """Packing a commit_steps EVALSHA of 64 attempts into RESP, per attempt (its 5 keys
-    and 15 arguments, and a 64th of the call's 11 keys and 6 arguments), as the
+    and 16 arguments, and a 64th of the call's 11 keys and 6 arguments), as the
     engine's connections do (hiredis's C packer, ``saga.state.connection``)."""
     from redis.asyncio.connection import Connection
 
@@ -215,7 +215,7 @@ def _commit_packing(n: int) -> float:
         rk = k.record(f"mr-2024-{i:04d}")
         keys += [rk.saga, rk.history, rk.pages, k.ready(0, "router"), k.ready(0, "parser")]
         args += ["router", "1:1", f"1764590000000-{i}", "parser", b'{"pages":2}',
-                 f"op{i:x}", "", "0", "0.0", "", "w-1", 0, 0, "", 0]  # fmt: skip
+                 f"op{i:x}", "", "0", "0.0", "", "w-1", 0, 0, "", 0, 1]  # fmt: skip
     command = ("EVALSHA", "0" * 40, len(keys), *keys, *args)
     return _per_call(lambda: conn.pack_commands([command]), max(n // 64, 1)) / 64
 

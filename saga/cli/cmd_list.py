@@ -1,4 +1,5 @@
-"""saga list [--state S] [--step S] [--user U] [--review] [--since T] [--limit N] [--json]"""
+"""saga list [--state S] [--step S] [--step-version STEP:V] [--user U] [--review] [--since T]
+[--limit N] [--json]"""
 
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="only sagas in S; parked: waiting without spending attempts (budget, circuit)",
     )
     p.add_argument("--step", help="only sagas at step S")
+    p.add_argument(
+        "--step-version",
+        metavar="STEP:V",
+        help="only sagas whose step STEP last committed with its code at version V "
+        "(@app.step(version=V); 1 when none was declared)",
+    )
     p.add_argument("--user", help="only sagas of user U")
     p.add_argument(
         "--review",
@@ -53,6 +60,7 @@ def main(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_LIMIT:
         raise CliError(f"--limit must be between 1 and {MAX_LIMIT}.", Exit.USAGE)
     parked = args.state == "parked"
+    version_of, version = step_version(args.step_version)
     query = ListQuery(
         state=SagaState(args.state) if args.state and not parked else None,
         parked=parked,
@@ -61,6 +69,8 @@ def main(args: argparse.Namespace) -> int:
         since_ms=parse_since(args.since),
         review=args.review,
         limit=args.limit,
+        version_of=version_of,
+        version=version,
     )
     settings = load_settings()
 
@@ -146,3 +156,24 @@ def _table(rows: list) -> str:  # type: ignore[type-arg]
 def _review(reason: str) -> str:
     """The review reason in the error column (a flagged saga has no error)."""
     return f"review: {reason}" if reason else "-"
+
+
+def step_version(value: str | None) -> tuple[str, int]:
+    """``--step-version STEP:V`` as ListQuery's fields; a malformed one is a usage error."""
+    from saga.state.errors import InvalidIdError
+    from saga.state.ids import validate_step
+
+    if not value:
+        return "", 0
+    step, _, version = value.rpartition(":")
+    try:
+        name = validate_step(step)
+    except InvalidIdError:
+        name = ""
+    if not name or not version.isdigit() or not 1 <= int(version) <= 1_000_000:
+        raise CliError(
+            f"--step-version must be STEP:V, a step name and a version from 1 "
+            f"(e.g. parser:2), not {value[:60]!r}.",
+            Exit.USAGE,
+        )
+    return name, int(version)

@@ -133,11 +133,13 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         PartitionCountError,
         SagaNotFoundError,
         StateError,
+        StepRemovedError,
     )
 
     if isinstance(exc, CliError):
         return exc.code, str(exc)
-    if isinstance(exc, InvalidIdError | SettingsError | PartitionCountError | DurabilityError):
+    refused = PartitionCountError | DurabilityError | StepRemovedError
+    if isinstance(exc, InvalidIdError | SettingsError | refused):
         return Exit.USAGE, f"{exc}."
     if isinstance(exc, SagaNotFoundError):
         return Exit.NOT_FOUND, f"{exc}; check the id, or list sagas with `saga list`."

@@ -169,7 +169,7 @@ def _cells(r: Row) -> list[str]:
     if isinstance(r, Attempt):
         label, code = LABELS[r.outcome]
         return [
-            r.step,
+            r.step if r.step_version == 1 else f"{r.step} v{r.step_version}",
             str(r.attempt),
             str(r.epoch),
             r.worker or "-",

@@ -109,6 +109,7 @@ class AttemptRunner:
             config=self.settings.step_config,
             _heartbeat=heartbeat,
             embedder=attempt_ports.embedder,
+            step_version=spec.version,
         )
         req: CommitRequest | FailRequest
         # One asyncio timeout for both ends of a step, fired by the watchdog: the
@@ -154,13 +155,7 @@ class AttemptRunner:
         try:
             inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
-            # msgspec quotes a bad enum or literal value: only the field's place is shown
-            at = str(exc).rpartition(" - at ")[2] if " - at " in str(exc) else ""
-            raise InvalidInputError(
-                f"input of step {spec.name!r} is invalid ({type(exc).__name__}"
-                f"{' at ' + at if at else ''})",
-                detail=str(exc),
-            ) from None
+            raise invalid_input(spec, exc) from None
         error: Exception | None = None
         result: Any = None
         try:
@@ -209,6 +204,7 @@ class AttemptRunner:
             pages=ctx.staged_pages,
             delete_pages=spec.deletes_pages,
             worker=self.worker,
+            step_version=spec.version,
         )
 
     def _fail_request(self, spec: StepSpec, ctx: AttemptContext, exc: Exception) -> FailRequest:
@@ -283,6 +279,24 @@ class AttemptRunner:
             else:  # failed, or compensation_failed (an undo's dead letter)
                 self.observer.saga_ended(outcome.state, _since(claim.created_ms))
         tracing.annotate(req.action.value, req.error_class)
+
+
+def invalid_input(spec: StepSpec, exc: msgspec.DecodeError) -> InvalidInputError:
+    """A stored input the step's input type cannot read (an older release's step may
+    have written it in another shape): permanent, dead-lettered with what failed. msgspec
+    quotes a bad enum or literal value, so only the field's place and a missing field's
+    name (the type's own, never the data's) are shown; the detail has the rest."""
+    said = str(exc)
+    at = said.rpartition(" - at ")[2] if " - at " in said else ""
+    missing = said.partition("missing required field ")[2].partition(" - at ")[0]
+    what = f"missing field {missing}" if missing.startswith("`") else ""
+    where = ", ".join(x for x in (what, f"at {at}" if at else "") if x)
+    return InvalidInputError(
+        f"input of step {spec.name!r} is invalid ({type(exc).__name__}"
+        f"{': ' + where if where else ''}): its type {spec.input_type.__name__} does not "
+        "read what the step before stored (changed by a release?)",
+        detail=said,
+    )
 
 
 REVIEW_MAX_CHARS = 500

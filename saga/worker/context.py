@@ -40,6 +40,8 @@ class AttemptContext:
     config: StepConfig
     _heartbeat: Callable[[], Awaitable[None]]
     embedder: Embedder | None = None
+    step_version: int = 1
+    """The running code's version (``StepSpec.version``)."""
     staged_pages: bytes | None = field(default=None, init=False)
     _pages: list[str] | None = field(default=None, init=False)
 
@@ -71,6 +73,15 @@ class AttemptContext:
     @property
     def idempotency_key(self) -> str:
         return self.claim.idempotency_key
+
+    @property
+    def input_version(self) -> int:
+        """The ``sv:<step before>`` the claim read (asked for only in a pipeline with a
+        versioned step, ``Pipeline.versioned``); absent: 1."""
+        for name, value in self.claim.extra.items():
+            if name.startswith("sv:") and value:
+                return int(value)
+        return 1
 
     @property
     def previous_output(self) -> bytes:

@@ -34,6 +34,7 @@ from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
+from saga.worker.release_steps import claim_extras, refuse_removed_steps
 from saga.worker.slots import Slots
 from saga.worker.undo_handoff import UndoHandoff, previous_steps, with_undos
 from saga.worker.upkeep import Upkeep
@@ -65,7 +66,7 @@ class Executor:
         self.specs = with_undos([pipeline.get(s) for s in steps])
         self.type_info = pipeline.info()
         self._prev = previous_steps(pipeline, self.specs)
-        self._extras = {s.name: (f"out:{s.name}",) if s.previous_output else () for s in self.specs}
+        self._extras = {s.name: claim_extras(s, self._prev, pipeline.versioned) for s in self.specs}
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.sm.user_caps = user_caps(settings, self.specs)
@@ -177,6 +178,7 @@ class Executor:
             await check_durability(self.client, self.settings.limits)  # fsync: or refuse
             await ensure_loaded(self.client)
             self.health.scripts_loaded = True
+            await refuse_removed_steps(self.client, self.keys, self.type_info.steps)
             await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
             await register_type(self.client, self.keys, self.type_info)  # for `saga top`
             self.health.groups_present = True

@@ -34,7 +34,7 @@
 --          completed saga's, or 'needs_review''s when one of its steps flagged it
 -- ARGV[5]  day of the month of KEYS[2] ("01".."31"): the day's spend field in KEYS[11]
 -- ARGV[6]  n: number of attempts, at most 64
--- then 15 arguments per attempt, from its first argument a:
+-- then 16 arguments per attempt, from its first argument a:
 --   a     step name
 --   a+1   fencing token
 --   a+2   ready entry id of the input
@@ -52,12 +52,15 @@
 --         trusted; stored as rv:<step>, the record joins KEYS[10]
 --   a+14  the step's lease (ms) when it has a per-user cap ("0": no cap): the attempt's
 --         slot goes to its user's oldest deferred entry (sent to KEYS[b+3]) for that long
+--   a+15  the version of the step's code ("1" unless declared): any other is stored as
+--         sv:<step> (the next step's input version) and in the event ('sv'); "1" removes
+--         an sv:<step> an earlier epoch left
 -- Returns: one reply per attempt, in order:
 --          {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
--- Emits:   history 'committed' (fields c, k and rv only when set); ready entry {rid, ep, v}
+-- Emits:   history 'committed' (fields c, k, rv and sv only when set); ready entry {rid, ep, v}
 --          for the next step
 --@include now
 --@include history
@@ -86,10 +89,10 @@ local function commit_one(b, a, cap_lease, first_cost)
   local saga, hist, pages_key = KEYS[b], KEYS[b + 1], KEYS[b + 2]
   local ready, next_ready = KEYS[b + 3], KEYS[b + 4]
   local step, token, entry, next_step = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
-  local op, worker, review = ARGV[a + 5], ARGV[a + 10], ARGV[a + 13]
+  local op, worker, review, version = ARGV[a + 5], ARGV[a + 10], ARGV[a + 13], ARGV[a + 15]
 
   local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
-                       'claimed', 'done:' .. step, 'att:' .. step)
+                       'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step)
   if not s[1] then return {RC.NOT_FOUND} end
   if s[9] == token then
     -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
@@ -132,6 +135,12 @@ local function commit_one(b, a, cap_lease, first_cost)
     f[#f + 1] = 'ckpt:' .. step
     f[#f + 1] = ARGV[a + 9]
   end
+  if version ~= '1' then
+    f[#f + 1] = 'sv:' .. step
+    f[#f + 1] = version
+  elseif s[11] then  -- a version-1 run after a versioned one (a retry under a rollback)
+    redis.call('HDEL', saga, 'sv:' .. step)
+  end
   local due = nil
   if state == STATE.COMPLETED then
     -- Retention without a TTL: prune_retired (every worker's and the controller's
@@ -167,6 +176,10 @@ local function commit_one(b, a, cap_lease, first_cost)
     ev[#ev + 1] = 'rv'
     ev[#ev + 1] = review
   end
+  if version ~= '1' then
+    ev[#ev + 1] = 'sv'
+    ev[#ev + 1] = version
+  end
   history_append(hist, maxlen, ev)
   if due and due ~= '' then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
   return {RC.OK, state, next_step, next_entry}
@@ -181,7 +194,7 @@ for i = 1, 64 do
   if cap_lease > 0 then first_cost = b + 7 end  -- and the cap's two keys
   replies[i] = commit_one(b, a, cap_lease, first_cost)
   b = first_cost + (tonumber(ARGV[a + 12]) or 0)
-  a = a + 15
+  a = a + 16
 end
 for j = 1, 64 do  -- #steps: at most n
   local step = steps[j]

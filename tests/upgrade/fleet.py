@@ -36,6 +36,8 @@ class Plan:
     """Workers of the previous release at the start; each is killed and replaced."""
     rate: float
     """Sagas started a second, from before the new workers join to after the migration."""
+    settle_s: float = 2.0
+    """Seconds of load on the new release alone, after the migration."""
     seed: int = 7
 
 
@@ -139,17 +141,14 @@ async def rolling_upgrade(run: FaultRun, old: Release, plan: Plan) -> Tally:
     async with anyio.create_task_group() as tg:
         tg.start_soon(feeder.feed)
         await run.spawn_ready(plan.old_workers)  # the new release joins
-        replacements = []
-        for w in olds:
+        for w in olds:  # one at a time, as a Deployment's rollout: the next once it is up
             await wait_busy(run, w, feeder.rids)
             run.kill(w)  # kill -9 mid-step: its attempt is reclaimed by a live worker
-            replacements.append(run.spawn())  # the rollout's replacement: this release
-        for r in replacements:
-            await r.wait_ready(within=120)
+            await run.spawn().wait_ready(within=120)  # the replacement: this release
         if old_schema != new_schema:
             report = await migrate(run)
             assert report["to_version"] == new_schema, report
-        await anyio.sleep(2.0)  # load on the new release alone
+        await anyio.sleep(plan.settle_s)  # load on the new release alone
         feeder.stop()
     run.extra["old_release"] = old.commit[:7]
     run.extra["schema"] = f"{old_schema}->{new_schema}"

@@ -1,5 +1,6 @@
-"""Two releases of one saga type, as a user's module would ship them: ``v2`` adds the
-step ``check`` between ``take`` and ``ship`` (``saga worker tests.upgrade.releases:v1``).
+"""Releases of one saga type, as a user's module would ship them: ``v2`` adds the
+step ``check`` between ``take`` and ``ship`` (``saga worker tests.upgrade.releases:v1``),
+``v3`` raises ``take``'s version, ``v4`` changes ``ship``'s input type incompatibly.
 Each step appends its release and name to the trail, so a test sees who ran what."""
 
 from __future__ import annotations
@@ -43,3 +44,50 @@ async def check_v2(ctx: saga.StepContext, box: Box) -> Box:
 @v2.step(name="ship", after="check")
 async def ship_v2(ctx: saga.StepContext, box: Box) -> Box:
     return Box(item=box.item, trail=[*box.trail, "v2/ship"])
+
+
+# v3: take's code at version 2 (its commits record it); check reads the version that
+# produced its input and says which shape it was given.
+v3 = saga.App("parcels")
+
+
+@v3.step(name="take", version=2)
+async def take_v3(ctx: saga.StepContext, box: Box) -> Box:
+    return Box(item=box.item, trail=[*box.trail, f"v3/take@{ctx.step_version}"])
+
+
+@v3.step(name="check", after="take")
+async def check_v3(ctx: saga.StepContext, box: Box) -> Box:
+    # The patching branch: an input of take v1 (an older release) is read as it was.
+    return Box(item=box.item, trail=[*box.trail, f"v3/check(input v{ctx.input_version})"])
+
+
+@v3.step(name="ship", after="check")
+async def ship_v3(ctx: saga.StepContext, box: Box) -> Box:
+    return Box(item=box.item, trail=[*box.trail, "v3/ship"])
+
+
+# v4: check and ship move to a Label that requires a field Box never had: a Box that an
+# older release's check stored cannot be decoded as ship's input.
+class Label(msgspec.Struct, frozen=True, kw_only=True):
+    item: str
+    address: str
+    trail: list[str] = []
+
+
+v4 = saga.App("parcels")
+
+
+@v4.step(name="take")
+async def take_v4(ctx: saga.StepContext, box: Box) -> Box:
+    return Box(item=box.item, trail=[*box.trail, "v4/take"])
+
+
+@v4.step(name="check", after="take")
+async def check_v4(ctx: saga.StepContext, box: Box) -> Label:
+    return Label(item=box.item, address="here", trail=[*box.trail, "v4/check"])
+
+
+@v4.step(name="ship", after="check")
+async def ship_v4(ctx: saga.StepContext, label: Label) -> Label:
+    return Label(item=label.item, address=label.address, trail=[*label.trail, "v4/ship"])

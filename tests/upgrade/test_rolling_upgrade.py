@@ -24,7 +24,7 @@ async def test_rolling_upgrade(fleet_run: FaultRun, previous_release: Release) -
 @pytest.mark.slow
 async def test_rolling_upgrade_long(fleet_run: FaultRun, previous_release: Release) -> None:
     """The long form: four old workers under 40 sagas/s, each killed mid-step and
-    replaced one by one while sagas keep arriving."""
-    plan = Plan(old_workers=4, rate=40, seed=11)
+    replaced one by one while sagas keep arriving, then 30 s on the new release."""
+    plan = Plan(old_workers=4, rate=40, settle_s=30, seed=11)
     tally = await rolling_upgrade(fleet_run, previous_release, plan)
     assert (tally.lost, tally.double_commits, tally.stuck) == (0, 0, 0)
