@@ -29,7 +29,8 @@ def chart_expressions(values: dict[str, Any] | None = None) -> dict[str, str]:
     (rule,) = of_kind(objs, "PrometheusRule").values()
     for group in rule["spec"]["groups"]:
         for r in group["rules"]:
-            found[f"alert {r['alert']}"] = r["expr"]
+            if "alert" in r:  # recording rules: upgrade_rules
+                found[f"alert {r['alert']}"] = r["expr"]
     (cm,) = [c for name, c in of_kind(objs, "ConfigMap").items() if name.endswith("-dashboard")]
     dashboard = json.loads(cm["data"]["saga.json"])
     for panel in dashboard["panels"]:
@@ -39,6 +40,19 @@ def chart_expressions(values: dict[str, Any] | None = None) -> dict[str, str]:
                 expr = expr.replace(var, value)
             found[f"panel {panel['title']!r} {target['refId']}"] = expr
     return found
+
+
+def upgrade_rules(values: dict[str, Any] | None = None) -> dict[str, str]:
+    """The chart's upgrade recording rules (``metrics.prometheusRule.upgradeRules``):
+    recorded name -> the expression over the previous release's series."""
+    objs = render(merged(values or {}, VALUES))
+    (rule,) = of_kind(objs, "PrometheusRule").values()
+    return {
+        r["record"]: r["expr"]
+        for group in rule["spec"]["groups"]
+        if group["name"] == "saga-upgrade"
+        for r in group["rules"]
+    }
 
 
 def metric_names(expr: str) -> set[str]:

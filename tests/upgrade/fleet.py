@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -20,10 +19,11 @@ import anyio
 from saga.state import schema_version
 from saga.state.replies import num, text
 from tests.executor.pipelines import slow_seconds
-from tests.executor.support import REPO, Worker, free_port, server_ms, wait_until
+from tests.executor.support import REPO, Worker, server_ms, wait_until
 from tests.faults import runlog
 from tests.faults.harness import FaultRun
 from tests.faults.invariants import Tally
+from tests.upgrade import release_procs
 from tests.upgrade.release_venv import Release
 
 SCHEMA = "state/schema_version.py"
@@ -74,19 +74,8 @@ class Feeder:
 def spawn_release(run: FaultRun, release: Release, **overrides: str) -> Worker:
     """A ``saga worker`` of ``release`` (its venv's python, its own test modules) on the
     run's server and pipeline."""
-    port = free_port()
-    env = run.env(PYTHONPATH=str(release.path), SAGA_HEALTH_PORT=str(port), **overrides)
     log = run.tmp / f"worker-{len(run.workers)}-{release.commit[:7]}.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [str(release.python), "-m", "saga.cli.main", "worker", *runlog.STEPS],
-            cwd=release.path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-        )
-    w = Worker(proc, port, log, list(runlog.STEPS))
+    w = release_procs.start(release, ["worker", *runlog.STEPS], run.env(**overrides), log)
     run.workers.append(w)
     return w
 
