@@ -214,3 +214,24 @@ async def test_a_commit_after_a_retry_clears_the_last_error(sm: StateMachine, ke
     assert (await sm.commit(c2, CommitRequest(output=b"{}", next_step="parser"))).code == RC.OK
     h = await saga_hash(sm.client, keys, "r1")
     assert (h["state"], h["ec"], h["em"]) == ("pending", "", "")
+
+
+async def test_commit_records_the_step_version_and_a_later_v1_run_clears_it(
+    sm: StateMachine, keys: Keys
+) -> None:
+    """A version-2 commit writes sv:<step> and the event's sv; version 1 writes neither,
+    and removes the sv:<step> a versioned run of an earlier epoch left."""
+    await sm.start("r1", "u1", "router")
+    c = await claim_next(sm, "router", "w-a")
+    v2 = CommitRequest(output=b"{}", next_step="", worker="w-a", step_version=2)
+    assert (await sm.commit(c, v2)).code == RC.OK
+    assert (await saga_hash(sm.client, keys, "r1"))["sv:router"] == "2"
+    [committed] = [e for e in await history(sm.client, keys, "r1") if e["e"] == "committed"]
+    assert committed["sv"] == "2"
+    await operator.retry(sm, "r1", "router", "_input", force=True)
+    c = await claim_next(sm, "router", "w-a")
+    v1 = CommitRequest(output=b"{}", next_step="", worker="w-a")
+    assert (await sm.commit(c, v1)).code == RC.OK
+    assert "sv:router" not in await saga_hash(sm.client, keys, "r1")
+    last = [e for e in await history(sm.client, keys, "r1") if e["e"] == "committed"][-1]
+    assert "sv" not in last
