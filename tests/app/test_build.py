@@ -193,6 +193,8 @@ def test_declaration_mistakes_fail_at_once() -> None:
         (lambda: app.step(name="Bad Name")(a_to_a), "must be a lowercase identifier"),
         (lambda: app.step(timeout=0)(a_to_a), "timeout= must be more than 0 seconds, not 0"),
         (lambda: app.step(concurrency=0)(a_to_a), "concurrency= must be at least 1"),
+        (lambda: app.step(version=0)(a_to_a), "version= must be a whole number from 1, not 0"),
+        (lambda: app.step(version=True)(a_to_a), "version= must be a whole number from 1"),
         (lambda: app.step(retries=-1)(a_to_a), "retries= must be 0 or more, not -1"),
         (lambda: app.step(compensate=sync)(a_to_a), "compensate= must be an async function"),  # type: ignore[arg-type]
         (lambda: app.step(compensate=a_to_a)(a_to_a), "must take four arguments"),  # type: ignore[arg-type]
