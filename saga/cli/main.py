@@ -155,7 +155,10 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
     if isinstance(exc, EmbeddedServerError):
         return Exit.UNREACHABLE, f"{exc}."
     from saga.state.scripts import ScriptsMissingError
+    from saga.state.sealing import SealError
 
+    if isinstance(exc, SealError):  # `saga export --decrypt` under another key
+        return Exit.FAILED, f"{exc} (SAGA_DATA_KEYS or SAGA_DATA_KEY)."
     if isinstance(exc, ScriptsMissingError):  # Redis answers; an EVALSHA-only user waits
         return Exit.UNREACHABLE, f"{exc}."
     failure = connection_failure(exc)
