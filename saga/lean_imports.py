@@ -1,15 +1,16 @@
 """Keep redis-py's optional OpenTelemetry metrics out of its import.
 
-redis-py 8 imports ``opentelemetry.sdk.metrics`` (~35 ms) when it is installed, only to
-offer instrumentation saga never turns on. saga installs the OTel SDK for its own traces,
-so every ``saga`` command paid for it. While the ``redis`` package itself is executed,
-that module is hidden (redis-py's guarded ``try: import`` then takes its "not installed"
-branch); it is visible again right after, for anyone who imports it.
+redis-py 8 imports ``opentelemetry.sdk.metrics`` (~35 ms) and the metrics API
+``opentelemetry.metrics`` (~8 ms) when they are installed, only to offer instrumentation
+saga never turns on. saga installs the OTel SDK for its own traces, so every ``saga``
+command paid for them. While the ``redis`` package itself is executed, those modules are
+hidden (redis-py's guarded ``try: import`` then takes its "not installed" branch); they
+are visible again right after, for anyone who imports them (the worker's own metrics).
 
-Guarded: only the first import of ``redis`` is wrapped, and only when the SDK module is
-not loaded yet; a redis-py that needed the module after all (an ImportError naming it)
-is imported again plainly. pyproject bounds redis-py's version; tests/cli/test_startup.py
-shows the module stays out and that redis-py still works.
+Guarded: only the first import of ``redis`` is wrapped, and only the modules not loaded
+yet are hidden; a redis-py that needed one after all (an ImportError naming it) is
+imported again plainly. pyproject bounds redis-py's version;
+tests/cli/test_lean_imports.py shows the modules stay out and that redis-py still works.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-_HIDDEN = "opentelemetry.sdk.metrics"
+_HIDDEN = ("opentelemetry.sdk.metrics", "opentelemetry.metrics")
 
 
 class _Hiding:
-    """Runs the real loader of ``redis`` with the SDK metrics module hidden (a loader by
+    """Runs the real loader of ``redis`` with the OTel metrics modules hidden (a loader by
     protocol: importlib.abc costs more to import than the whole wrapper saves)."""
 
     def __init__(self, real: Any) -> None:
@@ -34,28 +35,28 @@ class _Hiding:
         return self._real.create_module(spec)  # type: ignore[no-any-return]
 
     def exec_module(self, module: ModuleType) -> None:
-        hide = _HIDDEN not in sys.modules
-        if hide:
-            sys.modules[_HIDDEN] = None  # type: ignore[assignment]  # import raises ImportError
+        hidden = [name for name in _HIDDEN if name not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
         before = set(sys.modules)
         try:
             self._real.exec_module(module)
         except ImportError as exc:
-            if not hide or _HIDDEN not in str(exc):
+            if not any(name in str(exc) for name in hidden):
                 raise
-            _unhide()
+            _unhide(hidden)
             for name in set(sys.modules) - before:  # redis's half-imported submodules
                 if name.startswith("redis."):
                     del sys.modules[name]
-            self._real.exec_module(module)  # plainly, with the SDK
+            self._real.exec_module(module)  # plainly, with OTel's metrics
         finally:
-            if hide:
-                _unhide()
+            _unhide(hidden)
 
 
-def _unhide() -> None:
-    if _HIDDEN in sys.modules and sys.modules[_HIDDEN] is None:
-        del sys.modules[_HIDDEN]
+def _unhide(names: list[str]) -> None:
+    for name in names:
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
 
 
 class _RedisFinder:

@@ -7,20 +7,16 @@ from __future__ import annotations
 import contextlib
 import fcntl
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.pipeline import (
-    AppError,
-    Pipeline,
-    apply_overrides,
-    discovered_registrations,
-    with_registrations,
-)
 from saga.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import DEFAULT_TYPE, Keys
+
+if TYPE_CHECKING:  # imported where used: `saga show` and `saga list` need no pipeline
+    from saga.pipeline import Pipeline
 
 
 def keys_of(settings: Settings, saga_type: str = DEFAULT_TYPE) -> Keys:
@@ -118,6 +114,7 @@ def document_pipeline(settings: Settings) -> Pipeline:
     if settings.pipeline:
         return load_pipeline(settings.pipeline, settings, what="SAGA_PIPELINE")
     from saga.documents import app
+    from saga.pipeline import apply_overrides, discovered_registrations, with_registrations
 
     pipeline = with_registrations(app.build(), discovered_registrations())
     if settings.results_url:  # the optional fourth step
@@ -136,6 +133,7 @@ def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pip
     import sys
 
     from saga.app import App
+    from saga.pipeline import AppError, Pipeline, apply_overrides
     from saga.settings import SettingsError
 
     module, _, attr = ref.partition(":")

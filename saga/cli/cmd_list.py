@@ -102,8 +102,9 @@ def skipped_note(n: int) -> str:
 
 
 def document(rows: list, skipped: int = 0) -> object:  # type: ignore[type-arg]
-    """``--json``: the rows as ``shapes.ListDocument`` (the console's API answers with it too)."""
-    from saga.cli.shapes import ListDocument, SagaSummary
+    """``--json``: the rows as ``shapes_saga.ListDocument`` (the console's API answers
+    with it too)."""
+    from saga.cli.shapes_saga import ListDocument, SagaSummary
 
     return ListDocument(
         sagas=[

@@ -83,10 +83,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def document(saga: Any, events: list[Any], now_ms: int, *, outputs: bool = False) -> Any:
-    """``--json``: the saga, its attempts and its raw events (``shapes.ShowDocument``);
-    with ``outputs``, what each step produced too (``shapes.ShowOutputDocument``)."""
+    """``--json``: the saga, its attempts and its raw events (``shapes_saga.ShowDocument``);
+    with ``outputs``, what each step produced too (``shapes_saga.ShowOutputDocument``)."""
     from saga.cli.attempts import Attempt, pair
-    from saga.cli.shapes import ShowDocument, ShowOutputDocument
+    from saga.cli.shapes_saga import ShowDocument, ShowOutputDocument
     from saga.cli.timeline import saga_view
 
     rows = pair(events, now_ms, saga)

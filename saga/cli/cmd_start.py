@@ -137,7 +137,7 @@ def local_document(ref: str) -> str:
 
 
 def _print_document(created: bool, saga: Any) -> None:
-    from saga.cli.shapes import StartDocument
+    from saga.cli.shapes_saga import StartDocument
     from saga.cli.timeline import saga_view
 
     print_json(StartDocument(created=created, saga=saga_view(saga)))

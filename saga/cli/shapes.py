@@ -5,7 +5,9 @@ A saga is printed as the same object everywhere (``SagaView``: ``saga show``,
 names for the same fields. Every shape has a JSON Schema under
 ``saga/cli/schemas/`` generated from these Structs (``python -m saga.cli.shapes``
 writes them; a test fails when they drift, and validates real output against
-them). docs/json.md says which command prints which shape.
+them). docs/json.md says which command prints which shape. The shapes of ``start``, ``show``
+and ``list`` live in ``shapes_saga.py``, so those commands need not import this
+registry (and every other command's types) to print one.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ from typing import Any
 import msgspec
 
 from saga.adapters.breaker import BreakerStatus
-from saga.cli.attempts import Attempt
 from saga.cli.shapes_data import PurgeReport, RetentionDocument
-from saga.cli.timeline import SagaView
+from saga.cli.shapes_saga import (
+    ListDocument,
+    ShowDocument,
+    ShowOutputDocument,
+    StartDocument,
+)
 from saga.controller.check import Check
 from saga.review import DecideResult, ReviewView
 from saga.settings import Settings
@@ -38,63 +44,6 @@ from saga.state.schedules import Schedule
 from saga.state.signals import SignalResult
 
 SCHEMAS = Path(__file__).with_name("schemas")
-
-
-class StartDocument(msgspec.Struct, kw_only=True):
-    """``saga start --json``, with or without ``--wait``."""
-
-    created: bool
-    """False when the record already had this saga (start is idempotent)."""
-    saga: SagaView
-    """The saga as started; with ``--wait``, as it ended (or stood at ``--timeout``)."""
-
-
-class ShowDocument(msgspec.Struct, kw_only=True):
-    """``saga show --json``: the saga, its attempts and its raw history events."""
-
-    saga: SagaView
-    attempts: list[Attempt]
-    events: list[HistoryEvent]
-
-
-class ShowOutputDocument(ShowDocument, kw_only=True):
-    """``saga show --output --json``: also what each step produced."""
-
-    outputs: dict[str, Any]
-    """Step -> its output as the step returned it (``steps/models.py`` for the document
-    pipeline's steps)."""
-    undone_outputs: dict[str, Any]
-    """Step -> the output it had committed before a compensation undid it."""
-
-
-class SagaSummary(msgspec.Struct, kw_only=True):
-    """A row of ``saga list``: the saga's fields under the names ``saga show`` uses."""
-
-    record_id: str
-    user_id: str
-    state: SagaState
-    step: str
-    step_attempts: int
-    """Attempts at the current step in the current epoch."""
-    created_ms: int
-    updated_ms: int
-    total_cost: float
-    error_class: str
-    error_message: str
-    needs_review: bool
-    review_reason: str
-    """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
-    parked_reason: str
-    """``budget`` or ``circuit`` when it waits with its attempt refunded (``saga list
-    --state parked``); "" otherwise."""
-
-
-class ListDocument(msgspec.Struct, kw_only=True):
-    """``saga list --json``: newest first."""
-
-    sagas: list[SagaSummary]
-    skipped: int = 0
-    """Index entries skipped because their record id is malformed (not a saga's)."""
 
 
 class RetryResult(msgspec.Struct, kw_only=True):

@@ -39,7 +39,7 @@ FIELDS = frozenset({"record_id", "user_id", "type", "input", "priority"})
 
 @endpoint(STARTERS, api=True, mutates=True)
 async def start(request: Request, who: Identity | None, body: Body) -> Response:
-    from saga.cli.shapes import StartDocument
+    from saga.cli.shapes_saga import StartDocument
     from saga.cli.timeline import saga_view
     from saga.console.api import json, service
     from saga.console.service import _audited

@@ -1,5 +1,5 @@
-"""saga.lean_imports: redis-py is imported without OpenTelemetry's SDK metrics, still
-works, and leaves the SDK importable for whoever wants it."""
+"""saga.lean_imports: redis-py is imported without OpenTelemetry's metrics (SDK and API),
+still works, and leaves both importable for whoever wants them."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ import pytest
 PROBE = """
 import sys
 import saga, redis
-hidden = "opentelemetry.sdk.metrics" not in sys.modules
+hidden = not {"opentelemetry.sdk.metrics", "opentelemetry.metrics"} & set(sys.modules)
 r = redis.Redis.from_url(sys.argv[1])
 pong = r.ping()
 import opentelemetry.sdk.metrics as m  # visible again after redis's import
+from saga.telemetry.metrics import CallbackOptions  # the worker's own metrics
 print(hidden, pong, hasattr(m, "MeterProvider"))
 """
 
 
 def run(*args: str) -> str:
-    cmd = [sys.executable, "-c", *args]
     cmd = [sys.executable, "-c", *args]
     res = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -42,8 +42,11 @@ NO_OTEL = pytest.mark.skipif(
 def test_without_saga_first_redis_pulls_the_sdk_in() -> None:
     """The control: the module this guards against is what redis-py imports on its own
     (if a redis-py release stops doing so, saga.lean_imports can go)."""
-    probe = "import sys, redis; print('opentelemetry.sdk.metrics' in sys.modules)"
-    assert run(probe) == "True"
+    probe = (
+        "import sys, redis; "
+        "print([m in sys.modules for m in ('opentelemetry.sdk.metrics', 'opentelemetry.metrics')])"
+    )
+    assert run(probe) == "[True, True]"
 
 
 @NO_OTEL

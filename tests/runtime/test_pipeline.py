@@ -8,8 +8,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from saga.pipeline import Pipeline, StepRegistration, StepSpec, discovered_registrations
-from saga.runtime import apply_overrides, document_pipeline
+from saga.pipeline import (
+    Pipeline,
+    StepRegistration,
+    StepSpec,
+    apply_overrides,
+    discovered_registrations,
+)
+from saga.runtime import document_pipeline
 from saga.settings import load_settings
 
 
