@@ -8,7 +8,8 @@ is already what ``pages.tidy`` would make of it.
 
 Beside the text goes a confidence map of the same shape: one character per
 character of the text, ``0``-``9`` for the confidence decile of the word it
-belongs to (``9``: 90-100) and a space for a space. Tesseract (through
+belongs to (``9``: 90-100), ``!`` for a number a second reading disputes
+(``ocr_reread``), and a space for a space. Tesseract (through
 pytesseract) gives confidence per word, so every character of a word has its
 word's confidence. Nothing in a number is changed: an ``O`` read inside a number
 stays an ``O`` (``steps/ocr_gate.py`` decides what that means); the one thing
@@ -25,12 +26,17 @@ from statistics import median
 import msgspec
 
 from saga.steps.ocr_engine import Word
+from saga.steps.ocr_reread import Check
 
 COLUMN_GAP = 1.2
 """A gap wider than this many median character widths is a column break. A space
 between words is about half a character; a table's columns can sit little more
 than one character apart (``12.9  09/14/2023``, a header's ``Flag  Previous``), and
 at 2.0 they were joined into one cell, which lost every row with a previous result."""
+
+
+DISPUTED = "!"
+"""The confidence map's mark for a number two readings disagree on (``ocr_reread``)."""
 
 
 class OcrText(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,7 +77,8 @@ def _line(words: Sequence[Word], char: float) -> tuple[str, str]:
         if gap == "  ":  # a cell's last word: ``AG/AB, 4TH`` keeps its comma
             piece = _unit_end(piece)
         text.append(piece)
-        conf.append("".join(" " if ch == " " else decile(word.confidence) for ch in piece))
+        mark = DISPUTED if word.check == Check.DISPUTED else decile(word.confidence)
+        conf.append("".join(" " if ch == " " else mark for ch in piece))
     return "".join(text), "".join(conf)
 
 
@@ -98,3 +105,8 @@ def span_confidence(confidence_line: str, start: int, end: int) -> int | None:
     """The lowest decile under ``[start:end)`` as a percentage floor (``7`` -> 70)."""
     digits = [int(ch) for ch in confidence_line[start:end] if ch.isdigit()]
     return min(digits) * 10 if digits else None
+
+
+def span_disputed(confidence_line: str, start: int, end: int) -> bool:
+    """Whether a second reading disputes any character under ``[start:end)``."""
+    return DISPUTED in confidence_line[start:end]
