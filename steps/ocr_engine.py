@@ -204,6 +204,9 @@ SPECK_SIZE = 0.25
 """A word whose box is under this share of the page's median word height both ways is a speck."""
 LOW_WORD_SIZE = 0.45
 DASHES = frozenset("-=_~")
+LONE_LETTER = 25
+"""A word of one letter read under this confidence is a speck Tesseract guessed a letter
+for (``u`` between two numbers); a real flag letter is read far above it."""
 
 
 def drop_specks(words: list[Word]) -> list[Word]:
@@ -224,6 +227,8 @@ def drop_specks(words: list[Word]) -> list[Word]:
             continue
         flat = set(word.text) <= DASHES
         if word.height < LOW_WORD_SIZE * tall and word.confidence < 60 and not flat:
+            continue
+        if len(word.text) == 1 and word.text.isalpha() and word.confidence < LONE_LETTER:
             continue
         kept.append(word)
     return kept

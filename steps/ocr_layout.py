@@ -12,8 +12,10 @@ belongs to (``9``: 90-100), ``!`` for a number a second reading disputes
 (``ocr_reread``), and a space for a space. Tesseract (through
 pytesseract) gives confidence per word, so every character of a word has its
 word's confidence. Nothing in a number is changed: an ``O`` read inside a number
-stays an ``O`` (``steps/ocr_gate.py`` decides what that means); the one thing
-dropped is a ``.`` or ``,`` read after the last letter of a cell (``mmol/L.``).
+stays an ``O`` (``steps/ocr_gate.py`` decides what that means); what is dropped is
+a ``.`` or ``,`` read after the last letter of a cell (``mmol/L.``) and quote marks
+at a word's ends (a speck read as a quote: ``\u2018103``), never a digit, a decimal
+separator or a comparator.
 """
 
 from __future__ import annotations
@@ -73,13 +75,24 @@ def _line(words: Sequence[Word], char: float) -> tuple[str, str]:
             previous = gaps[index - 1]
             text.append(previous)
             conf.append(" " * len(previous))
-        piece = " ".join(word.text.split())
+        piece = _unquoted(" ".join(word.text.split()))
         if gap == "  ":  # a cell's last word: ``AG/AB, 4TH`` keeps its comma
             piece = _unit_end(piece)
         text.append(piece)
         mark = DISPUTED if word.check == Check.DISPUTED else decile(word.confidence)
         conf.append("".join(" " if ch == " " else mark for ch in piece))
     return "".join(text), "".join(conf)
+
+
+QUOTES = "\u2018\u2019\u201a\u201c\u201d\u201e'`\""
+"""Quote marks: at the edge of a word of a lab report they are specks read as marks
+(``\u2018103``, ``\u201ammol/l``); no value, unit or name starts or ends with one."""
+
+
+def _unquoted(text: str) -> str:
+    """The word without quote marks at its ends, if anything else is left of it."""
+    stripped = text.strip(QUOTES)
+    return stripped if any(ch.isalnum() for ch in stripped) else text
 
 
 def _unit_end(text: str) -> str:
