@@ -19,11 +19,15 @@ What stays the same, by construction:
   (``UNVERIFIED``) and the document is flagged for review: a model may read a
   picture better than Tesseract, but nothing it reads is accepted that no OCR
   character backs.
+
+A document gone (or refused by the fetch policy) since the router read it is not an
+error here: the pages go as their OCR text, as without vision, and a warning is logged.
 """
 
 from __future__ import annotations
 
 from saga.steps.context import StepContext
+from saga.steps.errors import NotFoundError, PolicyError
 from saga.steps.models import RouterOutput
 from saga.steps.ocr import IMAGE_TYPES
 from saga.steps.ocr_images import PageImage
@@ -38,7 +42,11 @@ async def page_images(ctx: StepContext, inp: RouterOutput) -> dict[int, PageImag
         return {}
     from saga.steps.pdf_process import render_pages
 
-    document = await ctx.documents.fetch(inp.document)
+    try:
+        document = await ctx.documents.fetch(inp.document)
+    except (NotFoundError, PolicyError) as exc:  # gone or refused since the router read it
+        ctx.log.warning("vision pages unavailable; sending OCR text", error=type(exc).__name__)
+        return {}
     numbers = sorted(page.page for page in inp.ocr_pages)
     image = inp.media_type in IMAGE_TYPES
     images = await render_pages(document.content, numbers, ctx.config, image=image)

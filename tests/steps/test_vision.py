@@ -171,3 +171,17 @@ def test_image_tokens_follow_the_tile_count() -> None:
     """A 512x512 picture is one tile (255 tokens); an A4 page at 1568 px is 6 tiles."""
     assert image_tokens(512, 512) == 85 + 170
     assert image_tokens(1109, 1568) == 85 + 170 * 6
+
+
+async def test_a_document_gone_since_the_router_sends_the_ocr_text(redis: Any, keys: Keys) -> None:
+    """The reference no longer resolves: no failure, the page goes as its OCR text."""
+    config = StepConfig(extractor=ExtractorKind.LLM, llm_vision=True)
+    documents = MemoryDocuments({})
+    with serve(scripted(then=chat_reply(ANSWER))) as stub:
+        llm = _llm(redis, keys, stub)
+        ctx = make_context(
+            step="parser", pages=[OCR_TEXT], config=config, llm=llm, documents=documents
+        )
+        out = await parse(ctx, _routed("png"))
+    assert isinstance(_user_content(stub), str) and documents.fetched == ["scan.png"]
+    assert {b.name for b in out.extraction.biomarkers} == {"Sodium"}
