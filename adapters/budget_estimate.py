@@ -33,7 +33,7 @@ def prices(model: str) -> tuple[float, float]:
     )
 
 
-def _prompt_tokens(model: str, messages: Sequence[dict[str, str]]) -> int:
+def _prompt_tokens(model: str, messages: Sequence[dict[str, Any]]) -> int:
     litellm = loaded_litellm()
     try:
         return int(litellm.token_counter(model=model, messages=list(messages)))
@@ -42,7 +42,7 @@ def _prompt_tokens(model: str, messages: Sequence[dict[str, str]]) -> int:
 
 
 def completion_estimate(
-    model: str, messages: Sequence[dict[str, str]], max_output_tokens: int
+    model: str, messages: Sequence[dict[str, Any]], max_output_tokens: int
 ) -> float:
     """The most a chat call may cost: its prompt at the input price, plus a full answer."""
     p_in, p_out = prices(model)

@@ -163,7 +163,7 @@ class LiteLLMClient:
         )
 
     async def complete(
-        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
+        self, messages: Sequence[dict[str, Any]], *, purpose: str, json_mode: bool = True
     ) -> Completion:
         """One answer: from the response cache, else from the provider (metered).
 
@@ -184,7 +184,7 @@ class LiteLLMClient:
             return completion
 
     async def _complete(
-        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool
+        self, messages: Sequence[dict[str, Any]], *, purpose: str, json_mode: bool
     ) -> Completion:
         cache_key = self._keys.llm_cache(
             self._record_id, self._step, self._digest(messages, purpose, json_mode)
@@ -239,7 +239,7 @@ class LiteLLMClient:
         )
         return completion
 
-    async def _estimate(self, messages: Sequence[dict[str, str]]) -> float:
+    async def _estimate(self, messages: Sequence[dict[str, Any]]) -> float:
         """The call's worst case: prompt tokens x input price + max answer x output price."""
         from saga.adapters.budget_estimate import completion_estimate
 
@@ -249,7 +249,7 @@ class LiteLLMClient:
             completion_estimate, self.config.model, list(messages), answer
         )
 
-    def _digest(self, messages: Sequence[dict[str, str]], purpose: str, json_mode: bool) -> str:
+    def _digest(self, messages: Sequence[dict[str, Any]], purpose: str, json_mode: bool) -> str:
         """The epoch, then what the answer depends on: a retry's new epoch asks again."""
         body = msgspec.json.encode(
             [self.config.model, purpose, json_mode, list(messages)], order="sorted"
@@ -257,7 +257,7 @@ class LiteLLMClient:
         return f"e{self._epoch}-{hashlib.sha256(body).hexdigest()}"
 
     async def _call(
-        self, key: Secret, messages: Sequence[dict[str, str]], json_mode: bool
+        self, key: Secret, messages: Sequence[dict[str, Any]], json_mode: bool
     ) -> Completion:
         payload: dict[str, Any] = {"messages": list(messages)}
         if self.config.max_tokens:

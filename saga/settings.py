@@ -379,6 +379,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 ocr_concurrency=int(num("SAGA_OCR_CONCURRENCY", 2, int)),
                 ocr_min_confidence=int(num("SAGA_OCR_MIN_CONFIDENCE", 80, int)),
                 extractor=ExtractorKind(parser),
+                llm_vision=flag("SAGA_LLM_VISION"),
                 llm_group_names=flag("SAGA_LLM_GROUP_NAMES"),
                 embedding_model=get("SAGA_GROUPER_EMBEDDING_MODEL"),
                 embedding_threshold=_share(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 Count = Callable[[str], int]
 
@@ -79,6 +80,8 @@ class Chunk:
     """The parts one request carries, in document order."""
 
     parts: tuple[PagePart, ...]
+    picture: Any = None
+    """The page's picture (``ocr_images.PageImage``) sent instead of its text (vision)."""
 
     @property
     def tokens(self) -> int:

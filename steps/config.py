@@ -42,6 +42,10 @@ class StepConfig(msgspec.Struct, frozen=True, kw_only=True):
     (0-100) is rejected and the document flagged (docs/extraction.md)."""
     extractor: ExtractorKind = ExtractorKind.RULES
     """``rules`` needs no network; ``llm`` calls the user's model through litellm."""
+    llm_vision: bool = False
+    """``SAGA_LLM_VISION``: the model (``SAGA_LLM_MODEL``) reads pictures: the parser sends
+    the pages OCR read as images instead of their OCR text, and accepts a value only if
+    it is found in that OCR text (``steps/vision.py``). Off by default."""
     llm_group_names: bool = False
     """Ask the LLM to canonicalise group names (grouper); off means offline only."""
     embedding_model: str = ""

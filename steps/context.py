@@ -67,7 +67,7 @@ class LLM(Protocol):
     """
 
     async def complete(
-        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
+        self, messages: Sequence[dict[str, Any]], *, purpose: str, json_mode: bool = True
     ) -> Completion: ...
 
     async def tokenizer(self) -> Tokenizer:

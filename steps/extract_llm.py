@@ -22,14 +22,23 @@ Neither page text nor completion text ever reaches an error message or a log lin
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import anyio.to_thread
 import msgspec
+from msgspec.structs import replace
 
-from saga.steps.chunking import Budget, Chunk, NoRoomError, page_budget, plan_chunks
+from saga.steps.chunking import (
+    MARKER_TOKENS,
+    Budget,
+    Chunk,
+    NoRoomError,
+    PagePart,
+    page_budget,
+    plan_chunks,
+)
 from saga.steps.context import LLM, StepContext
 from saga.steps.errors import PermanentError
 from saga.steps.grounding import cross_rejected, crossed, ground
@@ -45,7 +54,9 @@ from saga.steps.llm_prompt import (
 )
 from saga.steps.models import Biomarker, Extraction, Rejected
 from saga.steps.normalize import name_key
+from saga.steps.ocr_images import PageImage
 from saga.steps.page_layout import uses_decimal_comma
+from saga.steps.vision import image_content, unverified
 
 __all__ = ["PURPOSE", "REPAIR_PURPOSE", "extract_llm", "json_part", "merge"]
 
@@ -56,26 +67,43 @@ MESSAGE_OVERHEAD_TOKENS = 16
 """Tokens a chat request adds around its two messages (roles, separators)."""
 
 
-async def extract_llm(ctx: StepContext, pages: Sequence[str]) -> Extraction:
-    """Ask the user's model for the extraction, request by request; ground and merge."""
+async def extract_llm(
+    ctx: StepContext, pages: Sequence[str], images: Mapping[int, PageImage] | None = None
+) -> Extraction:
+    """Ask the user's model for the extraction, request by request; ground and merge.
+
+    A page in ``images`` (the vision path, ``saga.steps.vision``) is sent as its picture,
+    one request each, when the picture fits a request's budget; it is grounded on its
+    page text (OCR's) all the same."""
     llm = ctx.llm
     if llm is None:
         raise PermanentError(
             "this deployment has no LLM configured; set SAGA_PARSER=rules or configure a model"
         )
-    chunks = await plan(ctx, llm, pages)
+    chunks = await plan(ctx, llm, pages, images or {})
     answers = await _ask_all(ctx, llm, chunks)
     return merge(pages, chunks, answers)
 
 
-async def plan(ctx: StepContext, llm: LLM, pages: Sequence[str]) -> list[Chunk]:
+async def plan(
+    ctx: StepContext, llm: LLM, pages: Sequence[str], images: Mapping[int, PageImage]
+) -> list[Chunk]:
     """The requests the document needs; PermanentError when the model cannot take it."""
     tokenizer = await llm.tokenizer()
 
     def work() -> tuple[Budget, list[Chunk]]:  # counting tokens of 200 pages: off the loop
         prompt = tokenizer.count(instructions()) + MESSAGE_OVERHEAD_TOKENS
         budget = page_budget(tokenizer.max_input_tokens, tokenizer.max_output_tokens, prompt)
-        return budget, plan_chunks(pages, tokenizer.count, budget.pages)
+        pictured = {
+            n: p for n, p in images.items() if p.tokens + MARKER_TOKENS <= budget.pages
+        }  # a picture too large for a request goes as its OCR text
+        texts = ["" if n in pictured else text for n, text in enumerate(pages, 1)]
+        chunks = plan_chunks(texts, tokenizer.count, budget.pages)
+        for n in sorted(pictured):
+            lines = pages[n - 1].split("\n")
+            part = PagePart(n, 0, len(lines), "", pictured[n].tokens + MARKER_TOKENS)
+            chunks.append(Chunk((part,), picture=pictured[n]))
+        return budget, sorted(chunks, key=lambda c: c.pages[0])
 
     try:
         budget, chunks = await anyio.to_thread.run_sync(work)
@@ -120,9 +148,12 @@ async def _ask_all(ctx: StepContext, llm: LLM, chunks: Sequence[Chunk]) -> list[
 
 async def _ask(ctx: StepContext, llm: LLM, chunk: Chunk) -> Answer:
     """One chunk's answer; one repair; PermanentError after that."""
+    content: Any = chunk.message()
+    if chunk.picture is not None:
+        content = image_content(chunk.parts[0].marker, chunk.picture)
     messages = [
         {"role": "system", "content": instructions()},
-        {"role": "user", "content": chunk.message()},
+        {"role": "user", "content": content},
     ]
     first = await llm.complete(messages, purpose=PURPOSE)
     try:
@@ -158,6 +189,8 @@ def merge(pages: Sequence[str], chunks: Sequence[Chunk], answers: Sequence[Answe
             if i not in misplaced:
                 found.setdefault(_result_key(result), result)
         refused = [o for o in outcomes if isinstance(o, Rejected)]
+        if chunk.picture is not None:  # read off a picture: the OCR text did not back it
+            refused = [replace(o, reason=unverified(o.reason)) for o in refused]
         for outcome in [*refused, *(cross_rejected(accepted[i]) for i in sorted(misplaced))]:
             why = (outcome.name.casefold(), outcome.value_text, outcome.unit, outcome.reason)
             rejected.setdefault(why, outcome)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 
@@ -91,8 +91,8 @@ def reason_of(error: Exception) -> str:
 
 
 def repair_messages(
-    messages: list[dict[str, str]], answer: str, reason: str
-) -> list[dict[str, str]]:
+    messages: list[dict[str, Any]], answer: str, reason: str
+) -> list[dict[str, Any]]:
     """The repair request: the bad JSON and the error, or the conversation if no JSON came.
 
     A schema slip needs no re-reading, and pages are the costly part; an answer with

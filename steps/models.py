@@ -48,6 +48,9 @@ class RouterOutput(msgspec.Struct, frozen=True, kw_only=True):
     off): the parser cannot read them and says so in its review reason."""
     ocr_pages: list[OcrPage] = []
     """Pages whose text OCR read, with the confidence of each character."""
+    document: str = ""
+    """The reference the document was fetched by, kept only when the parser will send
+    the OCR'd pages to a vision model (``StepConfig.llm_vision``) and must fetch it again."""
 
 
 class OcrPage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

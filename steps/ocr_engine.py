@@ -24,6 +24,7 @@ import msgspec
 from PIL import Image, ImageFilter, ImageOps
 
 from saga.steps.errors import PermanentError
+from saga.steps.ocr_reread import reread
 
 OCR_DPI = 300
 """Tesseract is trained on text of ~20-30 px x-height, which 9-10 pt type reaches here."""
@@ -49,6 +50,9 @@ class Word(msgspec.Struct, frozen=True, array_like=True):
     confidence: int
     line: int
     """Tesseract's line key (block, paragraph, line packed in one int)."""
+    check: int = 0
+    """A numeric word's second reading: ``ocr_reread.Check`` (0 unchecked, 1 agreed,
+    2 disputed)."""
 
 
 class PageWords(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,21 +137,27 @@ def _row_variance(image: Image.Image) -> float:
 
 
 def read_page(
-    image: Image.Image, dpi: tuple[float, float], languages: str, *, despeckle: int = 3
+    image: Image.Image,
+    dpi: tuple[float, float],
+    languages: str,
+    *,
+    despeckle: int = 3,
+    second_reading: bool = True,
 ) -> PageWords:
-    """The words of one page picture, turned upright first when it lies on its side."""
+    """The words of one page picture, turned upright first when it lies on its side, each
+    number checked by a second reading of its box (``ocr_reread``) unless told not to."""
     grey, skew = prepare(image, dpi, despeckle=despeckle)
-    words = read_words(grey, languages)
-    if _confident(words) >= MIN_CONFIDENT_WORDS:
-        return PageWords(words=words, skew=skew)
-    turn = orientation(grey)
-    if not turn:
-        return PageWords(words=words, skew=skew)
-    upright, skew = prepare(grey.rotate(turn, expand=True), (OCR_DPI, OCR_DPI), despeckle=0)
-    turned = read_words(upright, languages)
-    if _confident(turned) > _confident(words):
-        return PageWords(words=turned, rotated=turn, skew=skew)
-    return PageWords(words=words, skew=skew)
+    page = PageWords(words=read_words(grey, languages), skew=skew)
+    if _confident(page.words) < MIN_CONFIDENT_WORDS:
+        turn = orientation(grey)
+        if turn:
+            upright, skew = prepare(grey.rotate(turn, expand=True), (OCR_DPI, OCR_DPI), despeckle=0)
+            turned = read_words(upright, languages)
+            if _confident(turned) > _confident(page.words):
+                grey, page = upright, PageWords(words=turned, rotated=turn, skew=skew)
+    if second_reading:
+        page = msgspec.structs.replace(page, words=reread(grey, page.words))
+    return page
 
 
 def _confident(words: Sequence[Word]) -> int:
@@ -194,6 +204,9 @@ SPECK_SIZE = 0.25
 """A word whose box is under this share of the page's median word height both ways is a speck."""
 LOW_WORD_SIZE = 0.45
 DASHES = frozenset("-=_~")
+LONE_LETTER = 25
+"""A word of one letter read under this confidence is a speck Tesseract guessed a letter
+for (``u`` between two numbers); a real flag letter is read far above it."""
 
 
 def drop_specks(words: list[Word]) -> list[Word]:
@@ -214,6 +227,8 @@ def drop_specks(words: list[Word]) -> list[Word]:
             continue
         flat = set(word.text) <= DASHES
         if word.height < LOW_WORD_SIZE * tall and word.confidence < 60 and not flat:
+            continue
+        if len(word.text) == 1 and word.text.isalpha() and word.confidence < LONE_LETTER:
             continue
         kept.append(word)
     return kept

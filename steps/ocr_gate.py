@@ -6,6 +6,7 @@ characters of its value (``Provenance.ocr_confidence``, from the page's
 confidence map) and is rejected, with the reason, when
 
 * those characters were read under ``StepConfig.ocr_min_confidence``;
+* a second reading of the value's box (``ocr_reread``) read other digits;
 * a letter OCR confuses with a digit (``O o D Q I l | S s B Z g``) touches a
   numeric value: ``1O.5`` or ``l4`` is never read as 10.5 or 14, nor corrected into
   it (a word value, ``NON-REACTIVE``, is letters by nature and is not held to this);
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from msgspec.structs import replace
 
 from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance, Rejected
-from saga.steps.ocr_layout import span_confidence
+from saga.steps.ocr_layout import span_confidence, span_disputed
 from saga.steps.page_layout import uses_decimal_comma
 
 CONFUSABLE = frozenset("OoDQIl|SsBZg")
@@ -49,9 +50,9 @@ def gate(
         if prov is None or prov.page not in maps:
             kept.append(found)
             continue
-        confidence = _confidence(prov, lines[prov.page], maps[prov.page])
+        confidence, disputed = _confidence(prov, lines[prov.page], maps[prov.page])
         prov = replace(prov, ocr_confidence=confidence)
-        reason = why_not(found, prov, confidence, threshold, comma=comma)
+        reason = why_not(found, prov, confidence, threshold, comma=comma, disputed=disputed)
         if reason:
             low_pages.add(prov.page)
             rejected.append(
@@ -71,9 +72,17 @@ def gate(
 
 
 def why_not(
-    found: Biomarker, prov: Provenance, confidence: int | None, threshold: int, *, comma: bool
+    found: Biomarker,
+    prov: Provenance,
+    confidence: int | None,
+    threshold: int,
+    *,
+    comma: bool,
+    disputed: bool = False,
 ) -> str:
     """Why an OCR value cannot be accepted; "" when it can."""
+    if disputed:
+        return "read by OCR twice, and the two readings of the value differ"
     if confidence is None:
         return "read by OCR, but its characters are not where it cites them"
     if confidence < threshold:
@@ -91,19 +100,24 @@ def why_not(
     return ""
 
 
-def _confidence(prov: Provenance, lines: Sequence[str], maps: Sequence[str]) -> int | None:
+def _confidence(
+    prov: Provenance, lines: Sequence[str], maps: Sequence[str]
+) -> tuple[int | None, bool]:
+    """The confidence of the value's characters, and whether a second reading disputes them."""
     for index, text in enumerate(lines):
         if text.strip() == prov.line and index < len(maps):
             offset = len(text) - len(text.lstrip())
-            return span_confidence(maps[index], prov.start + offset, prov.end + offset)
-    return None
+            start, end = prov.start + offset, prov.end + offset
+            conf = maps[index]
+            return span_confidence(conf, start, end), span_disputed(conf, start, end)
+    return None, False
 
 
 def _marked(item: Rejected, lines: dict[int, list[str]], maps: dict[int, list[str]]) -> Rejected:
     prov = item.provenance
     if prov is None or prov.page not in maps:
         return item
-    confidence = _confidence(prov, lines[prov.page], maps[prov.page])
+    confidence, _ = _confidence(prov, lines[prov.page], maps[prov.page])
     return replace(item, provenance=replace(prov, ocr_confidence=confidence))
 
 

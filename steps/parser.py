@@ -7,7 +7,8 @@ to ``rejected`` with their reason), measures coverage (``saga.steps.coverage``)
 and sets ``review`` when a person should look: nothing extracted, coverage under
 ``StepConfig.min_coverage``, rejected values, or pages without text; a value
 read by OCR passes its confidence gate (``saga.steps.ocr_gate``) or is rejected
-with the page named. The runtime
+with the page named; with a vision model (``saga.steps.vision``) the OCR'd pages go
+to it as pictures, and what it reads must be found in their OCR text. The runtime
 loads the pages blob with the claim and deletes it when this step's commit lands.
 """
 
@@ -28,6 +29,7 @@ from saga.steps.extract_rules import extract_rules
 from saga.steps.models import Extraction, ParserOutput, RouterOutput
 from saga.steps.ocr_gate import gate
 from saga.steps.vetting import vet
+from saga.steps.vision import page_images
 
 
 async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
@@ -39,7 +41,7 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
         ctx.log.warning(
             "page count differs from the router's", expected=inp.page_count, got=len(pages)
         )
-    raw = await _extract(ctx, pages)
+    raw = await _extract(ctx, pages, inp)
     extraction = await anyio.to_thread.run_sync(settle, raw, pages)
     extraction, ocr_reasons = gate(extraction, pages, inp.ocr_pages, ctx.config.ocr_min_confidence)
     size = len(msgspec.json.encode(extraction))
@@ -81,8 +83,8 @@ def settle(extraction: Extraction, pages: Sequence[str]) -> Extraction:
     return replace(vetted, coverage=measure(pages, vetted))
 
 
-async def _extract(ctx: StepContext, pages: list[str]) -> Extraction:
+async def _extract(ctx: StepContext, pages: list[str], inp: RouterOutput) -> Extraction:
     if ctx.config.extractor is ExtractorKind.LLM:
-        return await extract_llm(ctx, pages)
+        return await extract_llm(ctx, pages, await page_images(ctx, inp))
     # hundreds of pages of regular expressions: keep the event loop free for heartbeats
     return await anyio.to_thread.run_sync(extract_rules, pages)

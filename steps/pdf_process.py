@@ -29,6 +29,7 @@ from saga.steps.config import StepConfig
 from saga.steps.errors import PermanentError, RetryableError
 from saga.steps.ocr import image_text
 from saga.steps.ocr_engine import single_threaded
+from saga.steps.ocr_images import PageImage, page_jpegs
 from saga.steps.pages import PdfLimits, PdfText, pdf_text
 
 _LIMITER: RunVar[CapacityLimiter] = RunVar("saga_pdf_extraction")
@@ -67,6 +68,46 @@ async def extract_pdf(content: bytes, config: StepConfig, *, image: bool = False
         ) from None
     except BrokenWorkerProcess:  # killed from outside (the kernel's OOM killer, an operator)
         raise RetryableError("the PDF extraction process died before it answered") from None
+
+
+class _RenderJob(msgspec.Struct, frozen=True):
+    content: bytes
+    pages: list[int]
+    image: bool
+    max_pages: int
+    memory_bytes: int
+    parent: int
+
+
+async def render_pages(
+    content: bytes, pages: list[int], config: StepConfig, *, image: bool
+) -> list[PageImage]:
+    """Pictures of ``pages`` for a vision model (``ocr_images``), drawn in an extraction
+    process under the same limits as text extraction and OCR."""
+    import anyio.to_process
+    from anyio import BrokenWorkerProcess
+
+    job = _RenderJob(
+        content, pages, image, config.max_pages, config.max_extract_memory_bytes, os.getpid()
+    )
+    limiter = _limiter(config.extract_processes)
+    try:
+        with CancelScope(shield=True):  # as in extract_pdf
+            await anyio.to_process.run_sync(ready, limiter=limiter)
+        return await anyio.to_process.run_sync(run_render, job, cancellable=True, limiter=limiter)
+    except MemoryError:
+        raise PermanentError(
+            "drawing the scanned pages for the vision model needs more than "
+            f"{config.max_extract_memory_bytes} bytes of memory (SAGA_MAX_EXTRACT_MEMORY_BYTES)"
+        ) from None
+    except BrokenWorkerProcess:
+        raise RetryableError("the PDF extraction process died before it answered") from None
+
+
+def run_render(job: _RenderJob) -> list[PageImage]:
+    die_with(job.parent)
+    cap_memory(job.memory_bytes)
+    return page_jpegs(job.content, job.pages, image=job.image, max_pages=job.max_pages)
 
 
 def ready() -> bool:

@@ -85,4 +85,5 @@ async def route(ctx: StepContext, inp: RouterInput) -> RouterOutput:
         page_count=len(pages),
         textless_pages=textless,
         ocr_pages=ocr,
+        document=ref if ocr and limits.llm_vision else "",
     )

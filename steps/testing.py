@@ -57,7 +57,7 @@ class ScriptedLLM:
     max_output_tokens: int = 16_384
 
     async def complete(
-        self, messages: Sequence[dict[str, str]], *, purpose: str, json_mode: bool = True
+        self, messages: Sequence[dict[str, Any]], *, purpose: str, json_mode: bool = True
     ) -> Completion:
         self.calls.append((purpose, [dict(m) for m in messages]))
         if not self.replies:

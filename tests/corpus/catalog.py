@@ -10,6 +10,7 @@ from tests.corpus import (
     layouts_documents,
     layouts_german,
     layouts_ocr,
+    layouts_ocr_unseen,
     layouts_pages,
     layouts_rows,
     layouts_scans,
@@ -60,5 +61,5 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_columns.results_beside_history,
     layouts_columns.stacked_columns,
 )
-SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED
+SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED + layouts_ocr_unseen.UNSEEN_SCANNED
 """Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""

@@ -123,3 +123,22 @@ def test_tesseract_reads_a_rendered_table_row() -> None:
     )
     assert "139" in pages[0] and "4.4" in pages[0]
     assert read[0].page == 1 and len(read[0].confidence) == len(pages[0])
+
+
+def test_quote_marks_at_a_words_ends_are_dropped_never_a_comparator_or_a_lone_mark() -> None:
+    """A left quote before 103, a low quote before mmol/l (specks read as quotes) go; a
+    quote before ``<<`` and a lone ``'`` stay."""
+    words = [_word("\u2018103", 0, 90), _word("\u201ammol/l", 200, 90)]
+    words.append(_word("\u201c<<", 400, 90))
+    words.append(_word("'", 600, 90))
+    laid = page_text(words)
+    assert laid.text == "103  mmol/l  \u201c<<  '"
+    assert len(laid.confidence) == len(laid.text)
+
+
+def test_a_lone_letter_read_at_a_very_low_confidence_is_a_speck() -> None:
+    """A ``u`` read at 1 between two numbers is dropped; an ``H`` flag read at 90 stays."""
+    from saga.steps.ocr_engine import drop_specks
+
+    words = [_word("7.9", 0, 99), _word("u", 100, 1), _word("H", 140, 90), _word("8.2", 200, 99)]
+    assert [w.text for w in drop_specks(words)] == ["7.9", "H", "8.2"]
