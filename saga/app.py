@@ -12,9 +12,10 @@
 
 Input and output types are read from the annotations (msgspec Structs). When the
 app is built (``app.pipeline()``, ``app.client()``, ``saga worker module:app``) the
-steps must form one chain through ``after=`` — branches are not supported yet —
-and each step's input type must accept the previous step's output
-(``saga.app_types``). Every mistake fails there with one sentence (``AppError``).
+steps must form a graph from one first step through ``after=`` (``saga.app_graph``:
+two steps after one run in parallel, ``after=[a, b]`` joins them), and each step's
+input type must accept its parent's output (``saga.app_types``; a join's input is a
+Struct with a field per parent). Every mistake fails there with one sentence (``AppError``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
-from saga.app_chain import chain_order
+from saga.app_graph import check_edges, graph_order
 from saga.app_types import accepts, describe
 from saga.app_waits import parked, settle_waits, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-After = str | Callable[..., Any] | None
+After = str | Callable[..., Any] | None | list[str | Callable[..., Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +117,9 @@ class App:
 
         - ``name``: the step's name (default: the function's), a lowercase identifier.
         - ``after``: the step (function or name) whose output this one takes; the one
-          step without ``after`` is the first. Steps form one chain.
+          step without ``after`` is the first. Two steps after one run in parallel;
+          ``after=[a, b]`` runs when both committed and takes a Struct with fields
+          ``a`` and ``b`` (their outputs).
         - ``retries``: retries after the first attempt before the saga is
           dead-lettered (``SAGA_<STEP>_MAX_ATTEMPTS`` counts attempts: retries + 1).
         - ``timeout``, ``lease``: seconds; ``concurrency``: attempts at once per
@@ -273,16 +276,26 @@ class App:
         twice = [n for n, c in Counter(d.name for d in self._declared).items() if c > 1]
         if twice:
             raise AppError(f"app {self._name!r} has two steps named {twice[0]!r}")
-        edges = {d.name: self._after_name(d) for d in self._declared}
-        specs = [_spec(by_name[n]) for n in chain_order(self._name, edges)]
-        specs = settle_waits(specs)
-        for before, step in itertools.pairwise(specs):
-            if (why := accepts(step.input_type, before.output_type)) is not None:
-                raise AppError(
-                    f"step {step.name!r} cannot take the output of {before.name!r} "
-                    f"({describe(before.output_type)} into {describe(step.input_type)}): {why}"
-                )
-        return Pipeline(tuple(specs), name=self._name, schedules=self._schedule_specs(specs[0]))
+        edges = {d.name: self._after_names(d) for d in self._declared}
+        order = graph_order(self._name, edges)
+        chain = all(len(ps) <= 1 for ps in edges.values()) and len(
+            [p for ps in edges.values() for p in ps]
+        ) == len({p for ps in edges.values() for p in ps})
+        specs = [_spec(by_name[n]) for n in order]
+        if chain:
+            specs = settle_waits(specs)
+            for before, step in itertools.pairwise(specs):
+                if (why := accepts(step.input_type, before.output_type)) is not None:
+                    raise AppError(
+                        f"step {step.name!r} cannot take the output of {before.name!r} "
+                        f"({describe(before.output_type)} into {describe(step.input_type)}): "
+                        f"{why}"
+                    )
+            return Pipeline(tuple(specs), name=self._name, schedules=self._schedule_specs(specs[0]))
+        graph = tuple((n, edges[n]) for n in order)
+        specs = check_edges(specs, dict(graph))
+        pipe = Pipeline(tuple(specs), name=self._name, graph=graph)
+        return replace(pipe, schedules=self._schedule_specs(specs[0]))
 
     def _schedule_specs(self, first: StepSpec) -> tuple[Any, ...]:
         """Each ``@app.schedule`` with its input made and checked against the first step."""
@@ -311,13 +324,22 @@ class App:
         settings = settings or load_settings()
         return SagaClient.from_settings(settings, self.pipeline(settings))
 
-    def _after_name(self, d: _Declared) -> str | None:
-        if d.after is None or isinstance(d.after, str):
-            return d.after
+    def _after_names(self, d: _Declared) -> tuple[str, ...]:
+        if d.after is None:
+            return ()
+        if isinstance(d.after, list | tuple):
+            if not d.after:
+                raise AppError(f"step {d.name!r}: after=[] names no step; leave after= out")
+            return tuple(self._after_name(d, a) for a in d.after)
+        return (self._after_name(d, d.after),)
+
+    def _after_name(self, d: _Declared, after: str | Callable[..., Any]) -> str:
+        if isinstance(after, str):
+            return after
         for other in self._declared:
-            if other.fn is d.after:
+            if other.fn is after:
                 return other.name
-        label = getattr(d.after, "__name__", repr(d.after))
+        label = getattr(after, "__name__", repr(after))
         raise AppError(
             f"step {d.name!r} runs after {label}(), which is not a step of app {self._name!r} "
             "(decorate it with this app's @app.step, or name a step of this app)"

@@ -12,7 +12,7 @@ import msgspec
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.pipeline import Pipeline, StepSpec
+from saga.pipeline import Pipeline, StepSpec, join_input
 from saga.retry import decide
 from saga.settings import Settings
 from saga.state.codes import RC
@@ -153,7 +153,8 @@ class AttemptRunner:
     ) -> tuple[bytes, str]:
         """The encoded output and its review reason (see ``review_reason``)."""
         try:
-            inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
+            raw = join_input(spec.joins, ctx.claim.extra) if spec.joins else ctx.claim.input
+            inp: Any = msgspec.json.decode(raw or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
             raise invalid_input(spec, exc) from None
         error: Exception | None = None

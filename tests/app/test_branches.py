@@ -1,0 +1,97 @@
+"""Branches and a join with a real ``saga worker module:app`` process and a real server:
+the claims type forks after intake into fraud and coverage, which run at the same time
+(each with its own lease and token), and decide joins them once, taking both outputs.
+A branch that fails for good fails the saga; its sibling's late commit is fenced, or,
+when the sibling committed first, it is compensated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.model import EventType
+from tests.app.branch_apps import Claim, claims
+from tests.executor.conftest import SpawnWorker
+from tests.executor.support import saga_and_history, states, wait_until
+
+pytestmark = pytest.mark.anyio
+APP = "tests.app.branch_apps:claims"
+
+
+async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float = 60) -> None:
+    async def reached() -> bool:
+        return await states(redis, keys, rids) == [want] * len(rids)
+
+    await wait_until(reached, within=within, what=f"{rids} to be {want}", every=0.05)
+
+
+async def test_branches_run_in_parallel_and_the_join_fires_once(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """Both branches of each saga are in flight at once; decide commits once per saga,
+    with the fraud score and the coverage it was given; every step commits once."""
+    worker = spawn(APP, FRAUD_DELAY="0.4", COVERAGE_DELAY="0.4")
+    await worker.wait_ready(within=120)
+    rids = [f"c{i}" for i in range(6)]
+    async with claims.client(settings) as sagas:
+        k = sagas.keys
+        for i, rid in enumerate(rids):
+            await sagas.start(rid, "u1", input=Claim(amount=300 + 400 * i))
+        await _all(redis, k, rids, "completed")
+        overlapped = 0
+        for i, rid in enumerate(rids):
+            saga, events = await saga_and_history(redis, k, rid)
+            commits = sorted(e.step for e in events if e.event == EventType.COMMITTED)
+            assert commits == ["coverage", "decide", "fraud", "intake", "notify"], (rid, commits)
+            amount = 300 + 400 * i
+            pay = 0 if amount >= 1000 else min(amount, 500)
+            assert msgspec.json.decode(saga.outputs["notify"]) == {"pay": pay}
+            spans = {e.step: (e.at_ms - e.duration_ms, e.at_ms) for e in events
+                     if e.event == EventType.COMMITTED}  # fmt: skip
+            (a0, a1), (b0, b1) = spans["fraud"], spans["coverage"]
+            overlapped += a0 < b1 and b0 < a1
+            intake = next(e for e in events if e.step == "intake" and e.event == EventType.COMMITTED)
+            assert set(intake.next_step.split(",")) == {"fraud", "coverage"}
+        assert overlapped == len(rids)  # each saga ran its two branches at the same time
+
+
+async def test_a_failed_branch_fails_the_saga_and_fences_its_sibling(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """fraud fails for good while coverage still runs: the saga is failed at fraud, and
+    coverage's late commit is refused (a 'fenced' event, no commit, no join)."""
+    worker = spawn(APP, FRAUD_FAILS="dead", COVERAGE_DELAY="1.5")
+    await worker.wait_ready(within=120)
+    async with claims.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("f1", "u1", input=Claim(amount=10))
+        await _all(redis, k, ["f1"], "failed")
+
+        async def fenced() -> bool:
+            _, events = await saga_and_history(redis, k, "f1")
+            return any(e.event == EventType.FENCED and e.step == "coverage" for e in events)
+
+        await wait_until(fenced, within=30, what="coverage's late commit fenced", every=0.05)
+        saga, events = await saga_and_history(redis, k, "f1")
+        assert saga.step == "fraud" and saga.state == "failed"
+        assert [e.step for e in events if e.event == EventType.COMMITTED] == ["intake"]
+
+
+async def test_a_failed_branch_compensates_the_committed_sibling(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """coverage commits first, then fraud fails for good: coverage is undone and the saga
+    ends compensated; decide never runs."""
+    worker = spawn(APP, FRAUD_FAILS="dead", FRAUD_DELAY="0.8")
+    await worker.wait_ready(within=120)
+    async with claims.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("g1", "u1", input=Claim(amount=10))
+        await _all(redis, k, ["g1"], "compensated")
+        _, events = await saga_and_history(redis, k, "g1")
+        commits = [e.step for e in events if e.event == EventType.COMMITTED]
+        assert commits == ["intake", "coverage", "undo:coverage"], commits
