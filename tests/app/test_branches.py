@@ -54,7 +54,8 @@ async def test_branches_run_in_parallel_and_the_join_fires_once(
                      if e.event == EventType.COMMITTED}  # fmt: skip
             (a0, a1), (b0, b1) = spans["fraud"], spans["coverage"]
             overlapped += a0 < b1 and b0 < a1
-            intake = next(e for e in events if e.step == "intake" and e.event == EventType.COMMITTED)
+            intake = next(e for e in events
+                          if e.step == "intake" and e.event == EventType.COMMITTED)  # fmt: skip
             assert set(intake.next_step.split(",")) == {"fraud", "coverage"}
         assert overlapped == len(rids)  # each saga ran its two branches at the same time
 

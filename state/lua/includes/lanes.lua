@@ -24,6 +24,7 @@ end
 
 -- The words of `text` split on `sep` (a one-character class), at most `most`.
 local function split_words(text, sep, most)
+  if most > 64 then return redis.error_reply('split_words: at most 64 words') end
   local out, pos = {}, 1
   for _ = 1, most do
     local first, last = string.find(text or '', '[^' .. sep .. ']+', pos)
@@ -78,7 +79,7 @@ local function lane_route(c)
       fired[#fired + 1] = name
       if kind == '+' then
         redis.call('HSET', c.saga, 'ls@' .. name, STATE.PENDING, 'le@' .. name, entry,
-                   'lt@' .. name, '', 'll@' .. name, '0', 'lw@' .. name, '')
+                   'lt@' .. name, '', 'll@' .. name, '0', 'lw@' .. name, '', 'lf@' .. name, '')
         lanes[#lanes + 1] = name
       else
         chain_step, chain_entry = name, entry
