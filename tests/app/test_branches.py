@@ -15,6 +15,7 @@ from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.branch_apps import Claim, claims
+from tests.cli.inspect_support import cli
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
 
@@ -30,10 +31,12 @@ async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float
 
 
 async def test_branches_run_in_parallel_and_the_join_fires_once(
-    spawn: SpawnWorker, settings: Settings, redis: Any
+    spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str
 ) -> None:
-    """Both branches of each saga are in flight at once; decide commits once per saga,
-    with the fraud score and the coverage it was given; every step commits once."""
+    """Both branches of each saga are in flight at once (saga show lists both lanes);
+    decide commits once per saga, with the fraud score and the coverage it was given;
+    every step commits once; the timeline names each row's parents and marks the
+    parallel ones."""
     worker = spawn(APP, FRAUD_DELAY="0.4", COVERAGE_DELAY="0.4")
     await worker.wait_ready(within=120)
     rids = [f"c{i}" for i in range(6)]
@@ -41,7 +44,18 @@ async def test_branches_run_in_parallel_and_the_join_fires_once(
         k = sagas.keys
         for i, rid in enumerate(rids):
             await sagas.start(rid, "u1", input=Claim(amount=300 + 400 * i))
+
+        async def both_running() -> bool:
+            saga, _ = await saga_and_history(redis, k, rids[-1])
+            return sorted(x.state for x in saga.lanes) == ["running", "running"]
+
+        await wait_until(both_running, within=30, what="both lanes running", every=0.02)
+        live = cli(k, redis_url, "show", rids[-1], "--type", "claims").stdout
+        assert "lanes" in live and "fraud running" in live and "coverage running" in live
         await _all(redis, k, rids, "completed")
+        shown = cli(k, redis_url, "show", rids[0], "--type", "claims").stdout
+        for label in ("|| fraud <- intake", "|| coverage <- intake", "decide <- fraud, coverage"):
+            assert label in shown, shown
         overlapped = 0
         for i, rid in enumerate(rids):
             saga, events = await saga_and_history(redis, k, rid)
