@@ -15,7 +15,7 @@ from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.branch_apps import Claim, claims
-from tests.cli.inspect_support import cli
+from tests.cli.inspect_support import cli, cli_json
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
 
@@ -33,11 +33,12 @@ async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float
 async def test_branches_run_in_parallel_and_the_join_fires_once(
     spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str
 ) -> None:
-    """Both branches of each saga are in flight at once (saga show lists both lanes);
+    """Both branches of each saga are in flight at once (saga show lists both lanes, saga
+    list --step finds it at either);
     decide commits once per saga, with the fraud score and the coverage it was given;
     every step commits once; the timeline names each row's parents and marks the
     parallel ones."""
-    worker = spawn(APP, FRAUD_DELAY="0.4", COVERAGE_DELAY="0.4")
+    worker = spawn(APP, FRAUD_DELAY="3", COVERAGE_DELAY="3")
     await worker.wait_ready(within=120)
     rids = [f"c{i}" for i in range(6)]
     async with claims.client(settings) as sagas:
@@ -52,6 +53,8 @@ async def test_branches_run_in_parallel_and_the_join_fires_once(
         await wait_until(both_running, within=30, what="both lanes running", every=0.02)
         live = cli(k, redis_url, "show", rids[-1], "--type", "claims").stdout
         assert "lanes" in live and "fraud running" in live and "coverage running" in live
+        listed = cli_json(k, redis_url, "list", "--step", "coverage", "--type", "claims")
+        assert rids[-1] in [r["record_id"] for r in listed["sagas"]]  # the second lane too
         await _all(redis, k, rids, "completed")
         shown = cli(k, redis_url, "show", rids[0], "--type", "claims").stdout
         for label in ("|| fraud <- intake", "|| coverage <- intake", "decide <- fraud, coverage"):
