@@ -18,6 +18,7 @@ from saga.settings import Settings
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import LeaseLostError
+from saga.state.lanes import is_route
 from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction, SagaState, is_undo
 from saga.state.requests import CommitRequest, FailRequest, Outcome
@@ -247,7 +248,7 @@ class AttemptRunner:
             log.info(
                 "step_committed",
                 duration_seconds=round(duration, 6),
-                next_step=req.next_step,
+                next_step=outcome.detail if is_route(req.next_step) else req.next_step,
                 cost_usd=usd,
                 duplicate=outcome.code == RC.DUPLICATE,
             )
