@@ -6,6 +6,11 @@ when the sibling committed first, it is compensated."""
 
 from __future__ import annotations
 
+import importlib
+import os
+import re
+import sys
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -113,3 +118,29 @@ async def test_a_failed_branch_compensates_the_committed_sibling(
         _, events = await saga_and_history(redis, k, "g1")
         commits = [e.step for e in events if e.event == EventType.COMMITTED]
         assert commits == ["intake", "coverage", "undo:coverage"], commits
+
+
+async def test_the_docs_example_runs_as_written(
+    spawn: SpawnWorker, settings: Settings, redis: Any, tmp_path: Path
+) -> None:
+    """docs/sagas.md's claims.py, saved as written, runs under ``saga worker claims:app``:
+    the join decides from both branches."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "sagas.md").read_text()
+    code = re.search(r"```python\n(# claims\.py\n.*?)```", doc, re.S)
+    assert code, "docs/sagas.md lost its claims.py example"
+    (tmp_path / "claims.py").write_text(code.group(1))
+    repo = Path(__file__).resolve().parents[2]
+    worker = spawn("claims:app", PYTHONPATH=f"{repo}{os.pathsep}{tmp_path}")
+    await worker.wait_ready(within=120)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        app = importlib.import_module("claims").app
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert app.build().names == ("intake", "fraud", "coverage", "decide")
+    async with app.client(settings) as sagas:
+        await sagas.start("d-1", "u1", input={"amount": 300})
+        await sagas.start("d-2", "u1", input={"amount": 3000})
+        await _all(redis, sagas.keys, ["d-1", "d-2"], "completed")
+        outs = [(await sagas.get(r)).outputs["decide"] for r in ("d-1", "d-2")]
+    assert [msgspec.json.decode(o) for o in outs] == [{"pay": 300}, {"pay": 0}]
