@@ -26,6 +26,8 @@ from tests.executor.support import saga_and_history, states, wait_until
 
 pytestmark = pytest.mark.anyio
 APP = "tests.app.branch_apps:claims"
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "sagas.md"
 
 
 async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float = 60) -> None:
@@ -125,12 +127,10 @@ async def test_the_docs_example_runs_as_written(
 ) -> None:
     """docs/sagas.md's claims.py, saved as written, runs under ``saga worker claims:app``:
     the join decides from both branches."""
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "sagas.md").read_text()
-    code = re.search(r"```python\n(# claims\.py\n.*?)```", doc, re.S)
+    code = re.search(r"```python\n(# claims\.py\n.*?)```", DOC.read_text(), re.S)
     assert code, "docs/sagas.md lost its claims.py example"
     (tmp_path / "claims.py").write_text(code.group(1))
-    repo = Path(__file__).resolve().parents[2]
-    worker = spawn("claims:app", PYTHONPATH=f"{repo}{os.pathsep}{tmp_path}")
+    worker = spawn("claims:app", PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
     await worker.wait_ready(within=120)
     sys.path.insert(0, str(tmp_path))
     try:
