@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -84,19 +85,7 @@ async def test_joins_fire_once_through_kill_9_redis_restarts_and_dropped_replies
                 return await states(client, k, rids) == ["completed"] * N
 
             await wait_until(done, within=120, what="every saga completed", every=0.2)
-            taken_over = 0
-            for i, rid in enumerate(rids):
-                saga, events = await saga_and_history(client, k, rid)
-                taken_over += sum(e.event == EventType.RECLAIMED and e.step in ("fraud",
-                                  "coverage") for e in events)  # fmt: skip
-                commits = Counter(e.step for e in events if e.event == EventType.COMMITTED)
-                assert commits == Counter(STEPS), (rid, commits)
-                pay = 0 if 100 * i >= 1000 else min(100 * i, 500)
-                assert msgspec.json.decode(saga.outputs["notify"]) == {"pay": pay}, rid
-                # the join fired once: one branch commit enqueued decide (its 'n')
-                fired = [e.step for e in events if e.event == EventType.COMMITTED
-                         and "decide" in e.next_step.split(",")]  # fmt: skip
-                assert len(fired) == 1 and fired[0] in ("fraud", "coverage"), (rid, fired)
+            taken_over = sum([await _check(client, k, rid, 100 * i) for i, rid in enumerate(rids)])
             assert dropped > 0  # the faults were applied
             assert taken_over > 0  # a kill hit a branch mid-attempt: its lane was taken over
         finally:
@@ -106,3 +95,18 @@ async def test_joins_fire_once_through_kill_9_redis_restarts_and_dropped_replies
             w.kill()
         proxy.stop()
         srv.stop(signal.SIGKILL)
+
+
+async def _check(client: Any, keys: Keys, rid: str, amount: int) -> int:
+    """The saga's invariants; returns how many of its branch attempts were taken over."""
+    saga, events = await saga_and_history(client, keys, rid)
+    commits = Counter(e.step for e in events if e.event == EventType.COMMITTED)
+    assert commits == Counter(STEPS), (rid, commits)
+    pay = 0 if amount >= 1000 else min(amount, 500)
+    assert msgspec.json.decode(saga.outputs["notify"]) == {"pay": pay}, rid
+    # the join fired once: one branch commit enqueued decide (its 'n')
+    fired = [e.step for e in events if e.event == EventType.COMMITTED
+             and "decide" in e.next_step.split(",")]  # fmt: skip
+    assert len(fired) == 1 and fired[0] in ("fraud", "coverage"), (rid, fired)
+    lanes = ("fraud", "coverage")
+    return sum(e.event == EventType.RECLAIMED and e.step in lanes for e in events)
