@@ -88,7 +88,8 @@ async def test_a_failed_branch_fails_the_saga_and_fences_its_sibling(
     spawn: SpawnWorker, settings: Settings, redis: Any
 ) -> None:
     """fraud fails for good while coverage still runs: the saga is failed at fraud, and
-    coverage's late commit is refused (a 'fenced' event, no commit, no join)."""
+    coverage's late commit is refused (a 'fenced' event, no commit, no join); a retry
+    re-runs it from intake, in a new epoch."""
     worker = spawn(APP, FRAUD_FAILS="dead", COVERAGE_DELAY="1.5")
     await worker.wait_ready(within=120)
     async with claims.client(settings) as sagas:
@@ -104,6 +105,8 @@ async def test_a_failed_branch_fails_the_saga_and_fences_its_sibling(
         saga, events = await saga_and_history(redis, k, "f1")
         assert saga.step == "fraud" and saga.state == "failed"
         assert [e.step for e in events if e.event == EventType.COMMITTED] == ["intake"]
+        again = await sagas.retry("f1")  # a branch re-runs from the step it branches from
+        assert (again.step, again.epoch) == ("intake", saga.epoch + 1)
 
 
 async def test_a_failed_branch_compensates_the_committed_sibling(
