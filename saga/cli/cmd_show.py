@@ -64,10 +64,10 @@ def main(args: argparse.Namespace) -> int:
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)
-            if args.follow:
-                return await follow(client, keys, args.record_id, as_json=args.json)
-            saga, events = await get_saga_and_history(client, keys, args.record_id)
             info = await type_info(client, keys, keys.saga_type)
+            if args.follow:
+                return await follow(client, keys, args.record_id, as_json=args.json, info=info)
+            saga, events = await get_saga_and_history(client, keys, args.record_id)
         if args.json:
             print_json(document(saga, events, _now_ms(), outputs=args.output))
         else:
@@ -169,7 +169,7 @@ def event_line(e: Any) -> str:
     return "  ".join(p for p in parts if p)
 
 
-async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool) -> int:
+async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool, info: Any = None) -> int:
     """Poll every POLL_S until the saga reaches a terminal state."""
     import sys
 
@@ -184,11 +184,11 @@ async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool) -> in
         saga, events = await get_saga_and_history(client, keys, record_id)
         new = [e for e in events if last is None or _id(e.id) > last]
         if redraw:
-            sys.stdout.write("\033[H\033[2J" + render(saga, events, _now_ms()) + "\n")
+            sys.stdout.write("\033[H\033[2J" + render(saga, events, _now_ms(), info) + "\n")
         elif as_json:
             sys.stdout.writelines(msgspec.json.encode(e).decode() + "\n" for e in new)
         elif last is None:
-            sys.stdout.write(render(saga, events, _now_ms()) + "\n\n")
+            sys.stdout.write(render(saga, events, _now_ms(), info) + "\n\n")
         else:
             sys.stdout.writelines(event_line(e) + "\n" for e in new)
         sys.stdout.flush()

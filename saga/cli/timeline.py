@@ -15,7 +15,7 @@ import msgspec
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
-from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.state.model import EventType, HistoryEvent, Lane, Saga, SagaState
 from saga.telemetry.redact import reference_text
 
 E = EventType
@@ -60,6 +60,8 @@ class SagaView(msgspec.Struct, kw_only=True):
     error_detail: str = ""
     """The error's operator detail (a path, a URL), opened with ``SAGA_DATA_KEY``; "" without
     a key, and always "" for a console viewer."""
+    lanes: tuple[Lane, ...] = ()
+    """While its branches run: each step in flight with its own state (docs/sagas.md)."""
 
 
 def saga_view(s: Saga) -> SagaView:
@@ -84,6 +86,7 @@ def saga_view(s: Saga) -> SagaView:
         review=s.review,
         parked_reason=s.parked_reason,
         error_detail=s.error_detail,
+        lanes=s.lanes,
     )
 
 
