@@ -29,7 +29,8 @@ def _running_saga() -> tuple[Saga, list[HistoryEvent]]:
                 created_ms=1_000, updated_ms=1_500, claimed_ms=1_000,
                 attempts={"intake": 1, "fraud": 1, "coverage": 1},
                 lanes=(Lane(step="fraud", state="running", worker="w1", claimed_ms=1_200),
-                       Lane(step="coverage", state="running", worker="w2", claimed_ms=1_300)))  # fmt: skip
+                       Lane(step="coverage", state="running", worker="w2",
+                            claimed_ms=1_300)))  # fmt: skip
     events = [
         HistoryEvent(id="1-0", event=EventType.STARTED, at_ms=1_000, step="intake", epoch=1),
         HistoryEvent(id="2-0", event=EventType.COMMITTED, at_ms=1_100, step="intake", epoch=1,
