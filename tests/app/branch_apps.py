@@ -2,7 +2,8 @@
 tests.app.branch_apps:claims`` (intake -> {fraud, coverage} in parallel -> decide ->
 notify). ``FRAUD_FAILS`` ("dead"): fraud fails for good, and the saga is compensated
 when coverage committed (its hold is released). ``FRAUD_DELAY`` / ``COVERAGE_DELAY``
-(seconds): the branch sleeps that long first, so both are in flight at once."""
+(seconds): the branch sleeps that long first; ``BRANCH_GATE`` (a path): each branch
+then waits until that file exists, so both are in flight until the test lets them go."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ claims = saga.App("claims")
 
 async def _pause(step: str) -> None:
     await anyio.sleep(float(os.environ.get(f"{step.upper()}_DELAY", "0")))
+    gate = os.environ.get("BRANCH_GATE", "")
+    for _ in range(1200):  # held until the test opens the gate (a file), at most 60 s
+        if not gate or await anyio.Path(gate).exists():
+            return
+        await anyio.sleep(0.05)
 
 
 @claims.step(calls_models=False)

@@ -38,14 +38,15 @@ async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float
 
 
 async def test_branches_run_in_parallel_and_the_join_fires_once(
-    spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str
+    spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str, tmp_path: Path
 ) -> None:
     """Both branches of each saga are in flight at once (saga show lists both lanes, saga
     list --step finds it at either);
     decide commits once per saga, with the fraud score and the coverage it was given;
     every step commits once; the timeline names each row's parents and marks the
     parallel ones."""
-    worker = spawn(APP, FRAUD_DELAY="3", COVERAGE_DELAY="3")
+    gate = tmp_path / "gate"
+    worker = spawn(APP, BRANCH_GATE=str(gate))
     await worker.wait_ready(within=120)
     rids = [f"c{i}" for i in range(6)]
     async with claims.client(settings) as sagas:
@@ -54,14 +55,19 @@ async def test_branches_run_in_parallel_and_the_join_fires_once(
             await sagas.start(rid, "u1", input=Claim(amount=300 + 400 * i))
 
         async def both_running() -> bool:
-            saga, _ = await saga_and_history(redis, k, rids[-1])
-            return sorted(x.state for x in saga.lanes) == ["running", "running"]
+            for rid in rids:
+                saga, _ = await saga_and_history(redis, k, rid)
+                if sorted(x.state for x in saga.lanes) != ["running", "running"]:
+                    return False
+            return True
 
-        await wait_until(both_running, within=30, what="both lanes running", every=0.02)
+        await wait_until(both_running, within=30, what="every saga's two lanes running",
+                         every=0.05)  # fmt: skip
         live = cli(k, redis_url, "show", rids[-1], "--type", "claims").stdout
         assert "lanes" in live and "fraud running" in live and "coverage running" in live
         listed = cli_json(k, redis_url, "list", "--step", "coverage", "--type", "claims")
         assert rids[-1] in [r["record_id"] for r in listed["sagas"]]  # the second lane too
+        gate.touch()  # the branches go on
         await _all(redis, k, rids, "completed")
         shown = cli(k, redis_url, "show", rids[0], "--type", "claims").stdout
         for label in ("|| fraud <- intake", "|| coverage <- intake", "decide <- fraud, coverage"):
