@@ -42,4 +42,3 @@ class UndoHandoff:
         None for an undo (its own dead letter ends compensation) or a pipeline without
         compensations."""
         return () if is_undo(step) else self.undoable
-

@@ -44,8 +44,8 @@ MUTANTS = {
     ),
     "a zombie lane's commit is taken": (
         "commit_steps.lua",
-        "and s[11] == STATE.RUNNING and s[3] == token",
-        "and s[11] == STATE.RUNNING",
+        "and s[12] == STATE.RUNNING and s[3] == token",
+        "and s[12] == STATE.RUNNING",
     ),
     "a lane of a cancelled saga is claimed": (
         "claim_steps.lua",
