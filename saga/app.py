@@ -12,24 +12,23 @@
 
 Input and output types are read from the annotations (msgspec Structs). When the
 app is built (``app.pipeline()``, ``app.client()``, ``saga worker module:app``) the
-steps must form one chain through ``after=`` — branches are not supported yet —
-and each step's input type must accept the previous step's output
-(``saga.app_types``). Every mistake fails there with one sentence (``AppError``).
+steps must form a graph from one first step through ``after=`` (``saga.app_graph``:
+two steps after one run in parallel, ``after=[a, b]`` joins them), and each step's
+input type must accept its parent's output (``saga.app_types``; a join's input is a
+Struct with a field per parent). Every mistake fails there with one sentence (``AppError``).
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
-import typing
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import msgspec
-
-from saga.app_chain import chain_order
+from saga.app_graph import check_edges, graph_order
+from saga.app_io import check_compensate_types, io_types
 from saga.app_types import accepts, describe
 from saga.app_waits import parked, settle_waits, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
@@ -51,7 +50,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-After = str | Callable[..., Any] | None
+After = str | Callable[..., Any] | None | list[str | Callable[..., Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +115,9 @@ class App:
 
         - ``name``: the step's name (default: the function's), a lowercase identifier.
         - ``after``: the step (function or name) whose output this one takes; the one
-          step without ``after`` is the first. Steps form one chain.
+          step without ``after`` is the first. Two steps after one run in parallel;
+          ``after=[a, b]`` runs when both committed and takes a Struct with fields
+          ``a`` and ``b`` (their outputs).
         - ``retries``: retries after the first attempt before the saga is
           dead-lettered (``SAGA_<STEP>_MAX_ATTEMPTS`` counts attempts: retries + 1).
         - ``timeout``, ``lease``: seconds; ``concurrency``: attempts at once per
@@ -273,16 +274,26 @@ class App:
         twice = [n for n, c in Counter(d.name for d in self._declared).items() if c > 1]
         if twice:
             raise AppError(f"app {self._name!r} has two steps named {twice[0]!r}")
-        edges = {d.name: self._after_name(d) for d in self._declared}
-        specs = [_spec(by_name[n]) for n in chain_order(self._name, edges)]
-        specs = settle_waits(specs)
-        for before, step in itertools.pairwise(specs):
-            if (why := accepts(step.input_type, before.output_type)) is not None:
-                raise AppError(
-                    f"step {step.name!r} cannot take the output of {before.name!r} "
-                    f"({describe(before.output_type)} into {describe(step.input_type)}): {why}"
-                )
-        return Pipeline(tuple(specs), name=self._name, schedules=self._schedule_specs(specs[0]))
+        edges = {d.name: self._after_names(d) for d in self._declared}
+        order = graph_order(self._name, edges)
+        chain = all(len(ps) <= 1 for ps in edges.values()) and len(
+            [p for ps in edges.values() for p in ps]
+        ) == len({p for ps in edges.values() for p in ps})
+        specs = [_spec(by_name[n]) for n in order]
+        if chain:
+            specs = settle_waits(specs)
+            for before, step in itertools.pairwise(specs):
+                if (why := accepts(step.input_type, before.output_type)) is not None:
+                    raise AppError(
+                        f"step {step.name!r} cannot take the output of {before.name!r} "
+                        f"({describe(before.output_type)} into {describe(step.input_type)}): "
+                        f"{why}"
+                    )
+            return Pipeline(tuple(specs), name=self._name, schedules=self._schedule_specs(specs[0]))
+        graph = tuple((n, edges[n]) for n in order)
+        specs = check_edges(specs, dict(graph))
+        pipe = Pipeline(tuple(specs), name=self._name, graph=graph)
+        return replace(pipe, schedules=self._schedule_specs(specs[0]))
 
     def _schedule_specs(self, first: StepSpec) -> tuple[Any, ...]:
         """Each ``@app.schedule`` with its input made and checked against the first step."""
@@ -311,13 +322,22 @@ class App:
         settings = settings or load_settings()
         return SagaClient.from_settings(settings, self.pipeline(settings))
 
-    def _after_name(self, d: _Declared) -> str | None:
-        if d.after is None or isinstance(d.after, str):
-            return d.after
+    def _after_names(self, d: _Declared) -> tuple[str, ...]:
+        if d.after is None:
+            return ()
+        if isinstance(d.after, list | tuple):
+            if not d.after:
+                raise AppError(f"step {d.name!r}: after=[] names no step; leave after= out")
+            return tuple(self._after_name(d, a) for a in d.after)
+        return (self._after_name(d, d.after),)
+
+    def _after_name(self, d: _Declared, after: str | Callable[..., Any]) -> str:
+        if isinstance(after, str):
+            return after
         for other in self._declared:
-            if other.fn is d.after:
+            if other.fn is after:
                 return other.name
-        label = getattr(d.after, "__name__", repr(d.after))
+        label = getattr(after, "__name__", repr(after))
         raise AppError(
             f"step {d.name!r} runs after {label}(), which is not a step of app {self._name!r} "
             "(decorate it with this app's @app.step, or name a step of this app)"
@@ -353,7 +373,7 @@ def _spec(d: _Declared) -> StepSpec:
         return wait_step(d.name, d.fn, d.wait)
     input_type, output_type = io_types(d.name, d.fn)
     if d.compensate is not None:
-        _check_compensate_types(d.name, d.compensate, input_type, output_type)
+        check_compensate_types(d.name, d.compensate, input_type, output_type)
     base = StepSpec(name=d.name, fn=d.fn, input_type=input_type, output_type=output_type)
     retry = base.retry
     if d.retries is not None:
@@ -373,47 +393,3 @@ def _spec(d: _Declared) -> StepSpec:
         warm=d.warm,
         version=d.version,
     )
-
-
-def io_types(step: str, fn: Callable[..., Any]) -> tuple[type, type]:
-    """The input and output Structs of ``async def fn(ctx, inp: In) -> Out``."""
-    hints = _hints(step, fn)
-    params = [
-        p
-        for p in inspect.signature(fn).parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    shape = f"`async def {step}(ctx, inp: In) -> Out` with msgspec Structs In and Out"
-    if len(params) < 2:
-        raise AppError(f"step {step!r} must take (ctx, input): {shape}")
-    found = (hints.get(params[1].name), hints.get("return"))
-    for what, tp in zip(("input", "output"), found, strict=True):
-        if not (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
-            got = "no annotation" if tp is None else describe(tp)
-            raise AppError(f"step {step!r}: its {what} type is {got}; write {shape}")
-    return typing.cast(tuple[type, type], found)
-
-
-def _hints(step: str, fn: Callable[..., Any]) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(fn)
-    except Exception as exc:  # a name the annotations use is not importable where fn is
-        raise AppError(
-            f"step {step!r}: its annotations cannot be read ({type(exc).__name__}: {exc}); "
-            "define the types at module level"
-        ) from None
-
-
-def _check_compensate_types(step: str, fn: CompensateFn, inp: type, out: type) -> None:
-    """An annotated compensation must accept what it will get: the step's input and output."""
-    hints = _hints(step, fn)
-    names = list(inspect.signature(fn).parameters)[1:3]
-    for what, given, name in zip(("input", "output"), (inp, out), names, strict=False):
-        wanted = hints.get(name)
-        if not (isinstance(wanted, type) and issubclass(wanted, msgspec.Struct)):
-            continue  # not annotated with a Struct: nothing to check
-        if (why := accepts(wanted, given)) is not None:
-            raise AppError(
-                f"step {step!r}: compensate= takes {describe(wanted)} as the step's {what}, "
-                f"which is {describe(given)}: {why}"
-            )

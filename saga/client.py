@@ -226,6 +226,7 @@ class SagaClient:
             step = saga.step
         info = self.type_info
         info.index(step)  # an unknown step: KeyError naming the steps
+        step = info.retry_from(step)  # a branch re-runs from the step it branches from
         while step in info.loads_pages and info.prev_of(step) != "_input":
             if await self.redis.exists(self.keys.pages(record_id)):
                 break

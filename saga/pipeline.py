@@ -10,7 +10,7 @@ registration and a deployment — no change to the engine.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,9 @@ class StepSpec:
     """The version of the step's code (``@app.step(version=2)``): written in the history
     row of each commit and in the saga (``sv:<step>``) when it is not 1, read back by
     the next step as ``ctx.input_version`` (docs/sagas.md, step versions)."""
+    joins: tuple[str, ...] = ()
+    """A join (``after=[a, b]``): its parents. Its input is a Struct whose fields are
+    named after them, each the parent's output (``join_input``)."""
 
     def __post_init__(self) -> None:
         validate_work(self.name)  # undo:<step> is the pseudo-step of a compensation
@@ -135,6 +138,11 @@ class Pipeline:
     """The saga type (``saga.App``'s name); the document pipeline's is ``documents``."""
     schedules: tuple[Any, ...] = ()
     """``@app.schedule``s (``saga.schedules.ScheduleSpec``), registered by the controller."""
+    graph: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each step's parents when the steps are not one chain (branches, joins); () for a
+    chain, whose ``steps`` order says it all. ``steps`` is then a topological order."""
+    lanes: frozenset[str] = field(default=frozenset(), init=False)
+    """The steps that can run at the same time as another (``saga.app_graph.lanes_of``)."""
 
     def __post_init__(self) -> None:
         validate_type(self.name)
@@ -145,6 +153,10 @@ class Pipeline:
             raise ValueError(f"duplicate step names in {names}")
         for name in names:
             validate_step(name)  # no undo:<step> among the steps
+        if self.graph:
+            from saga.app_graph import lanes_of
+
+            object.__setattr__(self, "lanes", lanes_of(names, dict(self.graph)))
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -160,21 +172,59 @@ class Pipeline:
                 return spec
         raise KeyError(f"unknown step {name!r}; the pipeline has {', '.join(self.names)}")
 
-    def next_of(self, name: str) -> str:
-        """The step after ``name``, or "" for the last."""
+    def parents_of(self, name: str) -> tuple[str, ...]:
+        """The steps ``name`` runs after (() for the first)."""
+        if self.graph:
+            return dict(self.graph)[self.get(name).name]
         i = self.names.index(self.get(name).name)
-        return self.steps[i + 1].name if i + 1 < len(self.steps) else ""
+        return (self.steps[i - 1].name,) if i > 0 else ()
+
+    def children_of(self, name: str) -> tuple[str, ...]:
+        """The steps that run after ``name``, in the steps' order."""
+        return tuple(s for s in self.names if name in self.parents_of(s))
+
+    def next_of(self, name: str) -> str:
+        """What the commit of ``name`` enqueues: the step after it ("" for the last) in a
+        chain; in a graph, when it forks, joins or is a lane, a route for the commit
+        script (``includes/lanes.lua``): ``&`` (a step of the saga's own fields) or ``|``
+        (a lane), then one item per child, ``+name`` (a lane) or ``=name`` (a step of the
+        saga's own fields), with ``=p1,p2`` after it naming the child's other parents
+        when it has several (it is enqueued once they all committed in the epoch)."""
+        if not self.graph:
+            i = self.names.index(self.get(name).name)
+            return self.steps[i + 1].name if i + 1 < len(self.steps) else ""
+        kids = self.children_of(name)
+        lane = name in self.lanes
+        if not lane and not kids:
+            return ""
+        one = len(kids) == 1 and kids[0] not in self.lanes
+        if not lane and one and len(self.parents_of(kids[0])) == 1:
+            return kids[0]
+        items = []
+        for kid in kids:
+            others = [p for p in self.parents_of(kid) if p != name]
+            kind = "+" if kid in self.lanes else "="
+            items.append(f"{kind}{kid}" + (f"={','.join(others)}" if others else ""))
+        return ("|" if lane else "&") + " ".join(items)
 
     def prev_of(self, name: str) -> str:
-        """The step whose output is ``name``'s input ("_input" for the first)."""
-        i = self.names.index(self.get(name).name)
-        return self.steps[i - 1].name if i > 0 else "_input"
+        """The step whose output is ``name``'s input ("_input" for the first; a join's
+        first parent: its input is made of all its parents', ``join_input``)."""
+        parents = self.parents_of(name)
+        return parents[0] if parents else "_input"
+
+    def claim_guess(self, name: str) -> str:
+        """What a claim of ``name`` is told of its input (claim_steps ARGV[9]): the step
+        before it, with ``|`` in front for a lane (its own lease and token)."""
+        return ("|" if name in self.lanes else "") + self.prev_of(name)
 
     def undoable(self) -> tuple[str, ...]:
         """The steps that have a compensation, latest first (the order they are undone)."""
         return tuple(s.name for s in reversed(self.steps) if s.compensate is not None)
 
     def insert_after(self, after: str, spec: StepSpec) -> Pipeline:
+        if self.graph:
+            raise ValueError(f"saga type {self.name!r} has branches: add steps with saga.App")
         i = self.names.index(self.get(after).name)
         return replace(self, steps=(*self.steps[: i + 1], spec, *self.steps[i + 1 :]))
 
@@ -188,7 +238,12 @@ class Pipeline:
         """What the registry of types keeps of this pipeline (``saga.state.types``)."""
         pages = tuple(s.name for s in self.steps if s.loads_pages)
         return TypeInfo(
-            name=self.name, steps=self.names, loads_pages=pages, undoable=self.undoable()
+            name=self.name,
+            steps=self.names,
+            loads_pages=pages,
+            undoable=self.undoable(),
+            parents=self.graph,
+            lanes=tuple(s for s in self.names if s in self.lanes),
         )
 
     def with_overrides(self, overrides: Callable[[StepSpec], StepSpec]) -> Pipeline:
@@ -235,3 +290,10 @@ def discovered_registrations() -> list[StepRegistration]:
             raise TypeError(f"entry point {ep.name!r} did not give a StepRegistration")
         regs.append(reg)
     return regs
+
+
+def join_input(parents: tuple[str, ...], outputs: Mapping[str, bytes]) -> bytes:
+    """The input of a join: a JSON object whose fields are its parents' names, each the
+    parent's committed output (``outputs``: ``out:<parent>`` -> JSON)."""
+    parts = [b'"' + p.encode() + b'":' + (outputs.get(f"out:{p}") or b"null") for p in parents]
+    return b"{" + b",".join(parts) + b"}"

@@ -33,6 +33,8 @@ class SagaRow(msgspec.Struct, frozen=True):
     """``"<step>: <reason>"`` of the first step that flagged it for review; "" if none."""
     parked: str = ""
     """Why it waits without spending attempts: ``budget`` or ``circuit``; "" otherwise."""
+    lanes: tuple[str, ...] = ()
+    """While its branches run: the steps in flight (``step`` is the first of them)."""
 
 
 class Cursor(msgspec.Struct, frozen=True):
@@ -92,7 +94,7 @@ class SagaPage(msgspec.Struct, frozen=True):
     """Where the page before this one ends (its ``before``); None on the first page."""
 
 
-_FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em")
+_FIELDS = ("uid", "state", "step", "created", "updated", "ec", "em", "lanes", "sect", "epoch")
 _MAX_ROUNDS = 20
 
 
@@ -219,8 +221,11 @@ def _saga_row(rid: str, v: list[Any], steps: list[str]) -> SagaRow:
     flags = [f"{s}: {text(r)}" for s, r in zip(steps, v[n + 2 * m :], strict=True) if r]
     state, ec = text(v[1]), text(v[5])
     parked = park_reason(ec) if state == SagaState.WAITING_RETRY else ""
+    live = state == SagaState.RUNNING and text(v[8]) != "" and text(v[8]) == text(v[9])
+    lanes = tuple(text(v[7]).split()) if live else ()
     return SagaRow(rid, text(v[0]), state, step, tries, num(v[3]), num(v[4]), cost,
-                   ec, error_message(text(v[6])), flags[0] if flags else "", parked)  # fmt: skip
+                   ec, error_message(text(v[6])), flags[0] if flags else "", parked,
+                   lanes)  # fmt: skip
 
 
 def _ran_version(done_and_version: list[Any], version: int) -> bool:
@@ -234,7 +239,7 @@ def _matches(row: SagaRow, q: ListQuery) -> bool:
     return (
         (not q.user or row.user_id == q.user)
         and (not q.state or row.state == q.state.value)
-        and (not q.step or row.step == q.step)
+        and (not q.step or row.step == q.step or q.step in row.lanes)
         and (not q.review or bool(row.review))
         and (not q.parked or bool(row.parked))
         and row.created_ms >= q.since_ms

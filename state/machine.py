@@ -20,6 +20,7 @@ from saga.state.codes import RC, raise_for, to_code
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys, RecordKeys
+from saga.state.lanes import is_route, route_children
 from saga.state.limits import StateLimits
 from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
@@ -198,6 +199,7 @@ class StateMachine:
         args = [claim.token, lease_ms, GROUP, worker, claim.entry_id, op or new_op()]
         capped = claim.step in self.user_caps
         args.append(f"{claim.user_id}|{claim.record_id}" if capped else "")
+        args.append(claim.step)  # a lane's lease is its own (lua/includes/lanes)
         reply = await self._resend(lambda: evalsha(self.client, "extend_lease", keys, args))
         code = to_code(reply[0])
         raise_for(code, claim.record_id)
@@ -229,7 +231,13 @@ class StateMachine:
         p, step = rk.partition, claim.step
         ready = k.ready(p, step)
         keys += (rk.saga, rk.history, rk.pages, ready)
-        keys.append(k.ready(p, req.next_step) if req.next_step else ready)
+        kids = route_children(req.next_step)  # a route: one ready stream per child
+        if kids:
+            keys.append(k.ready(p, kids[0]))
+        elif req.next_step and not is_route(req.next_step):
+            keys.append(k.ready(p, req.next_step))
+        else:
+            keys.append(ready)
         cap, lease_ms = self.user_caps.get(step, (0, 0))
         if cap > 0:  # the script reads the two keys when the lease it is given is > 0
             keys += (k.inflight(p, step), k.deferred(p, step))
@@ -238,6 +246,7 @@ class StateMachine:
             lease_ms = 0
         cost_keys = req.cost_keys[:64]
         keys += cost_keys
+        keys += [k.ready(p, kid) for kid in kids[1:32]]
         if k.sealer is None:
             output, pages, checkpoint = req.output, req.pages or b"", req.checkpoint or b""
         else:  # encrypted before they leave the process (state/sealing.py)

@@ -136,6 +136,9 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     """A retry's due time; while ``waiting``, its timer's (0: none)."""
     wait_event: str = ""
     """While ``waiting``: the event it waits for ("" for a sleep)."""
+    lanes: tuple[Lane, ...] = ()
+    """While branches run (``lua/includes/lanes.lua``): each one in flight; the saga's own
+    token, worker and lease are then empty."""
     entry: str = ""
     document: str = ""
     trace: str = ""
@@ -168,6 +171,16 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     def parked_reason(self) -> str:
         """``budget`` or ``circuit`` while it waits with its attempt refunded; else ""."""
         return park_reason(self.error_class) if self.state == SagaState.WAITING_RETRY else ""
+
+
+class Lane(msgspec.Struct, frozen=True, kw_only=True):
+    """A branch's step in flight: its own state (pending, running, waiting_retry), and
+    while it runs its worker and claim time."""
+
+    step: str
+    state: str
+    worker: str = ""
+    claimed_ms: int = 0
 
 
 class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):

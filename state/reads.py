@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from saga.state.errors import SagaNotFoundError
 from saga.state.ids import validate_id
 from saga.state.keys import Keys
-from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.state.model import EventType, HistoryEvent, Lane, Saga, SagaState
 from saga.state.replies import num, text
 from saga.state.sealing import error_detail, error_message
 
@@ -48,6 +49,7 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
         claimed_ms=num(f.get("claimed")),
         due_ms=num(f.get("due")),
         wait_event=text(f.get("wev")),
+        lanes=lanes_of(f),
         entry=text(f.get("entry")),
         document=text(f.get("doc")),
         trace=text(f.get("trace")),
@@ -121,3 +123,15 @@ async def get_input(client: Any, keys: Keys, record_id: str) -> str:
     validate_id(record_id)
     raw = await client.hget(keys.saga(record_id), "out:_input")
     return text(keys.unseal(raw)) if raw else ""
+
+
+def lanes_of(f: Mapping[str, Any]) -> tuple[Lane, ...]:
+    """The lanes in flight of a saga's fields (none unless its branches run now)."""
+    live = text(f.get("state")) == "running" and text(f.get("sect")) not in ("", None)
+    if not live or text(f.get("sect")) != text(f.get("epoch")):
+        return ()
+    return tuple(
+        Lane(step=step, state=text(f.get(f"ls@{step}")), worker=text(f.get(f"lw@{step}")),
+             claimed_ms=num(f.get(f"lc@{step}")))
+        for step in text(f.get("lanes")).split()
+    )  # fmt: skip

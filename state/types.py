@@ -30,6 +30,10 @@ class TypeInfo(msgspec.Struct, frozen=True, kw_only=True):
     loads_pages: tuple[str, ...] = ()
     undoable: tuple[str, ...] = ()
     """The steps that have a compensation, latest first (``saga cancel --compensate``)."""
+    parents: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Each step's parents when the type has branches (``Pipeline.graph``); () for a chain."""
+    lanes: tuple[str, ...] = ()
+    """The steps that run in parallel with another (``Pipeline.lanes``)."""
     v: int = SCHEMA
 
     def __post_init__(self) -> None:
@@ -44,9 +48,24 @@ class TypeInfo(msgspec.Struct, frozen=True, kw_only=True):
         return self.steps[0]
 
     def prev_of(self, step: str) -> str:
-        """The step whose output ``step`` reads ("_input" for the first)."""
+        """The step whose output ``step`` reads ("_input" for the first; a join's first
+        parent)."""
         i = self.index(step)
+        if self.parents:
+            ps = dict(self.parents).get(step, ())
+            return ps[0] if ps else "_input"
         return self.steps[i - 1] if i > 0 else "_input"
+
+    def retry_from(self, step: str) -> str:
+        """Where a re-run of ``step`` starts: a branch (a lane) re-runs from the latest
+        step before it that is not in parallel with another, so every branch and the join
+        run again in one epoch (a join fires only on its parents' commits of one epoch)."""
+        parents = dict(self.parents)
+        for _ in range(len(self.steps)):
+            if step not in self.lanes:
+                return step
+            step = parents[step][0]
+        return step
 
     def index(self, step: str) -> int:
         if step not in self.steps:

@@ -104,8 +104,7 @@ def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) 
                 _close_all(live, e, "superseded", lambda a: a.epoch < e.epoch)  # noqa: B023
             elif e.event == E.COMPENSATING:  # cancel --compensate fenced what ran
                 _close_all(live, e, "cancelled", lambda a: a.epoch < e.epoch)  # noqa: B023
-    running = _running(saga, live)
-    if running is not None:
+    for running in _running(saga, live):
         rows.append(running)
         live.append(running)
     for a in live:
@@ -128,24 +127,26 @@ def _lost(e: HistoryEvent, outcome: str = "lease_expired") -> Attempt:
     )
 
 
-def _running(saga: Saga | None, live: list[Attempt]) -> Attempt | None:
-    """The attempt running now, from the saga hash, unless a reclaim already drew it
-    (an undo attempt runs in a compensating saga that holds a lease)."""
-    if saga is None or not saga.claimed_ms:
-        return None
-    if saga.state != SagaState.RUNNING and not (
-        saga.state == SagaState.COMPENSATING and saga.token
+def _running(saga: Saga | None, live: list[Attempt]) -> list[Attempt]:
+    """The attempts running now, from the saga hash, unless a reclaim already drew them
+    (an undo attempt runs in a compensating saga that holds a lease; while branches run,
+    each lane running holds its own)."""
+    if saga is None:
+        return []
+    if saga.lanes:
+        now = [(x.step, x.worker, x.claimed_ms) for x in saga.lanes if x.state == "running"]
+    elif saga.claimed_ms and (
+        saga.state == SagaState.RUNNING or (saga.state == SagaState.COMPENSATING and saga.token)
     ):
-        return None
-    if any(a.step == saga.step and a.epoch == saga.epoch for a in live):
-        return None
-    return Attempt(
-        step=saga.step,
-        attempt=saga.attempts.get(saga.step, 0),
-        epoch=saga.epoch,
-        worker=saga.worker,
-        start_ms=saga.claimed_ms,
-    )
+        now = [(saga.step, saga.worker, saga.claimed_ms)]
+    else:
+        return []
+    return [
+        Attempt(step=step, attempt=saga.attempts.get(step, 0), epoch=saga.epoch, worker=worker,
+                start_ms=claimed)
+        for step, worker, claimed in now
+        if not any(a.step == step and a.epoch == saga.epoch for a in live)
+    ]  # fmt: skip
 
 
 def _match(live: list[Attempt], e: HistoryEvent) -> Attempt | None:

@@ -60,16 +60,18 @@ def main(args: argparse.Namespace) -> int:
     async def go() -> int:
         from saga.runtime import client_for
         from saga.state.reads import get_saga_and_history
+        from saga.state.types import type_info
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)
+            info = await type_info(client, keys, keys.saga_type)
             if args.follow:
-                return await follow(client, keys, args.record_id, as_json=args.json)
+                return await follow(client, keys, args.record_id, as_json=args.json, info=info)
             saga, events = await get_saga_and_history(client, keys, args.record_id)
         if args.json:
             print_json(document(saga, events, _now_ms(), outputs=args.output))
         else:
-            print(render(saga, events, _now_ms()))
+            print(render(saga, events, _now_ms(), info))
             if args.output:
                 from saga.cli.outputs import render_outputs
 
@@ -105,7 +107,7 @@ def document(saga: Any, events: list[Any], now_ms: int, *, outputs: bool = False
     )
 
 
-def render(saga: Any, events: list[Any], now_ms: int) -> str:
+def render(saga: Any, events: list[Any], now_ms: int, info: Any = None) -> str:
     """The header block and the timeline table, for people: fitted to the terminal's
     width, where the header's error wraps (never cut); whole rows when piped."""
     from saga.cli.tables import terminal_width, wrap
@@ -137,8 +139,13 @@ def render(saga: Any, events: list[Any], now_ms: int) -> str:
     elif saga.state.value == "waiting":
         head.append(("awaits", f"signal {saga.wait_event!r}" if saga.wait_event else "timer"))
         head.append(("timer", fmt_ms(saga.due_ms) if saga.due_ms else "none"))
+    from saga.cli.branch_labels import step_labels
+
+    labels = step_labels(info.parents, info.lanes, fancy=tty()) if info is not None else {}
+    if saga.lanes:  # branches in flight, each with its own state
+        head.append(("lanes", ", ".join(f"{x.step} {x.state}" for x in saga.lanes)))
     lines = [line for k, v in head for line in wrap(k, v or "-", columns)]
-    headers, rows = layout(saga, events, now_ms, fancy=tty(), columns=columns)
+    headers, rows = layout(saga, events, now_ms, fancy=tty(), columns=columns, labels=labels)
     return "\n".join(lines) + "\n\n" + table(headers, rows, width=columns, shrink={})
 
 
@@ -162,7 +169,7 @@ def event_line(e: Any) -> str:
     return "  ".join(p for p in parts if p)
 
 
-async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool) -> int:
+async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool, info: Any = None) -> int:
     """Poll every POLL_S until the saga reaches a terminal state."""
     import sys
 
@@ -177,11 +184,11 @@ async def follow(client: Any, keys: Any, record_id: str, *, as_json: bool) -> in
         saga, events = await get_saga_and_history(client, keys, record_id)
         new = [e for e in events if last is None or _id(e.id) > last]
         if redraw:
-            sys.stdout.write("\033[H\033[2J" + render(saga, events, _now_ms()) + "\n")
+            sys.stdout.write("\033[H\033[2J" + render(saga, events, _now_ms(), info) + "\n")
         elif as_json:
             sys.stdout.writelines(msgspec.json.encode(e).decode() + "\n" for e in new)
         elif last is None:
-            sys.stdout.write(render(saga, events, _now_ms()) + "\n\n")
+            sys.stdout.write(render(saga, events, _now_ms(), info) + "\n\n")
         else:
             sys.stdout.writelines(event_line(e) + "\n" for e in new)
         sys.stdout.flush()

@@ -8,14 +8,14 @@ is a parameter, so tests can render a timeline from hand-built events.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
-from saga.state.model import EventType, HistoryEvent, Saga, SagaState
+from saga.state.model import EventType, HistoryEvent, Lane, Saga, SagaState
 from saga.telemetry.redact import reference_text
 
 E = EventType
@@ -60,6 +60,8 @@ class SagaView(msgspec.Struct, kw_only=True):
     error_detail: str = ""
     """The error's operator detail (a path, a URL), opened with ``SAGA_DATA_KEY``; "" without
     a key, and always "" for a console viewer."""
+    lanes: tuple[Lane, ...] = ()
+    """While its branches run: each step in flight with its own state (docs/sagas.md)."""
 
 
 def saga_view(s: Saga) -> SagaView:
@@ -84,6 +86,7 @@ def saga_view(s: Saga) -> SagaView:
         review=s.review,
         parked_reason=s.parked_reason,
         error_detail=s.error_detail,
+        lanes=s.lanes,
     )
 
 
@@ -142,16 +145,23 @@ BAR_MIN, BAR_MAX, BAR_PIPED = 10, 80, 30
 
 
 def layout(
-    saga: Saga, events: Sequence[HistoryEvent], now_ms: int, *, fancy: bool, columns: int | None
+    saga: Saga,
+    events: Sequence[HistoryEvent],
+    now_ms: int,
+    *,
+    fancy: bool,
+    columns: int | None,
+    labels: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[list[str]]]:
     """Headers and cells of the timeline table; the last column is the bar. With
     ``columns`` (a terminal's width) the rows fit it: the error is cut, then
     low-value columns dropped, and the bar takes what is left (10 to 80
     characters); without, every column is whole and the bar 30 characters wide.
-    ``fancy``: block characters and colour (a TTY)."""
+    ``fancy``: block characters and colour (a TTY). ``labels``: a step's row label
+    (``saga.cli.branch_labels``: its parents, and a mark for a parallel step)."""
     span = axis(events, not saga.state.terminal, now_ms)
     rows = pair(events, now_ms, saga)
-    cells = [_cells(r) for r in rows]
+    cells = [_cells(r, labels or {}) for r in rows]
     headers = list(HEADERS)
     width = BAR_PIPED
     if columns is not None:
@@ -165,11 +175,11 @@ def layout(
     return [*headers, head], [[*c, b] for c, b in zip(cells, bars, strict=True)]
 
 
-def _cells(r: Row) -> list[str]:
+def _cells(r: Row, labels: Mapping[str, str]) -> list[str]:
     if isinstance(r, Attempt):
         label, code = LABELS[r.outcome]
         return [
-            r.step if r.step_version == 1 else f"{r.step} v{r.step_version}",
+            labels.get(r.step, r.step) + (f" v{r.step_version}" if r.step_version != 1 else ""),
             str(r.attempt),
             str(r.epoch),
             r.worker or "-",
@@ -179,7 +189,7 @@ def _cells(r: Row) -> list[str]:
             error_text(r.error_class, r.error_message, None) or "-",
             money(r.cost),
         ]
-    return [r.step, "", str(r.epoch or ""), r.worker, _clock(r.at_ms), "",
+    return [labels.get(r.step, r.step), "", str(r.epoch or ""), r.worker, _clock(r.at_ms), "",
             colour(r.event.value, "2"), _note(r), ""]  # fmt: skip
 
 

@@ -6,7 +6,7 @@ come from the stylesheet (the CSP allows no inline style)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +39,15 @@ class TimelineRow:
     w: float
 
 
-def timeline(saga: Saga, events: Sequence[HistoryEvent], now_ms: int) -> list[TimelineRow]:
-    """One row per attempt and per other event, in history order, on one time axis."""
+def timeline(
+    saga: Saga,
+    events: Sequence[HistoryEvent],
+    now_ms: int,
+    labels: Mapping[str, str] | None = None,
+) -> list[TimelineRow]:
+    """One row per attempt and per other event, in history order, on one time axis;
+    ``labels``: a step's row label (``saga.cli.branch_labels``, for a type with branches)."""
+    names = labels or {}
     span = axis(events, not saga.state.terminal, now_ms)
     scale = WIDTH / (span[1] - span[0])
     rows = []
@@ -50,7 +57,8 @@ def timeline(saga: Saga, events: Sequence[HistoryEvent], now_ms: int) -> list[Ti
             x = min(max((r.start_ms - span[0]) * scale, 0.0), WIDTH - MARK)
             w = max(min((end - span[0]) * scale, WIDTH) - x, MARK)
             rows.append(TimelineRow(
-                True, r.step, str(r.attempt), str(r.epoch), r.worker or "-", clock(r.start_ms),
+                True, names.get(r.step, r.step), str(r.attempt), str(r.epoch), r.worker or "-",
+                clock(r.start_ms),
                 iso(r.start_ms), fmt_duration(r.duration_ms / 1000), LABELS[r.outcome][0],
                 r.outcome, error_text(r.error_class, r.error_message, None), money(r.cost),
                 round(x, 2), round(w, 2),
@@ -58,7 +66,8 @@ def timeline(saga: Saga, events: Sequence[HistoryEvent], now_ms: int) -> list[Ti
         else:
             x = min(max((r.at_ms - span[0]) * scale, 0.0), WIDTH - MARK / 2)
             rows.append(TimelineRow(
-                False, r.step, "", str(r.epoch or ""), r.worker, clock(r.at_ms), iso(r.at_ms),
+                False, names.get(r.step, r.step), "", str(r.epoch or ""), r.worker,
+                clock(r.at_ms), iso(r.at_ms),
                 "", r.event.value, "event", _note(r), "", round(x, 2), MARK / 2,
             ))  # fmt: skip
     return rows

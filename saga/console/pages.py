@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from saga.cli.branch_labels import step_labels
 from saga.cli.common import fmt_resume
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
@@ -130,7 +131,9 @@ async def saga(request: Request, who: Identity | None) -> Response:
         s = msgspec.structs.replace(s, document="", error_detail="")
     outputs = render_outputs(s.outputs, s.undone_outputs) if operator else ""
     blocks = await _json_blocks(svc, keys, s) if operator else []
-    return render(request, "saga.html", s=s, rows=timeline(s, events, now),
+    info = sagas.type_info
+    labels = step_labels(info.parents, info.lanes, fancy=True)
+    return render(request, "saga.html", s=s, rows=timeline(s, events, now, labels),
                   budget_parked=await _budget_parked(svc, keys, s),
                   span=span_text(events, not s.state.terminal, now), outputs=outputs,
                   blocks=blocks,

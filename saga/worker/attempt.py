@@ -12,12 +12,13 @@ import msgspec
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.pipeline import Pipeline, StepSpec
+from saga.pipeline import Pipeline, StepSpec, join_input
 from saga.retry import decide
 from saga.settings import Settings
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import LeaseLostError
+from saga.state.lanes import is_route
 from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction, SagaState, is_undo
 from saga.state.requests import CommitRequest, FailRequest, Outcome
@@ -153,7 +154,8 @@ class AttemptRunner:
     ) -> tuple[bytes, str]:
         """The encoded output and its review reason (see ``review_reason``)."""
         try:
-            inp: Any = msgspec.json.decode(ctx.claim.input or b"{}", type=spec.input_type)
+            raw = join_input(spec.joins, ctx.claim.extra) if spec.joins else ctx.claim.input
+            inp: Any = msgspec.json.decode(raw or b"{}", type=spec.input_type)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError too
             raise invalid_input(spec, exc) from None
         error: Exception | None = None
@@ -246,7 +248,7 @@ class AttemptRunner:
             log.info(
                 "step_committed",
                 duration_seconds=round(duration, 6),
-                next_step=req.next_step,
+                next_step=outcome.detail if is_route(req.next_step) else req.next_step,
                 cost_usd=usd,
                 duplicate=outcome.code == RC.DUPLICATE,
             )

@@ -27,11 +27,13 @@ async def refuse_removed_steps(client: Any, keys: Keys, steps: tuple[str, ...]) 
 
 
 def claim_extras(spec: StepSpec, prev: dict[str, str], versioned: bool) -> tuple[str, ...]:
-    """Its earlier output (``StepSpec.previous_output``) and, in a pipeline with a
-    versioned step (``Pipeline.versioned``), the version of the step before, which
-    ``ctx.input_version`` reads (``sv:<step>``, written by that step's commit)."""
+    """Its earlier output (``StepSpec.previous_output``), a join's parents' outputs and,
+    in a pipeline with a versioned step (``Pipeline.versioned``), the version of the step
+    before, which ``ctx.input_version`` reads (``sv:<step>``, written by that step's
+    commit)."""
     extras: tuple[str, ...] = (f"out:{spec.name}",) if spec.previous_output else ()
-    before = prev.get(spec.name, "_input")
+    extras += tuple(f"out:{p}" for p in spec.joins)  # a join's input: its parents' outputs
+    before = prev.get(spec.name, "_input").lstrip("|")  # a lane's is marked (claim_guess)
     if versioned and before != "_input" and not is_undo(spec.name):
         extras += (f"sv:{before}",)
     return extras

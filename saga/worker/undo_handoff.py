@@ -18,9 +18,14 @@ def with_undos(specs: Sequence[StepSpec]) -> list[StepSpec]:
 
 
 def previous_steps(pipeline: Pipeline, specs: Sequence[StepSpec]) -> dict[str, str]:
-    """The step whose output each of ``specs`` takes as input; an undo's is that of the
-    step it undoes."""
-    return {s.name: pipeline.prev_of(undone_step(s.name)) for s in specs}
+    """The step whose output each of ``specs`` takes as input (``Pipeline.claim_guess``:
+    a lane's is marked); an undo's is that of the step it undoes."""
+    return {
+        s.name: pipeline.prev_of(undone_step(s.name))
+        if is_undo(s.name)
+        else pipeline.claim_guess(s.name)
+        for s in specs
+    }
 
 
 class UndoHandoff:

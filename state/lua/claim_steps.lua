@@ -31,6 +31,8 @@
 --          attempt, or a slow one whose lease lapsed, does not dead-letter a healthy saga.
 -- ARGV[9]  the step whose output is this step's input, as the pipeline says ("" = unknown):
 --          read with the saga's fields in one HMGET; the saga's own 'prev' decides
+--          ('|<step>': this step is a lane, includes/lanes: its lease, token and entry
+--          are the lane's fields, its input that step's output; no cap, no lowering)
 -- ARGV[10] per-user cap: attempts of this step one user may hold at once in this
 --          partition while other entries wait undelivered in the stream (the group's lag;
 --          0: no cap, KEYS[11..12] untouched). An entry over it is deferred:
@@ -88,6 +90,7 @@
 --@include user_cap
 --@include undo_plan
 --@include lowered
+--@include lanes
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
@@ -125,11 +128,28 @@ local fields = {'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token', 'lease', '
 local N_BASE = #fields
 for j = 1, n_extra do fields[N_BASE + j] = ARGV[11 + j] end
 
+-- A lane's claim (ARGV[9] is '|<parent>', includes/lanes) reads the same places from the
+-- lane's fields; its input is its parent's output, whatever committed last.
+local lane_parent = nil
+if string.byte(guess, 1) == 124 then lane_parent = string.sub(guess, 2) end
+local lane_fields = {}
+if lane_parent then
+  for j = 1, 64 do lane_fields[j] = fields[j] end  -- #fields: 21 and n_extra (<= 32)
+  local at = {[4] = 'sect', [7] = 'lt@', [8] = 'll@', [9] = 'le@', [10] = 'lw@', [14] = 'lo@',
+              [16] = 'ls@', [18] = 'lc@', [20] = 'lanes'}
+  for j = 1, 21 do
+    local name = at[j]
+    if name and string.sub(name, -1) == '@' then name = name .. step end
+    if name then lane_fields[j] = name end
+  end
+  lane_fields[17] = 'out:' .. lane_parent
+end
+
 local function claim_data(code, saga, pages_key, entry, record, s, attempt, expired, token,
                           lease_until)
   local prev = s[16] or '_input'
   local input = s[17]
-  if prev ~= guess then input = redis.call('HGET', saga, 'out:' .. prev) end
+  if not lane_parent and prev ~= guess then input = redis.call('HGET', saga, 'out:' .. prev) end
   local pages = false
   if want_pages then pages = redis.call('GET', pages_key) or false end
   local reply = {code, entry, record, s[2], attempt, tonumber(s[5]), token, lease_until,
@@ -184,24 +204,109 @@ local function lower_it(s)
   return waiting > 0
 end
 
+-- The lease expiries reached their cap: dead-lettered ('failed'), or 'compensating' when a
+-- committed step has a compensation (as fail_step's dead path: no dead letter, the undos run).
+local function expire_dead(saga, hist, entry, record, user, from, epoch, attempt, last_worker)
+  local em = 'the lease expired ' .. max_expiries .. ' times, last on attempt ' .. attempt ..
+             ' (worker ' .. (last_worker or '?') .. '); the executor may be crashing on this record'
+  local ev = {'e', 'dead_lettered', 's', step, 'a', attempt, 'ep', epoch, 'w', worker,
+              't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op}
+  redis.call('XACK', ready, group, entry)
+  if cap > 0 then
+    free_slot({inflight = inflight, deferred = deferred, ready = ready}, user, record, now)
+  end
+  redis.call('HSET', saga, 'step', step)  -- a lane's: the saga failed there
+  local plan, head = undo_plan(saga, undo_at, n_undo)
+  local state = STATE.FAILED
+  if head > 0 then
+    ev[#ev + 1] = 'x'
+    ev[#ev + 1] = STATE.COMPENSATING
+    redis.call('HSET', saga, 'ec', 'LeaseExpired', 'em', em)
+    redis.call('HINCRBY', KEYS[4], 'dead:' .. step, 1)
+    history_append(hist, maxlen, ev)
+    state = begin_undo({saga = saga, hist = hist, ready_at = 16, index_at = 5,
+                        record = record, from = from, step = step, epoch = epoch, now = now,
+                        maxlen = maxlen, op = op,
+                        why = 'step ' .. step .. ' lost its lease ' .. max_expiries .. ' times',
+                        retired = retired, user = user, ret = ret},
+                       plan, head)
+  else
+    dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5,
+                 retired = retired},
+                {record = record, user = user, step = step, attempt = attempt, epoch = epoch,
+                 from = from, ec = 'LeaseExpired', em = em, now = now, ret = ret})
+    history_append(hist, maxlen, ev)
+  end
+  redis.call('HSET', saga, 'op', op)
+  return {RC.DEAD_LETTERED, entry, record, state}
+end
+
+local function missing(entry, record)
+  -- Once only: a re-sent batch finds the entry already acknowledged.
+  if #redis.call('XPENDING', ready, group, entry, entry, 1) > 0 then
+    redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
+               'rid', record, 'reason', 'saga not found', 't', now)
+    redis.call('XACK', ready, group, entry)
+    -- A released entry's reserved slot is not held for a saga that is gone: found by
+    -- its record (the user went with the hash), handed on (includes/user_cap).
+    if cap > 0 then
+      free_orphan_slot({inflight = inflight, deferred = deferred, ready = ready}, record, now)
+    end
+  end
+  return {RC.NOT_FOUND, entry, record}
+end
+
+-- A lane's entry: no per-user cap or priority lowering (its saga is running already).
+local function claim_lane(entry, record, saga, hist, pages_key)
+  local s = redis.call('HMGET', saga, unpack(lane_fields))
+  if not s[2] then return missing(entry, record) end
+  if schema_newer(s[1]) then return {RC.SCHEMA_NEWER, entry, record} end
+  local epoch = tonumber(s[5])
+  local live = lane_live(s[3], s[4], s[5])
+  if live and s[14] == op and s[16] == STATE.RUNNING and s[9] == entry and s[10] == worker then
+    return claim_data(RC.DUPLICATE, saga, pages_key, entry, record, s,
+                      attempts_of(s[15], epoch), attempts_of(s[19], epoch), s[7], tonumber(s[8]))
+  end
+  if not live or s[9] ~= entry or (s[16] ~= STATE.PENDING and s[16] ~= STATE.RUNNING) then
+    redis.call('XACK', ready, group, entry)
+    return {RC.STALE_ENTRY, entry, record, s[3]}
+  end
+  local takeover = s[16] == STATE.RUNNING
+  if takeover and tonumber(s[8]) > now then return {RC.LEASE_HELD, entry, record, s[10]} end
+  local expired = attempts_of(s[19], epoch)
+  if takeover and expired + 1 >= max_expiries then
+    return expire_dead(saga, hist, entry, record, s[2], s[3], epoch, attempts_of(s[15], epoch),
+                       s[10])
+  end
+  local seq = string.format('%d', tonumber(s[6]) + 1)
+  local attempt = attempts_of(s[15], epoch) + 1
+  local token, lease_until = s[5] .. ':' .. seq, now + lease_ms
+  redis.call('HSET', saga, 'seq', seq, 'ls@' .. step, STATE.RUNNING, 'lt@' .. step, token,
+             'lw@' .. step, worker, 'll@' .. step, string.format('%d', lease_until),
+             'lc@' .. step, now_s, 'updated', now_s, 'lo@' .. step, op,
+             'att:' .. step, s[5] .. ':' .. string.format('%d', attempt))
+  if takeover then
+    expired = expired + 1
+    redis.call('HSET', saga, 'lx:' .. step, epoch .. ':' .. expired)
+    history_append(hist, maxlen, {'e', 'reclaimed', 's', step, 'a', attempt, 'ep', epoch,
+                                  'w', worker, 't', now, 'op', op,
+                                  'x', 'lease of ' .. (s[10] or '?') .. ' expired',
+                                  'pa', attempt - 1, 'pw', s[10] or '', 'pt', s[18] or ''})
+  end
+  return claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, expired, token,
+                    lease_until)
+end
+
 for i = 1, n do
   local entry, record = ARGV[first_pair + 2 * (i - 1)], ARGV[first_pair + 2 * (i - 1) + 1]
   local base = first_saga_key + 3 * (i - 1)
   local saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
-  local s = redis.call('HMGET', saga, unpack(fields))
-  if not s[2] then
-    -- Once only: a re-sent batch finds the entry already acknowledged.
-    if #redis.call('XPENDING', ready, group, entry, entry, 1) > 0 then
-      redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
-                 'rid', record, 'reason', 'saga not found', 't', now)
-      redis.call('XACK', ready, group, entry)
-      -- A released entry's reserved slot is not held for a saga that is gone: found by
-      -- its record (the user went with the hash), handed on (includes/user_cap).
-      if cap > 0 then
-        free_orphan_slot({inflight = inflight, deferred = deferred, ready = ready}, record, now)
-      end
-    end
-    replies[i] = {RC.NOT_FOUND, entry, record}
+  local s = nil
+  if not lane_parent then s = redis.call('HMGET', saga, unpack(fields)) end
+  if lane_parent then
+    replies[i] = claim_lane(entry, record, saga, hist, pages_key)
+  elseif not s[2] then
+    replies[i] = missing(entry, record)
   elseif schema_newer(s[1]) then
     replies[i] = {RC.SCHEMA_NEWER, entry, record}
   elseif s[14] == op and s[3] == STATE.RUNNING and s[9] == entry and s[10] == worker then
@@ -227,38 +332,8 @@ for i = 1, n do
   elseif s[3] == STATE.RUNNING and tonumber(s[8]) > now then
     replies[i] = {RC.LEASE_HELD, entry, record, s[10]}
   elseif s[3] == STATE.RUNNING and attempts_of(s[19], tonumber(s[5])) + 1 >= max_expiries then
-    local epoch, attempt = tonumber(s[5]), attempts_of(s[15], tonumber(s[5]))
-    local em = 'the lease expired ' .. max_expiries .. ' times, last on attempt ' .. attempt ..
-               ' (worker ' .. (s[10] or '?') .. '); the executor may be crashing on this record'
-    local ev = {'e', 'dead_lettered', 's', step, 'a', attempt, 'ep', epoch, 'w', worker,
-                't', now, 'ec', 'LeaseExpired', 'em', em, 'op', op}
-    redis.call('XACK', ready, group, entry)
-    if cap > 0 then
-      free_slot({inflight = inflight, deferred = deferred, ready = ready}, s[2], record, now)
-    end
-    local plan, head = undo_plan(saga, undo_at, n_undo)
-    local state = STATE.FAILED
-    if head > 0 then  -- as fail_step's dead path: no dead letter, the undos run
-      ev[#ev + 1] = 'x'
-      ev[#ev + 1] = STATE.COMPENSATING
-      redis.call('HSET', saga, 'ec', 'LeaseExpired', 'em', em)
-      redis.call('HINCRBY', KEYS[4], 'dead:' .. step, 1)
-      history_append(hist, maxlen, ev)
-      state = begin_undo({saga = saga, hist = hist, ready_at = 16, index_at = 5,
-                          record = record, from = s[3], step = step, epoch = epoch, now = now,
-                          maxlen = maxlen, op = op,
-                          why = 'step ' .. step .. ' lost its lease ' .. max_expiries .. ' times',
-                          retired = retired, user = s[2], ret = ret},
-                         plan, head)
-    else
-      dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5,
-                   retired = retired},
-                  {record = record, user = s[2], step = step, attempt = attempt, epoch = epoch,
-                   from = s[3], ec = 'LeaseExpired', em = em, now = now, ret = ret})
-      history_append(hist, maxlen, ev)
-    end
-    redis.call('HSET', saga, 'op', op)
-    replies[i] = {RC.DEAD_LETTERED, entry, record, state}
+    replies[i] = expire_dead(saga, hist, entry, record, s[2], s[3], tonumber(s[5]),
+                             attempts_of(s[15], tonumber(s[5])), s[10])
   elseif s[3] == STATE.PENDING and lower_it(s) then
     redis.call('XACK', ready, group, entry)
     redis.call('HSET', saga, 'entry', '', 'dfr', entry)

@@ -21,12 +21,15 @@
 --   KEYS[b+1]  history stream
 --   KEYS[b+2]  pages blob
 --   KEYS[b+3]  ready stream of the attempt's step
---   KEYS[b+4]  ready stream of the next step (KEYS[b+3] again when there is none)
+--   KEYS[b+4]  ready stream of the next step (KEYS[b+3] again when there is none; of
+--              the first child a route names, includes/lanes)
 --   KEYS[b+5], KEYS[b+6]  only when the step has a per-user cap: the users' slots
 --              {p}:inflight:<step> and the deferred entries {p}:deferred:<step>
 --              (see includes/user_cap)
 --   then c cached LLM answers the attempt used (their unattributed cost is added, and
 --   the budget hold of each, if any, released)
+--   then, when the next step is a route naming m children (includes/lanes), the ready
+--   streams of children 2..m
 -- ARGV[1]  consumer group
 -- ARGV[2]  history MAXLEN
 -- ARGV[3]  pages TTL (s)
@@ -38,7 +41,8 @@
 --   a     step name
 --   a+1   fencing token
 --   a+2   ready entry id of the input
---   a+3   next step name ("" completes the saga)
+--   a+3   next step name ("" completes the saga), or a route ('&...' or '|...': the
+--         attempt is a lane's when it starts with '|'; includes/lanes)
 --   a+4   step output (JSON)
 --   a+5   operation id
 --   a+6   pages blob to store ("" = none)
@@ -56,7 +60,9 @@
 --         sv:<step> (the next step's input version) and in the event ('sv'); "1" removes
 --         an sv:<step> an earlier epoch left
 -- Returns: one reply per attempt, in order:
---          {RC.OK, state, next_step, next_entry}
+--          {RC.OK, state, next_step, next_entry}   (a route: the children enqueued,
+--                                                   comma-separated, and the entry of the
+--                                                   saga-field step among them or "")
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
@@ -71,6 +77,7 @@
 --@include committed_event
 --@include user_cap
 --@include retire
+--@include lanes
 
 local group, maxlen, pages_ttl, retention = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local n = tonumber(ARGV[6])
@@ -85,14 +92,23 @@ local committed, steps = {}, {}
 
 -- b, a: the attempt's first key and argument; its cap's lease (0: none) and first cached
 -- answer's key come from the one place that walks the layout, the loop below.
-local function commit_one(b, a, cap_lease, first_cost)
+local function commit_one(b, a, cap_lease, first_cost, more_ready)
   local saga, hist, pages_key = KEYS[b], KEYS[b + 1], KEYS[b + 2]
   local ready, next_ready = KEYS[b + 3], KEYS[b + 4]
   local step, token, entry, next_step = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local op, worker, review, version = ARGV[a + 5], ARGV[a + 10], ARGV[a + 13], ARGV[a + 15]
+  local route = more_ready >= 0
+  local lane = route and string.byte(next_step, 1) == 124
 
-  local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
-                       'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step)
+  local s
+  if lane then  -- the same places, read from the lane's fields (includes/lanes)
+    s = redis.call('HMGET', saga, 'state', 'sect', 'lt@' .. step, 'le@' .. step, 'epoch', 'uid',
+                   'rid', 'lc@' .. step, 'done:' .. step, 'att:' .. step, 'sv:' .. step,
+                   'ls@' .. step, 'lanes')
+  else
+    s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
+                   'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step)
+  end
   if not s[1] then return {RC.NOT_FOUND} end
   if s[9] == token then
     -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
@@ -100,7 +116,13 @@ local function commit_one(b, a, cap_lease, first_cost)
     redis.call('HSET', saga, 'done:' .. step, token)
     return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
   end
-  if s[1] ~= STATE.RUNNING or s[2] ~= step or s[3] ~= token then
+  local live
+  if lane then
+    live = lane_live(s[1], s[2], s[5]) and s[12] == STATE.RUNNING and s[3] == token
+  else
+    live = s[1] == STATE.RUNNING and s[2] == step and s[3] == token
+  end
+  if not live then
     fenced(saga, hist, ready, group, entry, maxlen, step, token, worker, now_s, s[4], op, '')
     return {RC.LEASE_LOST, s[1]}
   end
@@ -117,8 +139,23 @@ local function commit_one(b, a, cap_lease, first_cost)
     end_capped({inflight = KEYS[b + 5], deferred = KEYS[b + 6], ready = ready}, user, record,
                now, cap_lease)
   end
-  local state, next_entry = STATE.COMPLETED, ''
-  if next_step ~= '' then
+  local state, next_entry, now_step, sect = STATE.COMPLETED, '', next_step, nil
+  if route then
+    local at = {b + 4}
+    for j = 1, 31 do
+      if j > more_ready then break end
+      at[j + 1] = first_cost + (tonumber(ARGV[a + 12]) or 0) + j - 1
+    end
+    local lanes, chain_step, chain_entry, fired = lane_route({saga = saga, record = record,
+      step = step, epoch = epoch, spec = next_step, lanes = s[13], ready_at = at})
+    next_step, now_step = fired, nil
+    if chain_step then
+      state, next_entry, now_step, sect = STATE.PENDING, chain_entry, chain_step, {'', ''}
+    elseif #lanes > 0 then
+      state, now_step, sect = STATE.RUNNING, lanes[1], {epoch, table.concat(lanes, ' ')}
+    end
+    if lane then lane_clear(saga, step) end
+  elseif next_step ~= '' then
     state = STATE.PENDING
     next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch,
                             'v', SCHEMA_VERSION)
@@ -127,9 +164,19 @@ local function commit_one(b, a, cap_lease, first_cost)
   local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
              'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s, 'ec', '',
              'em', '', 'op', op, 'state', state, 'entry', next_entry}
-  if next_step ~= '' then
+  if now_step and now_step ~= '' then
     f[#f + 1] = 'step'
-    f[#f + 1] = next_step
+    f[#f + 1] = now_step
+  end
+  if sect then
+    f[#f + 1] = 'sect'
+    f[#f + 1] = sect[1]
+    f[#f + 1] = 'lanes'
+    f[#f + 1] = sect[2]
+  end
+  if lane then
+    f[#f + 1] = 'ct:' .. step
+    f[#f + 1] = now_s
   end
   if ARGV[a + 9] ~= '' then
     f[#f + 1] = 'ckpt:' .. step
@@ -192,8 +239,10 @@ for i = 1, 64 do
   local cap_lease = tonumber(ARGV[a + 14]) or 0
   local first_cost = b + 5  -- after saga, history, pages, ready, next ready
   if cap_lease > 0 then first_cost = b + 7 end  -- and the cap's two keys
-  replies[i] = commit_one(b, a, cap_lease, first_cost)
-  b = first_cost + (tonumber(ARGV[a + 12]) or 0)
+  local more = route_items(ARGV[a + 3]) - 1  -- -2: no route; else its children's keys after 1
+  if more == -1 then more = 0 end
+  replies[i] = commit_one(b, a, cap_lease, first_cost, more)
+  b = first_cost + (tonumber(ARGV[a + 12]) or 0) + math.max(more, 0)
   a = a + 16
 end
 for j = 1, 64 do  -- #steps: at most n

@@ -9,6 +9,8 @@
 --          in the saga and its history, the first undo is enqueued
 -- The input entry is acknowledged in every case; a second fail of the same
 -- attempt returns the recorded result, writing nothing.
+-- A lane's attempt (includes/lanes) is told by its token: a retry or park leaves the
+-- saga running (its other lanes go on) with the lane waiting; dead fails the saga there.
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
@@ -65,6 +67,7 @@
 --@include dead_letter
 --@include user_cap
 --@include undo_plan
+--@include lanes
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
 local step, token, entry, group, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -74,12 +77,23 @@ if n_undo > 32 then return redis.error_reply('fail_step: at most 32 steps to und
 local retired, ret = KEYS[17 + n_cost + n_undo], ARGV[19 + n_undo]
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
-                     'claimed', 'failtok', 'att:' .. step)
+                     'claimed', 'failtok', 'att:' .. step, 'sect', 'ls@' .. step, 'lt@' .. step,
+                     'le@' .. step, 'lc@' .. step, 'lf@' .. step)
 if not s[1] then return {RC.NOT_FOUND} end
+-- A lane's attempt (includes/lanes): its token, entry, claim time and failure are its own.
+local lane = s[13] == token and lane_live(s[1], s[11], s[5])
+if lane or (s[16] == token and lane_live(s[1], s[11], s[5])) then
+  s[2], s[3], s[4], s[8], s[9] = step, s[13], s[14], s[15], s[16]
+  if s[12] ~= STATE.RUNNING then s[3] = '' end
+end
 if s[9] == token then
   -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
   -- then also covers the first call's writes, whichever connection sent them.
-  redis.call('HSET', saga, 'failtok', token)
+  if lane or s[16] == token then
+    redis.call('HSET', saga, 'lf@' .. step, token)
+  else
+    redis.call('HSET', saga, 'failtok', token)
+  end
   return {RC.DUPLICATE, s[1]}
 end
 local now = now_ms()
@@ -103,11 +117,17 @@ end
 redis.call('HINCRBY', KEYS[6], 'failed:' .. step, 1)
 add_cost({saga = saga, costs = KEYS[7], spend = KEYS[14], dd = ARGV[15]}, user, step,
          cost)
-redis.call('HSET', saga, 'failtok', token, 'op', ARGV[9])
+if lane then
+  redis.call('HSET', saga, 'lf@' .. step, token, 'op', ARGV[9])
+else
+  redis.call('HSET', saga, 'failtok', token, 'op', ARGV[9])
+end
 local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', duration,
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13], 'op', ARGV[9]}
 
 if action == 'dead' then
+  -- The saga failed at this lane ('failtok': a re-sent fail finds it once no lane is live).
+  if lane then redis.call('HSET', saga, 'step', step, 'failtok', token) end
   local plan, head = undo_plan(saga, 18, n_undo)
   if head > 0 then
     ev[#ev + 1] = 'e'
@@ -137,10 +157,16 @@ if action == 'dead' then
 end
 
 local due = now + tonumber(ARGV[6])
-redis.call('HSET', saga, 'state', STATE.WAITING_RETRY, 'token', '', 'lease', 0, 'worker', '',
-           'entry', '', 'due', due, 'ec', ec, 'em', em, 'updated', now)
+if lane then  -- the saga runs on (its other lanes); this lane waits for its retry
+  redis.call('HSET', saga, 'ls@' .. step, STATE.WAITING_RETRY, 'lt@' .. step, '',
+             'll@' .. step, 0, 'lw@' .. step, '', 'le@' .. step, '', 'ec', ec, 'em', em,
+             'updated', now)
+else
+  redis.call('HSET', saga, 'state', STATE.WAITING_RETRY, 'token', '', 'lease', 0, 'worker', '',
+             'entry', '', 'due', due, 'ec', ec, 'em', em, 'updated', now)
+  index_state(8, record, STATE.RUNNING, STATE.WAITING_RETRY, now)
+end
 redis.call('ZADD', KEYS[4], due, record)
-index_state(8, record, STATE.RUNNING, STATE.WAITING_RETRY, now)
 ev[#ev + 1] = 'due'
 ev[#ev + 1] = due
 ev[#ev + 1] = 'e'

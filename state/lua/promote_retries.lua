@@ -17,6 +17,7 @@
 --@include now
 --@include history
 --@include state_index
+--@include lanes
 
 local delayed, ready = KEYS[1], KEYS[2]
 local step, op, maxlen = ARGV[1], ARGV[2], ARGV[3]
@@ -32,9 +33,15 @@ for i = 1, n do
   if due and tonumber(due) > now then
     waiting = waiting + 1
   elseif due then
-    local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'token')
+    local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'token', 'sect', 'ls@' .. step)
     local undo = s[1] == STATE.COMPENSATING and (s[4] or '') == ''
-    if (s[1] == STATE.WAITING_RETRY or undo) and s[2] == step then
+    if s[6] == STATE.WAITING_RETRY and lane_live(s[1], s[5], s[3]) then
+      -- a lane's retry (includes/lanes): the saga runs on, the lane is pending again
+      local entry = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[3], 'v', SCHEMA_VERSION)
+      redis.call('HSET', saga, 'ls@' .. step, STATE.PENDING, 'le@' .. step, entry, 'updated', now)
+      history_append(hist, maxlen, {'e', 'promoted', 's', step, 'ep', s[3], 't', now, 'op', op})
+      promoted = promoted + 1
+    elseif (s[1] == STATE.WAITING_RETRY or undo) and s[2] == step then
       local entry = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[3], 'v', SCHEMA_VERSION)
       local to = STATE.PENDING
       if undo then to = STATE.COMPENSATING end

@@ -41,6 +41,7 @@
 --@include op
 --@include schema
 --@include user_cap
+--@include lanes
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, min_idle, op, step = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -59,7 +60,10 @@ for i = 1, n do
     replies[i] = {RC.BUSY, entry}
   else
     local s = redis.call('HMGET', saga, 'v', 'state', 'step', 'entry', 'lease', 'epoch', 'worker',
-                         'uid')
+                         'uid', 'sect', 'ls@' .. step, 'le@' .. step, 'll@' .. step, 'lw@' .. step)
+    -- A lane's entry (includes/lanes): the same checks, on the lane's fields.
+    local lane = s[11] == entry and lane_live(s[2], s[9], s[6])
+    if lane then s[2], s[3], s[4], s[5], s[7] = s[10], step, s[11], s[12], s[13] end
     if not s[2] then
       redis.call('XADD', quarantine, 'MAXLEN', '~', 10000, '*', 'entry', entry, 'stream', ready,
                  'rid', record, 'reason', 'saga not found', 't', now)
@@ -89,7 +93,11 @@ for i = 1, n do
       -- enqueues can tell a replacement from a second entry
       local new = redis.call('XADD', ready, '*', 'rid', record, 'ep', s[6], 'v', SCHEMA_VERSION,
                              'rq', entry)
-      redis.call('HSET', saga, 'entry', new)
+      if lane then
+        redis.call('HSET', saga, 'le@' .. step, new)
+      else
+        redis.call('HSET', saga, 'entry', new)
+      end
       redis.call('XACK', ready, group, entry)
       replies[i] = op_record(saga, op, {RC.OK, entry, new}, 'rq')
     end

@@ -4,6 +4,7 @@ when the app is built (or, when it can be told at once, when the step is declare
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
 import pytest
@@ -104,32 +105,34 @@ async def a_to_b_text(ctx: saga.StepContext, inp: Text) -> B:
     ("edges", "sentence"),
     [
         (
-            {"one": None, "two": "one", "three": "one"},
-            "steps 'two' and 'three' both run after 'one', but a saga type is one linear "
-            "chain of steps (branches are not supported yet)",
-        ),
-        (
             {"one": None, "two": None},
-            "steps 'one' and 'two' both have no after=, but a saga type is one linear chain "
-            "of steps (branches are not supported yet) with one first step",
+            "steps 'one' and 'two' both have no after=, but a saga type has one first step "
+            "(give the other an after=)",
         ),
         (
             {"one": None, "two": "three", "three": "two"},
-            "steps 'two', 'three' run after each other in a cycle, but a saga type is one "
-            "linear chain of steps (branches are not supported yet) from one first step",
+            "steps 'two', 'three' run after each other in a cycle; a saga type's steps run "
+            "from one first step without coming back",
         ),
         (
             {"one": None, "two": "nope"},
             "step 'two' runs after 'nope', which is not a step of app 'chain' "
             "(its steps: one, two)",
         ),
+        ({"one": "one"}, "step 'one' runs after itself; name another step in after="),
+        ({"one": None, "two": ["one", "one"]}, "step 'two' names one step twice in after="),
+        ({"one": None, "two": []}, "step 'two': after=[] names no step; leave after= out"),
+        (
+            {"one": None, "two": "one", "three": "one", "four": ["two", "three"]},
+            "step 'four' runs after two, three: its input A needs a field per parent "
+            "(two: A, three: A); it has no field 'two'",
+        ),
     ],
-    ids=["branch", "two-roots", "cycle", "unknown-after"],
+    ids=["two-roots", "cycle", "unknown-after", "itself", "twice", "empty", "join-shape"],
 )
-def test_steps_that_are_not_one_chain_are_refused(
-    edges: dict[str, str | None], sentence: str
-) -> None:
-    """Branches, two first steps, cycles and an unknown after= each fail with their sentence."""
+def test_steps_that_do_not_form_one_graph_are_refused(edges: dict[str, Any], sentence: str) -> None:
+    """Two first steps, cycles, an unknown after=, a join whose input has no field per
+    parent: each fails with its sentence."""
     app = saga.App("chain")
     for name, after in edges.items():
         app.step(name=name, after=after)(a_to_a)

@@ -30,8 +30,9 @@ def test_the_tutorial_is_short() -> None:
 
 
 def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
-    """The worker is killed mid-hotel; another takes over; pay fails; the flight is
-    undone under its own key, once; show draws the lost attempt and the undo row."""
+    """The worker is killed mid-hotel (the car, its parallel branch, commits); another
+    takes over; the join, pay, fails; the flight is undone under its own key, once; show
+    draws the lost attempt, the branches with their parents and the undo row."""
     code, shell = tutorial()
     (tmp_path / "trip.py").write_text(code)
     env = {k: v for k, v in os.environ.items()
@@ -55,7 +56,8 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     assert "cancelled flight LH-123 of alice (booked under t-1:flight:e1)" in out, res.stderr
     assert out.count("cancelled flight") == 1
     show = out[out.index("t-1") :]
-    for expected in ("compensated", "lease expired", "undo:flight", "card declined"):
+    for expected in ("compensated", "lease expired", "undo:flight", "card declined",
+                     "|| car <- flight", "pay <- hotel, car"):  # fmt: skip
         assert expected in show, (expected, show[-3000:])
 
 

@@ -2,14 +2,28 @@
 -- have a compensation, latest in the pipeline first (at most 32); the plan is those whose
 -- output is stored (committed, not yet undone). `ready_at` is the KEYS position of the
 -- undo ready stream of ARGV[at+1] (one per candidate, in the same order).
+-- Lanes (includes/lanes) committed at 'ct:<step>': a run of them (the branches between a
+-- fork and its join, side by side in the pipeline's order) is undone latest-committed first.
 local function undo_plan(saga, at, n)
-  local plan, heads = {}, {}
+  local plan, heads, done = {}, {}, {}
   for i = 1, 32 do
     if i > n then break end
     local name = ARGV[at + i]
-    if redis.call('HEXISTS', saga, 'out:' .. name) == 1 then
+    local got = redis.call('HMGET', saga, 'out:' .. name, 'ct:' .. name)
+    if got[1] then
       plan[#plan + 1] = name
       heads[#heads + 1] = i
+      done[#done + 1] = tonumber(got[2])
+    end
+  end
+  -- Insertion sort inside each run of lanes (at most 32 entries): latest commit first.
+  for j = 2, 32 do
+    if j > #plan then break end
+    for k = j, 2, -1 do
+      if not (done[k] and done[k - 1] and done[k] > done[k - 1]) then break end
+      plan[k], plan[k - 1] = plan[k - 1], plan[k]
+      heads[k], heads[k - 1] = heads[k - 1], heads[k]
+      done[k], done[k - 1] = done[k - 1], done[k]
     end
   end
   return plan, heads[1] or 0
