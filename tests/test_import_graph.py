@@ -224,7 +224,8 @@ def test_only_the_benchmark_imports_the_benchmark() -> None:
 API = ("saga.app", "saga.app_chain", "saga.app_types", "saga.app_waits", "saga.client",
        "saga.pipeline", "saga.schedules", "saga.retry", "saga.undo")  # fmt: skip
 ABOVE_API = ("saga.cli", "saga.console", "saga.worker", "saga.controller", "saga.bench",
-             "saga.evaluation", "saga.lifecycle", "saga.documents", "saga.demo")  # fmt: skip
+             "saga.evaluation", "saga.lifecycle", "saga.documents", "saga.publish",
+             "saga.review", "saga.demo")  # fmt: skip
 
 
 def test_the_public_api_imports_nothing_above_it() -> None:
