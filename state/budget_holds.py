@@ -49,32 +49,6 @@ def _f(x: float | None) -> str:
     return "" if x is None else repr(float(x))
 
 
-def held_pipeline(pipe: Any, keyspaces: Sequence[Keys], user_id: str) -> int:
-    """Queue the reads of a user's holds (one HGET per partition and type)."""
-    n = 0
-    for keys in keyspaces:
-        for p in keys.all_partitions():
-            pipe.hget(keys.holds(p), f"u|{user_id}")
-            n += 1
-    return n
-
-
-def sum_held(replies: Sequence[Any]) -> float:
-    return round(sum((float(r) for r in replies if r), 0.0), 9)
-
-
-async def held_of(client: Any, keyspaces: Sequence[Keys], users: Sequence[str]) -> dict[str, float]:
-    """Each user's total held now, over every partition and type, in one round trip."""
-    pipe = client.pipeline(transaction=False)
-    counts = [held_pipeline(pipe, keyspaces, u) for u in users]
-    replies = await pipe.execute()
-    out, at = {}, 0
-    for u, n in zip(users, counts, strict=True):
-        out[u] = sum_held(replies[at : at + n])
-        at += n
-    return out
-
-
 async def _outside(
     client: Any, keyspaces: Sequence[Keys], own: tuple[str, int], user: str, now: float
 ) -> tuple[float, float]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -17,6 +16,7 @@ import msgspec
 
 from saga.state.backoff import resend
 from saga.state.codes import RC, raise_for, to_code
+from saga.state.days import utc_day
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys, RecordKeys
@@ -391,20 +391,6 @@ class StateMachine:
         args = [step, op or new_op(), self.limits.history_maxlen, *records]
         reply = await self._resend(lambda: evalsha(self.client, "promote_retries", keys, args))
         return num(reply[1]), num(reply[2])
-
-
-_DAY: list[Any] = [0.0, ("", "", "")]  # (end of the cached UTC day, its names)
-
-
-def utc_day() -> tuple[str, str, str]:
-    """Today's UTC date, its month and day of the month (``2026-12-01``, ``2026-12``,
-    ``01``); strftime once a day, not once per transition."""
-    now = time.time()
-    if now >= _DAY[0]:
-        _DAY[0] = (now // 86400 + 1) * 86400
-        day = time.strftime("%Y-%m-%d", time.gmtime(now))
-        _DAY[1] = (day, day[:7], day[8:])
-    return _DAY[1]  # type: ignore[no-any-return]
 
 
 def _day() -> str:

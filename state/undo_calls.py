@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
+from saga.state.days import utc_day
 from saga.state.keys import GROUP
 from saga.state.model import Claim
 from saga.state.replies import ClaimOutcome, claim_outcome
@@ -98,8 +99,6 @@ def _billing(
 ) -> tuple[list[str], list[Any]]:
     """The keys and arguments an undo attempt bills its LLM cost with, as a step
     attempt's commit or fail does: the day's totals, the month's spend, cached answers."""
-    from saga.state.machine import utc_day  # machine imports this module
-
     date, month, dd = utc_day()
     cached = list(req.cost_keys[:64])
     keys = [sm.keys.costs(p, date), sm.keys.spend(p, month), *cached, sm.keys.retired(p)]

@@ -35,7 +35,7 @@ import anyio.to_thread
 from saga.steps.analytes import limits_for, unit_key
 from saga.steps.context import Embedder, StepContext
 from saga.steps.errors import CircuitOpenError, StepError
-from saga.steps.grouper import Draft
+from saga.steps.group_draft import Draft
 from saga.steps.models import Biomarker, JoinedBy, MemberSource
 from saga.steps.normalize import discriminators, normalize_name
 

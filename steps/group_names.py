@@ -17,7 +17,7 @@ import msgspec
 
 from saga.steps.context import LLM, StepContext
 from saga.steps.extract_llm import json_part
-from saga.steps.grouper import Draft
+from saga.steps.group_draft import Draft
 from saga.steps.models import JoinedBy, MemberSource
 from saga.steps.synonyms import canonical_name
 

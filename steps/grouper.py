@@ -20,11 +20,11 @@ records how it joined its group (``BiomarkerGroup.sources``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import msgspec
 
 from saga.steps.context import StepContext
+from saga.steps.group_draft import Draft
 from saga.steps.models import (
     Biomarker,
     BiomarkerGroup,
@@ -39,19 +39,6 @@ from saga.steps.synonyms import alias_index
 FUZZY_THRESHOLD = 90
 """Minimum rapidfuzz token_sort_ratio (0-100) on normalised names: catches typos and
 plural forms ("Triglyceride", "Cholestrol"), rejects "Creatine" vs "Creatinine" (89)."""
-
-
-@dataclass
-class Draft:
-    """A group being built: its name, whether the table named it, its members."""
-
-    canonical_name: str
-    known: bool
-    keys: list[str] = field(default_factory=list)
-    members: list[str] = field(default_factory=list)
-    indexes: list[int] = field(default_factory=list)
-    sources: list[MemberSource] = field(default_factory=list)
-    """How each member joined, in the order of ``members``."""
 
 
 def fuzzy_match(key: str, candidates: Sequence[str]) -> tuple[str, float] | None:

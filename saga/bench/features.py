@@ -19,8 +19,7 @@ from typing import Any
 
 import msgspec
 
-Row = tuple[str, str, float]
-"""(side, feature, µs per call)."""
+from saga.bench.server_features import Row, server_rows
 
 
 def _per_call(fn: Callable[[], Any], n: int) -> float:
@@ -234,8 +233,6 @@ async def worker_rows(n: int) -> list[Row]:
 
 
 async def measure(n: int = 20_000) -> list[Row]:
-    from saga.bench.server_features import server_rows
-
     return [*await worker_rows(n), *await server_rows(n)]
 
 

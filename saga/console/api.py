@@ -8,33 +8,21 @@ form); errors are ``{"error": "<one sentence>"}`` with the status that fits.
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlencode
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from saga.console import params, review_api
 from saga.console.auth import Identity
-from saga.console.service import Service
+from saga.console.responses import json, service
 from saga.console.tokens import Role
 from saga.console.web import Body, bool_field, endpoint, list_field, text_field, who_of
 from saga.state.ids import validate_id
 
 PREFIX = "/api/v1"
 VIEWER, OPERATOR, PRODUCER = Role.VIEWER, Role.OPERATOR, Role.PRODUCER
-
-
-def json(data: Any, status: int = 200) -> Response:
-    """msgspec encodes the CLI's Structs as the CLI prints them."""
-    return Response(msgspec.json.encode(data), status_code=status, media_type="application/json")
-
-
-def service(request: Request) -> Service:
-    s: Service = request.app.state.service
-    return s
 
 
 @endpoint((VIEWER, PRODUCER), api=True)

@@ -40,14 +40,14 @@ async def _rows(request: Request) -> Any:
 
 @endpoint(Role.VIEWER, api=True)
 async def schedules_api(request: Request, who: Identity | None) -> Response:
-    from saga.console.api import json
+    from saga.console.responses import json
 
     return json(await _rows(request))
 
 
 @endpoint(Role.VIEWER, api=False)
 async def schedules_page(request: Request, who: Identity | None) -> Response:
-    from saga.console.pages import render
+    from saga.console.responses import render
 
     return render(request, "schedules.html", rows=(await _rows(request)).schedules)
 

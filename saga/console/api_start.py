@@ -41,7 +41,7 @@ FIELDS = frozenset({"record_id", "user_id", "type", "input", "priority"})
 async def start(request: Request, who: Identity | None, body: Body) -> Response:
     from saga.cli.shapes_saga import StartDocument
     from saga.cli.timeline import saga_view
-    from saga.console.api import json, service
+    from saga.console.responses import json, service
     from saga.console.service import _audited
 
     w = who_of(who)
@@ -119,7 +119,7 @@ async def _client(request: Request, saga_type: str | None) -> Any:
     """A SagaClient of ``saga_type`` (default: the console's own), which must be registered;
     one per type and registration, kept for the app's life."""
     from saga.client import SagaClient
-    from saga.console.api import service
+    from saga.console.responses import service
     from saga.state.keys import validate_type
     from saga.state.types import type_info
 

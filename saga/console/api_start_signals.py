@@ -33,8 +33,8 @@ def _starters() -> Any:
 @endpoint(_starters(), api=True, mutates=True)
 async def signal(request: Request, who: Identity | None, body: Body) -> Response:
     from saga.console import params
-    from saga.console.api import json
     from saga.console.api_start import _client, limit
+    from saga.console.responses import json
     from saga.console.service import _audited
 
     w = who_of(who)

@@ -18,7 +18,8 @@ from saga.console import params
 from saga.console.auth import Identity
 from saga.console.budgets import budget_of, left
 from saga.console.errors import ConsoleError
-from saga.console.pages import render, see_other, service
+from saga.console.pages import see_other
+from saga.console.responses import render, service
 from saga.console.tokens import Role
 from saga.console.web import Body, classify, endpoint, who_of
 from saga.state.budgets import Budget, Exceeded, Spend, over_budget

@@ -17,8 +17,9 @@ from saga.cli.branch_labels import step_labels
 from saga.cli.common import fmt_resume
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
-from saga.console.draw import cost_chart, span_text, timeline, usd, when
+from saga.console.draw import cost_chart, span_text, timeline
 from saga.console.errors import ConsoleError, Unauthenticated
+from saga.console.responses import render, service
 from saga.console.service import Service
 from saga.console.tokens import Role
 from saga.console.web import Body, endpoint, set_cookie, text_field, who_of
@@ -37,19 +38,6 @@ DONE = {
 
 ACTIONS = ("retry", "cancel", "compensate", "accept")
 ACTIONS_TEXT = "action must be retry, cancel, compensate or accept"
-
-
-def render(request: Request, name: str, status: int = 200, **context: Any) -> Response:
-    context.setdefault("who", getattr(request.state, "who", None))
-    context["csrf"] = request.state.csrf
-    context["when"], context["usd"], context["resume"] = when, usd, fmt_resume
-    templates = request.app.state.templates
-    return templates.TemplateResponse(request, name, context, status_code=status)  # type: ignore[no-any-return]
-
-
-def service(request: Request) -> Service:
-    s: Service = request.app.state.service
-    return s
 
 
 def see_other(url: str) -> Response:

@@ -23,7 +23,7 @@ KINDS = ("accept", "correct", "reject", "add")
 
 
 def _json(data: object, status: int = 200) -> Response:
-    from saga.console.api import json
+    from saga.console.responses import json
 
     return json(data, status)
 

@@ -21,7 +21,8 @@ from saga.console import params
 from saga.console import review_service as rs
 from saga.console.auth import Identity
 from saga.console.errors import ConsoleError, NotFound
-from saga.console.pages import render, see_other, service
+from saga.console.pages import see_other
+from saga.console.responses import render, service
 from saga.console.review_queue import age_text, queue, slug
 from saga.console.tokens import Role
 from saga.console.web import Body, endpoint, text_field, who_of

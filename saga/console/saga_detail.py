@@ -90,7 +90,7 @@ def event_rows(events: Sequence[HistoryEvent], operator: bool) -> list[EventRow]
 
 @endpoint(Role.VIEWER, api=False)
 async def history(request: Request, who: Identity | None) -> Response:
-    from saga.console.pages import render, service
+    from saga.console.responses import render, service
     from saga.state.reads import get_saga_and_history
 
     rid = validate_id(request.path_params["record_id"], "record id")

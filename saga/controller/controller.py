@@ -19,10 +19,10 @@ import anyio
 import structlog
 from redis.exceptions import ResponseError
 
+from saga.controller.firing import Firing
 from saga.controller.requeue import Requeuer
 from saga.controller.types import TypeWork, leases_of, prepared, type_work, with_undos
 from saga.pipeline import StepSpec
-from saga.schedules import Firing
 from saga.settings import Settings
 from saga.state import partitions, streams
 from saga.state.backoff import resending
@@ -114,7 +114,7 @@ class Controller:
         return sum([await w.requeuer.once() for w in await self.discover()])
 
     async def fire_schedules(self) -> int:
-        """Start the sagas of the schedules whose tick has come (``saga.schedules``)."""
+        """Start the sagas of the schedules whose tick has come (``saga.controller.firing``)."""
         if self._firing is None:
             self._firing = Firing(self.client, self.keys, self.settings, own=self.pipeline)
         return await self._firing.once(int(time.time() * 1000))
@@ -152,7 +152,7 @@ class Controller:
             await streams.ensure_groups(self.client, self.keys, self.steps)
             await self.discover()
             if self.pipeline is not None and self.pipeline.schedules:
-                from saga.schedules import register
+                from saga.controller.firing import register
 
                 now, own = int(time.time() * 1000), self.pipeline
                 await register(self.client, self.keys, own.name, own.schedules, now)

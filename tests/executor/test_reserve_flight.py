@@ -23,7 +23,7 @@ import msgspec
 import pytest
 
 from saga.client import SagaClient
-from saga.state import budget_holds
+from saga.state import budget_holds, budgets
 from saga.state.keys import Keys
 from saga.state.replies import text
 from tests.adapters.support import Stub, chat_reply, serve
@@ -113,7 +113,7 @@ async def one_run(spawn: SpawnWorker, sagas: SagaClient, redis: Any, keys: Keys,
 
     await wait_until(settled, within=240, what="every saga past the router or parked", every=0.2)
     lapsed = await budget_holds.lapse_holds(redis, keys, 0)  # what the sweep would release
-    held = (await budget_holds.held_of(redis, [keys], [user]))[user]
+    held = (await budgets.held_of(redis, [keys], [user]))[user]
     [status] = cli_json(keys, redis_url, "budget", "show", user)["budgets"]
     spent = status["spent_today_usd"]
     passed = [rid for rid, (s, _, _) in zip(rids, await _routed(redis, keys, rids), strict=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from saga.client import SagaClient
-from saga.schedules import Firing
+from saga.controller.firing import Firing
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.streams import ensure_groups

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from saga.schedules import Firing, check_cron, next_fire
+from saga.controller.firing import Firing
+from saga.schedules import check_cron, next_fire
 from saga.settings import Settings
 from saga.state import schedules as store
 from saga.state.keys import Keys

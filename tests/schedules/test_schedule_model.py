@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 from saga.client import SagaClient
-from saga.schedules import Firing, next_fire
+from saga.controller.firing import Firing
+from saga.schedules import next_fire
 from saga.settings import Settings
 from saga.state import schedules as store
 from saga.state.connection import connect

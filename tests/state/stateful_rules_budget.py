@@ -24,8 +24,8 @@ from saga.state import budget_holds
 from saga.state.budget_holds import HoldRequest
 from saga.state.budgets import Budget
 from saga.state.codes import RC
+from saga.state.days import utc_day
 from saga.state.errors import LeaseLostError, SagaNotFoundError
-from saga.state.machine import utc_day
 from saga.state.model import Claim
 from saga.state.replies import text
 from tests.state.helpers import snapshot

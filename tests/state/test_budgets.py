@@ -11,8 +11,9 @@ import pytest
 from saga.state import budgets
 from saga.state.budgets import Budget, Spend, next_day, next_month, over_budget
 from saga.state.codes import RC
+from saga.state.days import utc_day
 from saga.state.keys import Keys
-from saga.state.machine import StateMachine, utc_day
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction, SagaState
 from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import claim_next, events, saga_hash

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from saga.state.codes import RC
+from saga.state.days import utc_day
 from saga.state.keys import Keys
-from saga.state.machine import StateMachine, utc_day
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction
 from saga.state.recovery import recover_idle
 from saga.state.requests import CommitRequest, FailRequest

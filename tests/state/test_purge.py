@@ -13,8 +13,9 @@ import pytest
 
 from saga.state import operator, recovery
 from saga.state.budgets import Budget, set_budget
+from saga.state.days import utc_day
 from saga.state.keys import ERASED_USER, GROUP
-from saga.state.machine import StateMachine, utc_day
+from saga.state.machine import StateMachine
 from saga.state.model import FailAction
 from saga.state.purge import Purger, purge_user, work_of
 from saga.state.reads import get_saga

@@ -10,12 +10,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.state import budget_holds, operator
+from saga.state import budget_holds, budgets, operator
 from saga.state.budget_holds import HoldRequest
 from saga.state.budgets import Budget
+from saga.state.days import utc_day
 from saga.state.errors import LeaseLostError
 from saga.state.keys import Keys
-from saga.state.machine import StateMachine, utc_day
+from saga.state.machine import StateMachine
 from saga.state.model import Claim, FailAction
 from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import claim_next, server_ms
@@ -36,7 +37,7 @@ def _hold(keys: Keys, claim: Claim, usd: float, n: int = 0) -> HoldRequest:
 
 
 async def _held(redis: Any, keys: Keys, user: str = "u1") -> float:
-    return (await budget_holds.held_of(redis, [keys], [user]))[user]
+    return (await budgets.held_of(redis, [keys], [user]))[user]
 
 
 async def _spent(redis: Any, keys: Keys, user: str = "u1") -> float:
@@ -191,8 +192,6 @@ async def test_budget_show_counts_what_is_held_against_what_is_left(
     sm: StateMachine, keys: Keys, redis: Any
 ) -> None:
     """``statuses`` (saga budget show, the console, the API) carries the user's holds."""
-    from saga.state import budgets
-
     await budgets.set_budget(redis, keys, "u1", Budget(daily=1.0))
     [c] = await _running(sm, "r1")
     await budget_holds.reserve(redis, keys, [keys], _hold(keys, c, 0.25), Budget(daily=1.0))
