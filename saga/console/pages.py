@@ -14,7 +14,6 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from saga.cli.branch_labels import step_labels
-from saga.cli.common import fmt_resume
 from saga.console import params
 from saga.console.auth import SESSION_COOKIE, Identity
 from saga.console.draw import cost_chart, span_text, timeline
