@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from saga.pipeline import AppError, StepSpec
+from saga.pipeline import AppError, StepSpec, lanes_of
 
 
 def graph_order(app: str, after: Mapping[str, Sequence[str]]) -> list[str]:
@@ -59,24 +59,6 @@ def graph_order(app: str, after: Mapping[str, Sequence[str]]) -> list[str]:
         order.append(ready[0])
         placed.add(ready[0])
     return order
-
-
-def lanes_of(order: Sequence[str], parents: Mapping[str, Sequence[str]]) -> frozenset[str]:
-    """The steps that can run at the same time as another one: neither an ancestor nor a
-    descendant of some other step. ``order`` is topological."""
-    ancestors: dict[str, set[str]] = {}
-    for step in order:
-        found: set[str] = set()
-        for p in parents.get(step, ()):
-            found |= {p, *ancestors[p]}
-        ancestors[step] = found
-    lanes = set()
-    for step in order:
-        for other in order:
-            if other != step and other not in ancestors[step] and step not in ancestors[other]:
-                lanes.add(step)
-                break
-    return frozenset(lanes)
 
 
 def check_edges(specs: list[StepSpec], parents: Mapping[str, tuple[str, ...]]) -> list[StepSpec]:

@@ -10,7 +10,7 @@ registration and a deployment — no change to the engine.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -32,6 +32,24 @@ CompensateFn = Callable[[Any, Any, Any, str], Awaitable[None]]
 
 class AppError(ValueError):
     """A saga type's definition cannot run; the message says why, in one sentence."""
+
+
+def lanes_of(order: Sequence[str], parents: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """The steps that can run at the same time as another one: neither an ancestor nor a
+    descendant of some other step. ``order`` is topological."""
+    ancestors: dict[str, set[str]] = {}
+    for step in order:
+        found: set[str] = set()
+        for p in parents.get(step, ()):
+            found |= {p, *ancestors[p]}
+        ancestors[step] = found
+    lanes = set()
+    for step in order:
+        for other in order:
+            if other != step and other not in ancestors[step] and step not in ancestors[other]:
+                lanes.add(step)
+                break
+    return frozenset(lanes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +169,7 @@ class Pipeline:
     """Each step's parents when the steps are not one chain (branches, joins); () for a
     chain, whose ``steps`` order says it all. ``steps`` is then a topological order."""
     lanes: frozenset[str] = field(default=frozenset(), init=False)
-    """The steps that can run at the same time as another (``saga.app_graph.lanes_of``)."""
+    """The steps that can run at the same time as another (``lanes_of``)."""
 
     def __post_init__(self) -> None:
         validate_type(self.name)
@@ -163,8 +181,6 @@ class Pipeline:
         for name in names:
             validate_step(name)  # no undo:<step> among the steps
         if self.graph:
-            from saga.app_graph import lanes_of
-
             object.__setattr__(self, "lanes", lanes_of(names, dict(self.graph)))
 
     @property

@@ -149,3 +149,7 @@ class PayloadTooLargeError(PermanentError):
 class PolicyError(PermanentError):
     """The fetch policy refuses the document: a path outside the allowed roots, a URL
     under no allowed prefix, or an address the deployment does not allow."""
+
+
+class OcrUnavailableError(PermanentError):
+    """The OCR engine or its language data are not installed on this worker."""

@@ -28,11 +28,10 @@ from typing import Any, NamedTuple
 import msgspec
 from PIL import Image, UnidentifiedImageError
 
-from saga.steps.errors import InvalidInputError, PayloadTooLargeError
+from saga.steps.errors import InvalidInputError, OcrUnavailableError, PayloadTooLargeError
 from saga.steps.models import OcrPage
 from saga.steps.ocr_engine import (
     OCR_DPI,
-    OcrUnavailableError,
     available,
     despeckle_window,
     read_page,

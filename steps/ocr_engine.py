@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import msgspec
 from PIL import Image, ImageFilter, ImageOps
 
-from saga.steps.errors import PermanentError
+from saga.steps.errors import OcrUnavailableError, PermanentError
 from saga.steps.ocr_reread import reread
 
 OCR_DPI = 300
@@ -60,10 +60,6 @@ class PageWords(msgspec.Struct, frozen=True, kw_only=True):
     rotated: int = 0
     """Degrees the page was turned before reading (0, 90, 180, 270)."""
     skew: float = 0.0
-
-
-class OcrUnavailableError(PermanentError):
-    """The OCR engine or its language data are not installed on this worker."""
 
 
 def available(languages: str = DEFAULT_LANGUAGES) -> str:

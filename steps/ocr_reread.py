@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from msgspec.structs import replace
 from PIL import Image, ImageOps
 
-from saga.steps.errors import PermanentError
+from saga.steps.errors import OcrUnavailableError, PermanentError
 
 if TYPE_CHECKING:  # ocr_engine imports this module
     from saga.steps.ocr_engine import Word
@@ -117,8 +117,6 @@ def read_crops(crops: Sequence[Image.Image], allowed: str = "") -> list[tuple[st
     """Each crop read as one line of number characters: (text, lowest word confidence);
     ("", 0) where Tesseract read nothing."""
     import pytesseract
-
-    from saga.steps.ocr_engine import OcrUnavailableError
 
     with tempfile.TemporaryDirectory(prefix="saga-ocr-") as folder:
         paths = []
