@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 
+from saga.state.history_codec import event_fields
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import Claim
@@ -99,7 +100,7 @@ async def saga_hash(client: Any, keys: Keys, record_id: str) -> dict[str, str]:
 
 async def history(client: Any, keys: Keys, record_id: str) -> list[dict[str, str]]:
     rows = await client.xrange(keys.history(record_id))
-    return [{text(k): text(v) for k, v in f.items()} for _, f in rows]
+    return [{text(k): text(v) for k, v in event_fields(f).items()} for _, f in rows]
 
 
 async def events(client: Any, keys: Keys, record_id: str) -> list[str]:
@@ -125,8 +126,9 @@ async def pending_ids(client: Any, stream: str) -> set[str]:
 
 
 async def stream_rows(client: Any, stream: str) -> list[tuple[str, dict[str, str]]]:
+    """A stream's entries (a history's packed events opened: state/history_codec)."""
     rows = await client.xrange(stream)
-    return [(text(i), {text(k): text(v) for k, v in f.items()}) for i, f in rows]
+    return [(text(i), {text(k): text(v) for k, v in event_fields(f).items()}) for i, f in rows]
 
 
 async def last_delivered(client: Any, stream: str) -> str:
