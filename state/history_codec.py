@@ -7,12 +7,13 @@ entry of a stream node shares the name of (a stream stores an entry with its nod
 first entry's field names as a flag). Schema 1 and before: each name and value is a
 stream field of its own. Every reader goes through ``event_fields``, which reads both:
 entries of both shapes sit side by side in a history until ``saga migrate`` has
-repacked the old ones (state/migrations_v2.py), and archives hold the unpacked names.
+repacked the old ones (state/migrate_history.py), and archives hold the unpacked names.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -45,7 +46,7 @@ def unpack(raw: bytes) -> list[bytes]:
     return [_as_bytes(v) for v in items]
 
 
-def pack(fields: dict[bytes, bytes] | dict[str, str]) -> bytes:
+def pack(fields: Mapping[Any, Any]) -> bytes:
     """The packed shape of an event's names and values (as Lua's cmsgpack writes it)."""
     flat: list[Any] = []
     for name, value in fields.items():

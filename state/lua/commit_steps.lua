@@ -92,7 +92,7 @@ local function commit_one(b, a, cap_lease, first_cost)
   local op, worker, review, version = ARGV[a + 5], ARGV[a + 10], ARGV[a + 13], ARGV[a + 15]
 
   local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
-                       'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step)
+                       'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step, 'ec')
   if not s[1] then return {RC.NOT_FOUND} end
   if s[9] == token then
     -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
@@ -125,8 +125,14 @@ local function commit_one(b, a, cap_lease, first_cost)
   end
   -- One HSET for every field (each redis.call costs ~2 µs of conversion on the server).
   local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
-             'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s, 'ec', '',
-             'em', '', 'op', op, 'state', state, 'entry', next_entry}
+             'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s,
+             'op', op, 'state', state, 'entry', next_entry}
+  if s[12] and s[12] ~= '' then  -- an earlier attempt's error is cleared; none: not written
+    f[#f + 1] = 'ec'
+    f[#f + 1] = ''
+    f[#f + 1] = 'em'
+    f[#f + 1] = ''
+  end
   if next_step ~= '' then
     f[#f + 1] = 'step'
     f[#f + 1] = next_step

@@ -93,9 +93,17 @@ async def wait_lease_expired(client: Any, lease_until_ms: int) -> None:
 
 
 # -- inspection -----------------------------------------------------------------
+class SagaFields(dict[str, str]):
+    """A saga hash's fields; one that is not stored reads as "" (the scripts write no
+    field for what is empty: start_saga's document, trace and token; commit's error)."""
+
+    def __missing__(self, name: str) -> str:
+        return ""
+
+
 async def saga_hash(client: Any, keys: Keys, record_id: str) -> dict[str, str]:
     raw = await client.hgetall(keys.saga(record_id))
-    return {text(k): text(v) for k, v in raw.items()}
+    return SagaFields({text(k): text(v) for k, v in raw.items()})
 
 
 async def history(client: Any, keys: Keys, record_id: str) -> list[dict[str, str]]:
