@@ -88,9 +88,7 @@ async def test_a_run_killed_after_any_batch_resumes_to_the_same_end(
     assert again.migrations == [] and again.to_version == 2
 
 
-async def test_a_batch_run_twice_rewrites_nothing_the_second_time(
-    redis: Any, keys: Keys
-) -> None:
+async def test_a_batch_run_twice_rewrites_nothing_the_second_time(redis: Any, keys: Keys) -> None:
     """The migration's progress forgotten (as if killed before it was stored), the whole
     migration runs again: the histories packed by the first run are left alone."""
     await _v1_keyspace(redis, keys)
