@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 
+from saga.state.history_codec import event_fields
 from saga.state.keys import Keys
 from saga.state.replies import text
 from saga.state.sealing import DETAIL_SEP, MARK, Sealer
@@ -165,8 +166,8 @@ async def read_sagas(
                 created_ms=int(text(raw.get(b"created", b"0")) or 0),
                 saga={text(k): encode_value(v, opener) for k, v in raw.items()},
                 history=[
-                    (text(i), {text(k): encode_value(v, opener) for k, v in e.items()})
-                    for i, e in rows
+                    (text(i), {text(k): encode_value(v, opener) for k, v in fields.items()})
+                    for i, fields in ((i, event_fields(e)) for i, e in rows)
                 ],
                 indexes={n: float(v) for n, v in mine if v not in (None, b"")},
             )

@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from saga.state import history_codec
 from saga.state.archive import ArchivedSaga, decode_value
 from saga.state.codes import RC, to_code
 from saga.state.keys import Keys
@@ -77,9 +78,9 @@ async def import_one(
         args += [len(fields) // 2 if first else 0, *(fields if first else [])]
         args.append(len(chunk))
         for entry_id, entry in chunk:
-            args += [entry_id, len(entry)]
-            for name, value in entry.items():
-                args += [name, decode_value(value)]
+            # the archive holds each event's names; the history gets schema 2's one field
+            packed = history_codec.pack({n: decode_value(v) for n, v in entry.items()})
+            args += [entry_id, 1, history_codec.PACKED, packed]
         reply = await evalsha(client, "import_record", ks, args)
         code = to_code(reply[0])
         if code == RC.USER_MISMATCH:

@@ -96,6 +96,13 @@ async def _old_tokens(client: Any, keys: Keys, cursor: str, batch: int, apply: b
     return await _move_hash(client, keys.legacy_console_tokens(), None, cursor, batch, apply)
 
 
+async def _pack_histories(client: Any, keys: Keys, cursor: str, batch: int, apply: bool) -> Batch:
+    from saga.state.migrate_history import pack_histories
+
+    changed, nxt = await pack_histories(client, keys, cursor, batch, apply)
+    return Batch(changed, nxt)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         "budgets-to-ops-prefix",
@@ -108,6 +115,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         1,
         "delete console tokens of the old scheme (no longer valid; mint new ones)",
         _old_tokens,
+    ),
+    Migration(
+        "pack-history-events",
+        2,
+        "repack each history's events of the old shape (a stream field per name) into one "
+        "field (schema 2)",
+        _pack_histories,
     ),
 )
 """In the order they run; versions never decrease along the list."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from saga.state.errors import SagaNotFoundError
+from saga.state.history_codec import event_fields
 from saga.state.ids import validate_id
 from saga.state.keys import Keys
 from saga.state.model import EventType, HistoryEvent, Lane, Saga, SagaState
@@ -65,7 +66,8 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
 
 
 def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
-    f = {text(k): text(v) for k, v in fields.items()}
+    """One history entry, packed (schema 2) or one stream field per name (before)."""
+    f = {text(k): text(v) for k, v in event_fields(fields).items()}
     return HistoryEvent(
         id=text(entry_id),
         event=EventType(f.get("e", "")),

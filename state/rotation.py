@@ -23,6 +23,7 @@ import msgspec
 from redis.exceptions import ResponseError
 
 from saga.state.codes import RC, to_code
+from saga.state.history_codec import PACKED, event_fields, is_packed, pack
 from saga.state.keys import Keys
 from saga.state.replies import text
 from saga.state.scripts import evalsha
@@ -173,7 +174,7 @@ async def _stream(
     found = Counter[str]()
     async for rows in _pages(client, key):
         for _, fields in rows:
-            for value in fields.values():
+            for value in event_fields(fields).values():
                 resealed(sealer, value, found)
     stale.update(found)
     if not found or not apply:
@@ -183,11 +184,16 @@ async def _stream(
     async for rows in _pages(client, key):
         args: list[Any] = ["copy", "1" if first else "0", len(rows)]
         for entry_id, fields in rows:
-            args += [entry_id, len(fields)]
-            for name, value in fields.items():
-                new = resealed(sealer, value)
-                fixed += new != value
-                args += [name, new]
+            # a packed event (state/history_codec.py) is opened, resealed and packed again:
+            # a sealed text inside its one value is not at a fixed place
+            flat = event_fields(fields)
+            new_fields = {name: resealed(sealer, value) for name, value in flat.items()}
+            fixed += sum(new_fields[n] != v for n, v in flat.items())
+            if is_packed(fields):
+                new_fields = {PACKED: pack(new_fields)}
+            args += [entry_id, len(new_fields)]
+            for name, value in new_fields.items():
+                args += [name, value]
         await evalsha(client, "reseal_stream", [key, scratch], args)
         first, copied, last = False, copied + len(rows), text(rows[-1][0])
     reply = await evalsha(client, "reseal_stream", [key, scratch], ["swap", last, copied])

@@ -19,8 +19,10 @@ from typing import Any
 from saga.state.errors import SchemaVersionError
 from saga.state.keys import Keys
 
-CURRENT = 1
-"""The newest schema this release reads and writes."""
+CURRENT = 2
+"""The newest schema this release reads and writes. 2: history events packed into one
+stream field (state/history_codec.py); this release writes them so on a keyspace of 1
+as well, and reads both shapes, so it runs on 1 unchanged until ``saga migrate``."""
 
 OLDEST_RUNNABLE = 0
 """The oldest schema this release still runs on unchanged (0: made before versions).

@@ -120,13 +120,40 @@ local now = now_ms()
 local now_s = string.format('%d', now)
 local replies = {}
 
--- One HMGET reads the state, the input (the guessed previous step's output) and the
--- extra fields: each redis.call costs ~2 µs of conversion, so they are not split.
+-- The saga's fields, by their place in `s` below. One HMGET reads what every claim needs
+-- (the state, the input: the guessed previous step's output, and the extra fields); the
+-- fields only a running saga's claim (a takeover, a re-sent batch) or a deferred one's
+-- needs are read by a second HMGET then. Each field an HMGET names is a walk of the
+-- hash's listpack (a missing one, the whole of it): five fewer on the usual claim.
 local fields = {'v', 'uid', 'state', 'step', 'epoch', 'seq', 'token', 'lease', 'entry', 'worker',
                 'doc', 'trace', 'created', 'op', 'att:' .. step, 'prev', 'out:' .. guess,
                 'claimed', 'lx:' .. step, 'dfr', 'pri'}
 local N_BASE = #fields
 for j = 1, n_extra do fields[N_BASE + j] = ARGV[11 + j] end
+local RARE = {7, 8, 10, 18, 20}  -- token, lease, worker, claimed, dfr
+local is_rare = {[7] = true, [8] = true, [10] = true, [18] = true, [20] = true}
+local rare = {fields[7], fields[8], fields[10], fields[18], fields[20]}
+local hot, hot_at = {}, {}
+for at = 1, 64 do  -- #fields: N_BASE + n_extra, at most 53
+  if not fields[at] then break end
+  if not is_rare[at] then
+    hot[#hot + 1] = fields[at]
+    hot_at[#hot] = at
+  end
+end
+local function read_saga(saga)
+  local got = redis.call('HMGET', saga, unpack(hot))
+  local s = {}
+  for j = 1, 64 do
+    if not hot_at[j] then break end
+    s[hot_at[j]] = got[j]
+  end
+  if s[2] and (s[3] == STATE.RUNNING or s[9] == '') then
+    local more = redis.call('HMGET', saga, unpack(rare))
+    for j = 1, 5 do s[RARE[j]] = more[j] end
+  end
+  return s
+end
 
 -- A lane's claim (ARGV[9] is '|<parent>', includes/lanes) reads the same places from the
 -- lane's fields; its input is its parent's output, whatever committed last.
@@ -302,7 +329,7 @@ for i = 1, n do
   local base = first_saga_key + 3 * (i - 1)
   local saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
   local s = nil
-  if not lane_parent then s = redis.call('HMGET', saga, unpack(fields)) end
+  if not lane_parent then s = read_saga(saga) end
   if lane_parent then
     replies[i] = claim_lane(entry, record, saga, hist, pages_key)
   elseif not s[2] then

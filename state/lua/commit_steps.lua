@@ -104,11 +104,12 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
   if lane then  -- the same places, read from the lane's fields (includes/lanes)
     s = redis.call('HMGET', saga, 'state', 'sect', 'lt@' .. step, 'le@' .. step, 'epoch', 'uid',
                    'rid', 'lc@' .. step, 'done:' .. step, 'att:' .. step, 'sv:' .. step,
-                   'ls@' .. step, 'lanes')
+                   'ls@' .. step, 'lanes', 'ec')
   else
     s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
-                   'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step)
+                   'claimed', 'done:' .. step, 'att:' .. step, 'sv:' .. step, 'ec')
   end
+  local had_error = s[lane and 14 or 12]
   if not s[1] then return {RC.NOT_FOUND} end
   if s[9] == token then
     -- Rewritten unchanged so the repeat is replicated: a WAIT after it (durability=replica)
@@ -162,8 +163,14 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
   end
   -- One HSET for every field (each redis.call costs ~2 µs of conversion on the server).
   local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
-             'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s, 'ec', '',
-             'em', '', 'op', op, 'state', state, 'entry', next_entry}
+             'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s,
+             'op', op, 'state', state, 'entry', next_entry}
+  if had_error and had_error ~= '' then  -- an earlier attempt's error is cleared
+    f[#f + 1] = 'ec'
+    f[#f + 1] = ''
+    f[#f + 1] = 'em'
+    f[#f + 1] = ''
+  end
   if now_step and now_step ~= '' then
     f[#f + 1] = 'step'
     f[#f + 1] = now_step

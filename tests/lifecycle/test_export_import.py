@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from saga.state.history_codec import event_fields
 from saga.state.keys import Keys
 from saga.state.model import FailAction
 from saga.state.sealing import Sealer
@@ -55,7 +56,8 @@ async def snapshot(redis: Any, keys: Keys, records: list[str]) -> dict[str, Any]
         rk = keys.record(r)
         h = await redis.hgetall(rk.saga)
         h.pop(b"op", None)
-        out[r] = (h, await redis.xrange(rk.history))
+        rows = await redis.xrange(rk.history)
+        out[r] = (h, [(i, event_fields(f)) for i, f in rows])
     for p in keys.all_partitions():
         for idx in (keys.created_index(p), keys.retired(p), *keys.state_indexes(p)):
             out[idx.split("}", 1)[1]] = out.get(idx.split("}", 1)[1], []) + await redis.zrange(

@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 
+from saga.state.history_codec import event_fields
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import Claim
@@ -92,14 +93,22 @@ async def wait_lease_expired(client: Any, lease_until_ms: int) -> None:
 
 
 # -- inspection -----------------------------------------------------------------
+class SagaFields(dict[str, str]):
+    """A saga hash's fields; one that is not stored reads as "" (the scripts write no
+    field for what is empty: start_saga's document, trace and token; commit's error)."""
+
+    def __missing__(self, name: str) -> str:
+        return ""
+
+
 async def saga_hash(client: Any, keys: Keys, record_id: str) -> dict[str, str]:
     raw = await client.hgetall(keys.saga(record_id))
-    return {text(k): text(v) for k, v in raw.items()}
+    return SagaFields({text(k): text(v) for k, v in raw.items()})
 
 
 async def history(client: Any, keys: Keys, record_id: str) -> list[dict[str, str]]:
     rows = await client.xrange(keys.history(record_id))
-    return [{text(k): text(v) for k, v in f.items()} for _, f in rows]
+    return [{text(k): text(v) for k, v in event_fields(f).items()} for _, f in rows]
 
 
 async def events(client: Any, keys: Keys, record_id: str) -> list[str]:
@@ -125,8 +134,9 @@ async def pending_ids(client: Any, stream: str) -> set[str]:
 
 
 async def stream_rows(client: Any, stream: str) -> list[tuple[str, dict[str, str]]]:
+    """A stream's entries (a history's packed events opened: state/history_codec)."""
     rows = await client.xrange(stream)
-    return [(text(i), {text(k): text(v) for k, v in f.items()}) for i, f in rows]
+    return [(text(i), {text(k): text(v) for k, v in event_fields(f).items()}) for i, f in rows]
 
 
 async def last_delivered(client: Any, stream: str) -> str:

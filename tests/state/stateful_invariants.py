@@ -27,10 +27,11 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from saga.state.codes import RC
+from saga.state.history_codec import event_fields
 from saga.state.keys import GROUP, Keys
 from saga.state.model import SagaState
 from saga.state.replies import text
-from tests.state.helpers import snapshot
+from tests.state.helpers import SagaFields, snapshot
 from tests.state.stateful_fairness import Fair, parse_member
 from tests.state.stateful_model import (
     CD,
@@ -77,8 +78,10 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
     sagas, hists = {}, {}
     for rid in RECORDS:
         raw = next(replies)
-        sagas[rid] = {text(a): text(b) for a, b in raw.items()}
-        hists[rid] = [{text(a): text(b) for a, b in f.items()} for _, f in next(replies)]
+        sagas[rid] = SagaFields({text(a): text(b) for a, b in raw.items()})
+        hists[rid] = [
+            {text(a): text(b) for a, b in event_fields(f).items()} for _, f in next(replies)
+        ]
     streams, cap_sets = {}, {}
     secs, micros = next(replies)
     now = int(secs) * 1000 + int(micros) // 1000

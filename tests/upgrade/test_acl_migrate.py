@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from saga.state import schema_version
 from saga.state.keys import Keys
 from tests.cli.inspect_support import cli
 from tests.faults.security import apply_acl, url_for
@@ -24,10 +25,13 @@ async def test_loader_inits_and_operator_migrates(redis: Any, keys: Keys, redis_
         operator = url_for(redis_url, "saga-operator", PASSWORD)
         dry = cli(keys, operator, "migrate", "--dry-run")
         assert dry.returncode == 0, dry.stderr
-        assert "would become 1" in dry.stdout
+        assert f"would become {schema_version.CURRENT}" in dry.stdout
         done = cli(keys, operator, "migrate")
         assert done.returncode == 0, done.stderr
-        assert await redis.hget(keys.schema_version(), "version") == b"1"
+        assert (
+            await redis.hget(keys.schema_version(), "version")
+            == str(schema_version.CURRENT).encode()
+        )
         assert await redis.hget(keys.budgets(), "u1") == b'{"daily": 1}'
         loader = url_for(redis_url, "saga-loader", PASSWORD)
         init = cli(keys, loader, "init")
@@ -44,7 +48,10 @@ async def test_loader_records_the_version_of_a_new_keyspace(
     try:
         init = cli(keys, url_for(redis_url, "saga-loader", PASSWORD), "init")
         assert init.returncode == 0, init.stderr
-        assert await redis.hget(keys.schema_version(), "version") == b"1"
+        assert (
+            await redis.hget(keys.schema_version(), "version")
+            == str(schema_version.CURRENT).encode()
+        )
     finally:
         for name in names:
             await redis.execute_command("ACL", "DELUSER", name)

@@ -28,8 +28,8 @@ async def _old_keyspace(redis: Any, keys: Keys) -> dict[str, str]:
 async def test_dry_run_counts_and_writes_nothing(redis: Any, keys: Keys) -> None:
     await _old_keyspace(redis, keys)
     report = await migrate(redis, keys, apply=False, batch=200)
-    assert report.dry_run and report.from_version == 0 and report.to_version == 1
-    assert [r.changed for r in report.migrations] == [BUDGETS, 2]
+    assert report.dry_run and report.from_version == 0 and report.to_version == 2
+    assert [r.changed for r in report.migrations] == [BUDGETS, 2, 0]  # no sagas: no history
     assert report.migrations[0].batches > 1
     assert await redis.hlen(keys.legacy_budgets()) == BUDGETS
     assert not await redis.exists(keys.budgets(), keys.migrations(), keys.schema_version())
@@ -39,12 +39,12 @@ async def test_migrate_moves_everything_then_records_the_version(redis: Any, key
     budgets = await _old_keyspace(redis, keys)
     await redis.hset(keys.budgets(), "u1", "set-by-an-operator")  # the new key wins
     report = await migrate(redis, keys, apply=True, batch=200)
-    assert report.to_version == 1 == await schema_version.read_version(redis, keys)
+    assert report.to_version == 2 == await schema_version.read_version(redis, keys)
     moved = {k.decode(): v.decode() for k, v in (await redis.hgetall(keys.budgets())).items()}
     assert moved == {**budgets, "u1": "set-by-an-operator"}
     assert not await redis.exists(keys.legacy_budgets(), keys.legacy_console_tokens())
     again = await migrate(redis, keys, apply=True, batch=200)
-    assert again.migrations == [] and again.from_version == again.to_version == 1
+    assert again.migrations == [] and again.from_version == again.to_version == 2
 
 
 class Killed(Exception):
@@ -75,7 +75,7 @@ async def test_a_run_killed_between_batches_resumes_and_loses_nothing(
     assert await redis.hlen(keys.budgets()) == BUDGETS
     moved = {k.decode(): v.decode() for k, v in (await redis.hgetall(keys.budgets())).items()}
     assert moved == budgets
-    assert await schema_version.read_version(redis, keys) == 1
+    assert await schema_version.read_version(redis, keys) == 2
 
 
 async def test_a_fresh_keyspace_has_nothing_to_migrate(redis: Any, keys: Keys) -> None:

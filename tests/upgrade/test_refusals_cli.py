@@ -18,7 +18,8 @@ from saga.state.keys import Keys
 from tests.cli.inspect_support import cli, cli_json
 from tests.executor.support import REPO, wait_until, worker_base_env
 
-NEWER = schema_version.CURRENT + 1
+CURRENT = schema_version.CURRENT
+NEWER = CURRENT + 1
 
 
 def _refused(proc: subprocess.CompletedProcess[str]) -> None:
@@ -68,15 +69,15 @@ async def test_migrate_dry_run_then_run_then_nothing(
     await redis.hset(keys.partition_count(), "count", keys.partitions)  # made before versions
     await redis.hset(keys.legacy_budgets(), mapping={"u1": '{"daily": 1}', "u2": '{"daily": 2}'})
     dry = cli_json(keys, redis_url, "migrate", "--dry-run")
-    assert dry["dry_run"] and (dry["from_version"], dry["to_version"]) == (0, 1)
+    assert dry["dry_run"] and (dry["from_version"], dry["to_version"]) == (0, CURRENT)
     assert dry["migrations"][0]["changed"] == 2
     assert await redis.hlen(keys.legacy_budgets()) == 2
     real = cli(keys, redis_url, "migrate", "--batch", "1")
     assert real.returncode == 0, real.stderr
     assert "budgets-to-ops-prefix: batch" in real.stderr  # progress, on stderr
-    assert "schema version 0 -> 1" in real.stdout
+    assert f"schema version 0 -> {CURRENT}" in real.stdout
     assert await redis.hlen(keys.budgets()) == 2
-    assert await redis.hget(keys.schema_version(), "version") == b"1"
+    assert await redis.hget(keys.schema_version(), "version") == str(CURRENT).encode()
     again = cli(keys, redis_url, "migrate")
     assert "nothing to migrate" in again.stdout
     assert json.loads(cli(keys, redis_url, "migrate", "--json").stdout)["migrations"] == []
