@@ -24,6 +24,8 @@ class DeadLetter(msgspec.Struct, frozen=True):
     error_class: str
     error_message: str
     at_ms: int
+    step_version: int = 1
+    """The version of the step's code that failed (``@app.step(version=...)``)."""
 
 
 async def dead_letters(
@@ -102,7 +104,8 @@ def _dead(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
     f = {text(k): text(v) for k, v in raw.items()}
     return DeadLetter(text(entry_id), f.get("rid", ""), f.get("uid", ""), f.get("s", ""),
                       num(f.get("a")), num(f.get("ep")), f.get("ec", ""),
-                      error_message(f.get("em", "")), num(f.get("t")))  # fmt: skip
+                      error_message(f.get("em", "")), num(f.get("t")),
+                      num(f.get("sv")) or 1)  # fmt: skip
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:

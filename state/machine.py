@@ -288,7 +288,7 @@ class StateMachine:
         undo = req.undo[:32] if req.action == FailAction.DEAD else ()
         keys += [k.ready(p, undo_of(s)) for s in undo]
         keys += (k.retired(p), k.holds(p), k.holds_due(p))
-        args += [len(undo), *undo, self.limits.retention.arg()]
+        args += [len(undo), *undo, self.limits.retention.arg(), req.step_version]
         return "fail_step", keys, args
 
     def _capped(self, step: str) -> list[Any]:

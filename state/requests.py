@@ -52,6 +52,8 @@ class FailRequest(msgspec.Struct, frozen=True, kw_only=True):
     """With action dead: the pipeline's steps that have a compensation, latest first. If
     one of them committed, the saga enters compensating instead of failed."""
     op: str = ""
+    step_version: int = 1
+    """The version of the step's code that failed (``StepSpec.version``)."""
 
 
 class Outcome(msgspec.Struct, frozen=True):

@@ -46,7 +46,8 @@ class Attempt(msgspec.Struct, kw_only=True):
     reclaimed: bool = False
     """Started by taking over an expired lease."""
     step_version: int = 1
-    """Committed: the version of the step's code that ran (``@app.step(version=...)``)."""
+    """Ended (committed or failed): the version of the step's code that ran
+    (``@app.step(version=...)``)."""
 
 
 Row = Attempt | HistoryEvent
@@ -168,8 +169,7 @@ def _end(a: Attempt, e: HistoryEvent, outcome: str) -> None:
     a.end_ms, a.outcome = e.at_ms, outcome
     a.duration_ms = max(0, e.at_ms - a.start_ms)
     a.error_class, a.error_message, a.cost = e.error_class, e.error_message, e.cost
-    if e.event == E.COMMITTED:
-        a.step_version = e.step_version
+    a.step_version = e.step_version  # a commit's, a failure's (retry, park, dead letter)
 
 
 def _close_all(live: list[Attempt], e: HistoryEvent, outcome: str, which: Any) -> bool:

@@ -110,13 +110,18 @@ async def _list(client: Any, keys: Any, steps: list[str], args: argparse.Namespa
         print("no dead letters")
     else:
         rows = [
-            [d.record_id, d.user_id, d.step, str(d.attempt), d.error_class, d.error_message,
-             fmt_ms(d.at_ms)]
+            [d.record_id, d.user_id, _versioned(d.step, d.step_version), str(d.attempt),
+             d.error_class, d.error_message, fmt_ms(d.at_ms)]
             for d in found
         ]  # fmt: skip
         headers = ["record", "user", "step", "attempt", "error", "message", "time"]
         print(table(headers, rows, shrink=LIST_SHRINK, drop=LIST_DROP))
     return Exit.OK
+
+
+def _versioned(step: str, version: int) -> str:
+    """The step, with the version of its code when one was declared (as `saga show`)."""
+    return step if version == 1 else f"{step} v{version}"
 
 
 async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
@@ -137,6 +142,7 @@ async def _show(client: Any, keys: Any, args: argparse.Namespace) -> int:
     columns = terminal_width()  # the message wraps under its label, never past the width
     for d in found:
         fields = [("record", d.record_id), ("user", d.user_id), ("step", d.step),
+                  *([("version", str(d.step_version))] if d.step_version != 1 else []),
                   ("attempt", str(d.attempt)), ("epoch", str(d.epoch)),
                   ("time", fmt_ms(d.at_ms)), ("error", d.error_class),
                   ("message", d.error_message), ("entry", d.id)]  # fmt: skip

@@ -225,6 +225,7 @@ class AttemptRunner:
             error_detail=error_detail_of(exc, ctx.references) if self.sm.keys.sealer else "",
             worker=self.worker,
             undo=undo,
+            step_version=spec.version,
         )
 
     def _report(

@@ -49,12 +49,15 @@
 -- ARGV[18] u: number of steps with a compensation that follow (0: none), at most 32
 -- ARGV[19..18+u] those steps, latest in the pipeline first
 -- ARGV[19+u] retention per state (StateLimits.retention's table): a dead letter's starts
+-- ARGV[20+u] the version of the step's code ("1" unless declared; absent from an older
+--          caller: 1): any other is written in the event and the dead letter ('sv')
 -- Returns: {RC.OK, state, due_ms | dead_entry_id | first undo step}
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}      stale token: only a 'fenced' event is written
 --                                      (once per op id), naming the late error
--- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter, or
+-- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered' (sv only when set); a
+--          dead letter (sv only when set), or
 --          (compensation) 'dead_lettered' (x = 'compensating'), 'compensating' and an undo
 --          ready entry {rid, ep, v}
 --@include now
@@ -75,6 +78,8 @@ local ec, em, maxlen, worker = ARGV[7], ARGV[8], ARGV[10], ARGV[12]
 local n_cost, n_undo = tonumber(ARGV[14]) or 0, tonumber(ARGV[18]) or 0
 if n_undo > 32 then return redis.error_reply('fail_step: at most 32 steps to undo') end
 local retired, ret = KEYS[17 + n_cost + n_undo], ARGV[19 + n_undo]
+local version = ARGV[20 + n_undo] or '1'
+if version == '' then version = '1' end
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
                      'claimed', 'failtok', 'att:' .. step, 'sect', 'ls@' .. step, 'lt@' .. step,
@@ -124,6 +129,10 @@ else
 end
 local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', duration,
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13], 'op', ARGV[9]}
+if version ~= '1' then  -- which code failed, as a commit records which code committed
+  ev[#ev + 1] = 'sv'
+  ev[#ev + 1] = version
+end
 
 if action == 'dead' then
   -- The saga failed at this lane ('failtok': a re-sent fail finds it once no lane is live).
@@ -149,7 +158,7 @@ if action == 'dead' then
                           retired = retired},
                          {record = record, user = user, step = step, attempt = attempt,
                           epoch = epoch, from = STATE.RUNNING, ec = ec, em = em, now = now,
-                          ret = ret})
+                          ret = ret, sv = version})
   ev[#ev + 1] = 'e'
   ev[#ev + 1] = 'dead_lettered'
   history_append(hist, maxlen, ev)

@@ -8,8 +8,10 @@ import pytest
 
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
+from saga.state.model import FailAction
+from saga.state.requests import FailRequest
 from tests.cli.inspect_support import cli, cli_json, machine, run_to_dead, start
-from tests.state.helpers import server_ms, wait_lease_expired
+from tests.state.helpers import claim_next, server_ms, wait_lease_expired
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +49,7 @@ async def test_list_newest_first_table_and_json(redis: Any, keys: Keys, redis_ur
     assert only["record_id"] == "mr-3" and only["error_message"] == "no table in mr-3"
     assert set(only) == {
         "id", "record_id", "user_id", "step", "attempt", "epoch", "error_class",
-        "error_message", "at_ms",
+        "error_message", "at_ms", "step_version",
     }  # fmt: skip
 
 
@@ -66,6 +68,30 @@ async def test_show_one_record(redis: Any, keys: Keys, redis_url: str) -> None:
     assert res.returncode == 1 and "has no dead letter" in res.stderr
     assert cli(keys, redis_url, "dlq", "show", "mr-none").returncode == 4
     assert cli(keys, redis_url, "dlq", "show", "bad id").returncode == 2
+
+
+async def test_a_versioned_steps_dead_letter_shows_its_version(
+    redis: Any, keys: Keys, redis_url: str
+) -> None:
+    """A dead letter of a step at version 2 says so in list, show and --json, and `saga
+    show`'s failed row names the version (issue 34: failures, not only commits)."""
+    sm = await machine(redis, keys)
+    await start(sm, "mr-v")
+    claim = await claim_next(sm, "router", "w1")
+    req = FailRequest(action=FailAction.DEAD, error_class="ParseError",
+                      error_message="no table", worker="w1", step_version=2)  # fmt: skip
+    assert (await sm.fail(claim, req)).code.name == "OK"
+    res = cli(keys, redis_url, "dlq", "list")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[2].split()[:4] == ["mr-v", "u-1", "router", "v2"]
+    fields = dict(line.split(None, 1) for line in cli(keys, redis_url, "dlq", "show", "mr-v")
+                  .stdout.splitlines())  # fmt: skip
+    assert fields["version"] == "2"
+    doc = cli_json(keys, redis_url, "dlq", "show", "mr-v")
+    assert [d["step_version"] for d in doc["dead_letters"]] == [2]
+    shown = cli(keys, redis_url, "show", "mr-v")
+    assert shown.returncode == 0, shown.stderr
+    assert any("router v2" in line and "dead" in line for line in shown.stdout.splitlines())
 
 
 async def test_replay_dry_run_changes_nothing(redis: Any, keys: Keys, redis_url: str) -> None:

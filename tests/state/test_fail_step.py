@@ -169,3 +169,27 @@ async def test_a_refused_late_failure_is_recorded_once_with_its_error(
     assert (await sm.fail(zombie, late)).code == RC.LEASE_LOST  # re-sent: its reply was lost
     fenced = [e for e in await history(sm.client, keys, "r1") if e["e"] == "fenced"]
     assert [e["x"] for e in fenced] == ["stale token 1:1; late error SlowError: took too long"]
+
+
+@pytest.mark.parametrize("action", list(FailAction))
+async def test_a_failure_records_the_step_version_that_failed(
+    sm: StateMachine, keys: Keys, action: FailAction
+) -> None:
+    """A versioned step's failure carries its version ('sv') in the event and, dead, in the
+    dead letter (read back by dead_letters); version 1 writes no 'sv' (issue 34)."""
+    from saga.state.dead_letters import dead_letter_of
+
+    await sm.start("r1", "u1", "router")
+    await sm.start("r2", "u1", "router")
+    for rid, version in (("r1", 3), ("r2", 1)):
+        c = await claim_next(sm, "router", "w-a")
+        assert c.record_id == rid
+        req = msgspec.structs.replace(_req(action, delay_ms=60_000), step_version=version)
+        assert (await sm.fail(c, req)).code == RC.OK
+    assert (await history(sm.client, keys, "r1"))[-1]["sv"] == "3"
+    assert "sv" not in (await history(sm.client, keys, "r2"))[-1]
+    if action == FailAction.DEAD:
+        rows = [f for _, f in await stream_rows(sm.client, keys.dead(0, "router"))]
+        assert [f.get("sv") for f in rows] == ["3", None]
+        assert [d.step_version for d in await dead_letter_of(sm.client, keys, "r1")] == [3]
+        assert [d.step_version for d in await dead_letter_of(sm.client, keys, "r2")] == [1]
