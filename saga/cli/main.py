@@ -50,6 +50,7 @@ COMMANDS = (
     "import",
     "keys",
     "migrate",
+    "doctor",
 )
 
 

@@ -287,6 +287,7 @@ _LAZY = {
     "bench": "saga.bench.report",
     "eval": "saga.evaluation.evaluate",
     "eval-grouping": "saga.evaluation.grouping",
+    "doctor": "saga.cli.cmd_doctor_report",
 }
 """``saga bench --json`` and ``saga eval [--grouping] --json`` print their own ``Report``: imported
 only when their schema is made, to keep the other commands' start-up lean."""
