@@ -7,7 +7,6 @@ signal consumed once, every timer fired once."""
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,82 +14,42 @@ import anyio
 import msgspec
 import pytest
 
-from saga.adapters.embedded_redis import EmbeddedServer
-from saga.settings import load_settings
-from saga.state.connection import TRANSIENT_ERRORS, connect
+from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import StepConflictError
 from saga.state.keys import Keys
 from saga.state.model import EventType
+from tests.app.fault_fleet import FaultFleet
 from tests.app.shapes_apps import Doc, reviews
-from tests.executor.support import (
-    Worker,
-    free_port,
-    saga_and_history,
-    spawn_worker,
-    states,
-    wait_until,
-    worker_base_env,
-)
+from tests.executor.support import saga_and_history
 
 pytestmark = pytest.mark.anyio
 STEPS = ("draft", "approved", "publish", "nap", "archive")
 N = 30
-LEASES = {f"SAGA_{s.upper()}_LEASE": "1.5" for s in STEPS}
 
 
 async def test_waits_and_timers_hold_through_kill_9_and_redis_restarts(tmp_path: Path) -> None:
     """0 lost, 0 double commits, each wait ended once, each signal consumed once."""
-    srv = EmbeddedServer(data_dir=tmp_path / "redis", port=free_port(), tied=True,
-                         appendfsync="always")  # fmt: skip
-    srv.start()
-    keys = Keys(prefix="fw", partitions=1)
-    env = worker_base_env(srv.url, keys, tmp_path / "data")
-    env.update(SAGA_PIPELINE="tests.app.shapes_apps:reviews", REVIEW_TIMEOUT="4", **LEASES,
-               SAGA_RECOVERY_INTERVAL="0.5", SAGA_DRAIN_SECONDS="5")  # fmt: skip
-    workers: list[Worker] = []
-
-    def spawn() -> Worker:
-        w = spawn_worker(env, tmp_path / f"worker-{len(workers)}.log", STEPS)
-        workers.append(w)
-        return w
-
-    settings = load_settings({"REDIS_URL": srv.url, "SAGA_KEY_PREFIX": "fw"})
-    rids = [f"f-{i:02d}" for i in range(N)]
-    signalled = rids[::2]
-    try:
-        await spawn().wait_ready(within=120)
-        async with reviews.client(settings) as sagas:
+    with FaultFleet(tmp_path, prefix="fw", app="tests.app.shapes_apps:reviews", steps=STEPS,
+                    REVIEW_TIMEOUT="4") as fleet:  # fmt: skip
+        rids = [f"f-{i:02d}" for i in range(N)]
+        signalled = rids[::2]
+        await fleet.spawn().wait_ready(within=120)
+        async with reviews.client(fleet.settings) as sagas:
             k = sagas.keys
             for rid in rids:
                 await sagas.start(rid, "u1", input=Doc(title=rid))
-            for round_ in range(4):
-                await anyio.sleep(1.0)  # the fault's cadence (a kill a second), not a wait
-                workers[-1].kill()  # kill -9, mid-whatever
-                if round_ == 1:
-                    srv.stop(signal.SIGKILL)
-                    await anyio.sleep(1.0)  # the outage's length is the fault
-                    srv.start()
-                spawn()
+
+            async def signal_some(round_: int) -> None:
                 for rid in signalled[round_::4]:
                     for _ in range(2):  # the same id twice: the second is a no-op
                         await _signal(sagas, rid)
+
+            await fleet.kill_rounds(after=signal_some)
             for rid in signalled:
                 await _signal(sagas, rid)
-        client = connect(srv.url)
-        try:
-
-            async def done() -> bool:
-                return await states(client, k, rids) == ["completed"] * N
-
-            await wait_until(done, within=120, what="every saga completed", every=0.2)
+        async with fleet.completed(k, rids) as client:
             paths = [await _check(client, k, rid, signalled=rid in signalled) for rid in rids]
-            assert {"signalled", "default"} <= set(paths), paths  # both ends were exercised
-        finally:
-            await client.aclose()
-    finally:
-        for w in workers:
-            w.kill()
-        srv.stop(signal.SIGKILL)
+        assert {"signalled", "default"} <= set(paths), paths  # both ends were exercised
 
 
 async def _signal(sagas: Any, rid: str) -> None:

@@ -15,17 +15,22 @@ class Box(msgspec.Struct, frozen=True, kw_only=True):
     trail: list[str] = []
 
 
+def marked(box: Box, mark: str) -> Box:
+    """The box passed on, with who handled it appended to its trail."""
+    return Box(item=box.item, trail=[*box.trail, mark])
+
+
 v1 = saga.App("parcels")
 
 
 @v1.step(name="take")
 async def take_v1(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v1/take"])
+    return marked(box, "v1/take")
 
 
 @v1.step(name="ship", after="take")
 async def ship_v1(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v1/ship"])
+    return marked(box, "v1/ship")
 
 
 v2 = saga.App("parcels")
@@ -33,17 +38,17 @@ v2 = saga.App("parcels")
 
 @v2.step(name="take")
 async def take_v2(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v2/take"])
+    return marked(box, "v2/take")
 
 
 @v2.step(name="check", after="take")
 async def check_v2(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v2/check"])
+    return marked(box, "v2/check")
 
 
 @v2.step(name="ship", after="check")
 async def ship_v2(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v2/ship"])
+    return marked(box, "v2/ship")
 
 
 # v3: take's code at version 2 (its commits record it); check reads the version that
@@ -53,18 +58,18 @@ v3 = saga.App("parcels")
 
 @v3.step(name="take", version=2)
 async def take_v3(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, f"v3/take@{ctx.step_version}"])
+    return marked(box, f"v3/take@{ctx.step_version}")
 
 
 @v3.step(name="check", after="take")
 async def check_v3(ctx: saga.StepContext, box: Box) -> Box:
     # The patching branch: an input of take v1 (an older release) is read as it was.
-    return Box(item=box.item, trail=[*box.trail, f"v3/check(input v{ctx.input_version})"])
+    return marked(box, f"v3/check(input v{ctx.input_version})")
 
 
 @v3.step(name="ship", after="check")
 async def ship_v3(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v3/ship"])
+    return marked(box, "v3/ship")
 
 
 # v4: check and ship move to a Label that requires a field Box never had: a Box that an
@@ -80,7 +85,7 @@ v4 = saga.App("parcels")
 
 @v4.step(name="take")
 async def take_v4(ctx: saga.StepContext, box: Box) -> Box:
-    return Box(item=box.item, trail=[*box.trail, "v4/take"])
+    return marked(box, "v4/take")
 
 
 @v4.step(name="check", after="take")

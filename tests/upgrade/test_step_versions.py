@@ -4,7 +4,6 @@ it as ``ctx.input_version`` (the patching branch). Real workers, a real server."
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -14,8 +13,8 @@ from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.cli.inspect_support import cli, cli_json
 from tests.executor.conftest import SpawnWorker
-from tests.executor.support import saga_and_history, states, wait_until
-from tests.upgrade import releases
+from tests.executor.support import saga_and_history
+from tests.upgrade.release_sagas import finished_by, taken_by
 
 pytestmark = pytest.mark.anyio
 
@@ -25,32 +24,12 @@ async def test_a_step_version_is_recorded_shown_listed_and_read_by_the_next_step
 ) -> None:
     """take of v2 (version 1) commits one saga, take of v3 (version 2) another: check of
     v3 sees input version 1 and 2; history, show and list say which ran where."""
-    old = spawn("tests.upgrade.releases:v2", "take")
-    async with releases.v2.client(settings) as client:
-        await client.start("old-take", "u", input=releases.Box(item="a"))
-        k = client.keys
-    await old.wait_ready()
-
-    async def taken() -> bool:
-        saga, _ = await saga_and_history(redis, k, "old-take")
-        return "take" in saga.outputs
-
-    await wait_until(taken, within=60, what="v2 to commit take")
-    old.kill()
-    new = spawn("tests.upgrade.releases:v3")
-    async with releases.v3.client(settings) as client:
-        await client.start("new-take", "u", input=releases.Box(item="b"))
-    await new.wait_ready()
+    k = await taken_by(spawn, settings, redis, "v2", "old-take")
     rids = ["old-take", "new-take"]
-
-    async def done() -> bool:
-        return await states(redis, k, rids) == ["completed", "completed"]
-
-    await wait_until(done, within=90, what="both sagas to complete")
-    trails, versions = {}, {}
+    trails = await finished_by(spawn, settings, redis, k, "v3", rids)
+    versions = {}
     for rid in rids:
-        saga, events = await saga_and_history(redis, k, rid)
-        trails[rid] = json.loads(saga.outputs["ship"])["trail"]
+        _, events = await saga_and_history(redis, k, rid)
         versions[rid] = {e.step: e.step_version for e in events if e.event == EventType.COMMITTED}
     assert trails == {
         "old-take": ["v2/take", "v3/check(input v1)", "v3/ship"],
