@@ -32,6 +32,17 @@ Folate | = | 9.8 | 9.8 | ng/mL | >3.0 | | normal
 """)
 
 
+def _page(name: str, what: str, heading: str, patient: str) -> Sheet:
+    """A new one-page sheet: its heading in bold, the patient line under it."""
+    s = Sheet(name, what, size=9)
+    s.new_page()
+    s.style(style="B", size=12)
+    s.at(15, 20, heading)
+    s.style()
+    s.at(15, 27, patient)
+    return s
+
+
 def _row(s: Sheet, x: float, y: float, r: R, tabs: tuple[float, float, float]) -> None:
     s.at(x, y, r.name)
     s.at(x + tabs[0], y, f"{r.text} {r.flag_text}".strip())
@@ -39,34 +50,37 @@ def _row(s: Sheet, x: float, y: float, r: R, tabs: tuple[float, float, float]) -
     s.at(x + tabs[2], y, r.ref)
 
 
+def _headers(s: Sheet, x: float, y: float, tabs: tuple[float, float, float]) -> None:
+    """The column titles of a table at ``x`` (the caller sets the bold style)."""
+    for dx, title in ((0.0, "Test"), (tabs[0], "Result"), (tabs[1], "Units"), (tabs[2], "Range")):
+        s.at(x + dx, y, title)
+
+
+def _table(s: Sheet, x: float, top: float, pitch: float, results: list[R],
+           tabs: tuple[float, float, float]) -> None:  # fmt: skip
+    """One result a row, ``pitch`` apart from ``top``; each is expected."""
+    for index, r in enumerate(results):
+        _row(s, x, top + index * pitch, r, tabs)
+        s.record(r)
+
+
 def offset_side_tables() -> Built:
     """Two tables side by side, each with its own row height: no row shares a line."""
-    s = Sheet(
+    s = _page(
         "offset_side_tables",
         "Two result tables side by side with different row heights (rows never aligned)",
-        size=9,
+        "Ridgeway Diagnostics - Outpatient Report",
+        "Patient: ABERNATHY, Colm    DOB: 11/02/1968    Collected: 04/09/2024 07:40",
     )
-    s.new_page()
-    s.style(style="B", size=12)
-    s.at(15, 20, "Ridgeway Diagnostics - Outpatient Report")
-    s.style()
-    s.at(15, 27, "Patient: ABERNATHY, Colm    DOB: 11/02/1968    Collected: 04/09/2024 07:40")
-    tabs = (34, 50, 72)
+    tabs = (34.0, 50.0, 72.0)
     s.style(style="B")
     s.at(15, 38, "LIPIDS AND THYROID")
     s.at(110, 38, "RENAL AND IRON")
     for x in (15, 110):
-        s.at(x, 44, "Test")
-        s.at(x + tabs[0], 44, "Result")
-        s.at(x + tabs[1], 44, "Units")
-        s.at(x + tabs[2], 44, "Range")
+        _headers(s, x, 44, tabs)
     s.style()
-    for index, r in enumerate(LIPIDS_THYROID):
-        _row(s, 15, 52 + index * 7.4, r, tabs)
-        s.record(r)
-    for index, r in enumerate(RENAL_IRON):
-        _row(s, 110, 50.5 + index * 5.3, r, tabs)
-        s.record(r)
+    _table(s, 15, 52, 7.4, LIPIDS_THYROID, tabs)
+    _table(s, 110, 50.5, 5.3, RENAL_IRON, tabs)
     s.at(15, 110, "H = above, L = below the reference interval. Fasting specimen.")
     return s.finish()
 
@@ -92,29 +106,20 @@ HbA1c | Hemoglobin A1c | 6.6 | 6.6 | % | 4.0-5.6 | H | high
 
 def narrative_beside_results() -> Built:
     """A clinic letter in two columns: prose on the left, the results table on the right."""
-    s = Sheet(
+    s = _page(
         "narrative_beside_results",
         "Two-column page: wrapped prose (with names and numbers) left, a results table right",
-        size=9,
+        "Eastmoor Renal and General Clinic - Clinic Letter",
+        "Re: HALDANE, Piers    DOB: 02/07/1959    Clinic date: 18/03/2024",
     )
-    s.new_page()
-    s.style(style="B", size=12)
-    s.at(15, 20, "Eastmoor Renal and General Clinic - Clinic Letter")
-    s.style()
-    s.at(15, 27, "Re: HALDANE, Piers    DOB: 02/07/1959    Clinic date: 18/03/2024")
     s.pdf.set_xy(15, 36)
     s.pdf.multi_cell(82, 4.6, NARRATIVE, new_x="LMARGIN", new_y="NEXT")
     s.style(style="B")
     s.at(108, 38, "Results (18/03/2024)")
-    tabs = (26, 41, 58)
-    s.at(108, 45, "Test")
-    s.at(108 + tabs[0], 45, "Result")
-    s.at(108 + tabs[1], 45, "Units")
-    s.at(108 + tabs[2], 45, "Range")
+    tabs = (26.0, 41.0, 58.0)
+    _headers(s, 108, 45, tabs)
     s.style()
-    for index, r in enumerate(RESULTS):
-        _row(s, 108, 52 + index * 6.3, r, tabs)
-        s.record(r)
+    _table(s, 108, 52, 6.3, RESULTS, tabs)
     s.at(15, 110, "Dr A. Mensah, Consultant Nephrologist")
     return s.finish()
 
@@ -138,24 +143,17 @@ PROSE = (
 
 def results_beside_history() -> Built:
     """A results table on the left, prose quoting earlier values on the right."""
-    s = Sheet(
+    s = _page(
         "results_beside_history",
         "Two-column page: results table left, prose with earlier values and units right",
-        size=9,
+        "Lakeshore Community Hospital - Renal Clinic Results",
+        "Patient: OYELARAN, Tomi    MRN: 5520193    Collected: 22/05/2024",
     )
-    s.new_page()
-    s.style(style="B", size=12)
-    s.at(15, 20, "Lakeshore Community Hospital - Renal Clinic Results")
-    s.style()
-    s.at(15, 27, "Patient: OYELARAN, Tomi    MRN: 5520193    Collected: 22/05/2024")
-    tabs = (24, 37, 52)
+    tabs = (24.0, 37.0, 52.0)
     s.style(style="B")
-    for x, title in ((15, "Test"), (39, "Result"), (52, "Units"), (67, "Range")):
-        s.at(x, 38, title)
+    _headers(s, 15, 38, tabs)
     s.style()
-    for index, r in enumerate(PANEL):
-        _row(s, 15, 45 + index * 6.1, r, tabs)
-        s.record(r)
+    _table(s, 15, 45, 6.1, PANEL, tabs)
     s.pdf.set_xy(104, 34)
     s.pdf.multi_cell(90, 4.4, PROSE)
     s.at(15, 100, "Results validated by: K. Dube, Biomedical Scientist")
@@ -184,16 +182,12 @@ def stacked_columns() -> Built:
     Each right name sits level with a left value line: read across, a name meets the
     other column's value.
     """
-    s = Sheet(
+    s = _page(
         "stacked_columns",
         "Two columns of name-above-value results, the right column offset by half a result",
-        size=9,
+        "Northfield Wellness Screening - Results",
+        "Member: DACOSTA, Ines    DOB: 30/09/1981    Drawn: 12/06/2024",
     )
-    s.new_page()
-    s.style(style="B", size=12)
-    s.at(15, 20, "Northfield Wellness Screening - Results")
-    s.style()
-    s.at(15, 27, "Member: DACOSTA, Ines    DOB: 30/09/1981    Drawn: 12/06/2024")
     for x, top, column in ((15, 40.0, STACKED_LEFT), (110, 45.5, STACKED_RIGHT)):
         for index, r in enumerate(column):
             y = top + index * 11
