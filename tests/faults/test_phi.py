@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from saga.state.model import SagaState
-from tests.executor.support import REPO, free_port, http_status, spawn_worker, wait_until
-from tests.faults.harness import FaultRun, read_metrics
+from tests.executor.support import REPO, free_port, spawn_worker, wait_until
+from tests.faults.harness import FaultRun
+from tests.faults.phi_places import wait_metrics
 from tests.steps.pdfgen import make_pdf
 
 pytestmark = pytest.mark.anyio
@@ -128,14 +128,6 @@ async def test_no_phi_anywhere_with_a_data_key(run: FaultRun) -> None:
     for name, text in [("metrics", metrics), ("cli", "\n".join(outputs)), ("logs", logs)]:
         assert MARKER not in text, f"{MARKER} found in {name}"
     assert "report-0.pdf" not in logs  # document names are not logged
-
-
-async def wait_metrics(port: int) -> str:
-    async def up() -> bool:
-        return http_status(port, "/metrics") == 200
-
-    await wait_until(up, within=10, what="/metrics")
-    return await anyio.to_thread.run_sync(read_metrics, port)
 
 
 async def test_slowlog_holds_page_text_without_a_data_key(run: FaultRun) -> None:

@@ -15,198 +15,26 @@ import base64
 import json
 import os
 import signal
-import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import anyio
-import httpx
 import pytest
 
 from saga.state.model import SagaState
-from tests.adapters.support import Reply, error_reply
 from tests.adapters.support import serve as serve_stub
-from tests.executor.support import REPO, free_port, http_status, spawn_worker, wait_until
-from tests.faults.harness import FaultRun, read_metrics
+from tests.executor.support import spawn_worker
+from tests.faults.harness import FaultRun
+from tests.faults.phi_documents import (
+    NAME,
+    NEEDLES,
+    echoing_model,
+    local_documents,
+    records_server,
+    url_documents,
+)
+from tests.faults.phi_places import cli, read_console, redis_items, trace_collector, wait_metrics
 
 pytestmark = pytest.mark.anyio
-
-NAME = "Zyxwert Quondam"
-NEEDLES = (b"zyxwert", b"quondam")
-"""Either word, searched for case-insensitively: in every spelling of the name (%20, +,
-lower case), and in a part of it left over by a mask (main's scrubber hid a long run that
-ended in "Zyxwert" and showed "Quondam")."""
-
-
-# -- the documents ------------------------------------------------------------------------
-
-
-def named_pdf(lines: list[list[str]], *, title: str = NAME) -> bytes:
-    from fpdf import FPDF
-
-    pdf = FPDF(format="A4")
-    pdf.set_title(title)
-    pdf.set_author(f"Dr. {NAME}")
-    pdf.set_subject(f"results of {NAME}")
-    pdf.set_font("Helvetica", size=10)
-    for page in lines:
-        pdf.add_page()
-        for line in page:
-            pdf.cell(0, 7, line, new_x="LMARGIN", new_y="NEXT")
-    return bytes(pdf.output())
-
-
-def scan_pdf() -> bytes:
-    """A page drawn, not written (a scan): no text layer, the name in its metadata."""
-    from fpdf import FPDF
-
-    pdf = FPDF(format="A4")
-    pdf.set_title(f"scan of {NAME}")
-    pdf.add_page()
-    for i in range(40):
-        pdf.rect(10 + i * 4, 10 + i * 5, 30, 8, style="F")
-    return bytes(pdf.output())
-
-
-def local_documents(root: Path, outside: Path) -> dict[str, str]:
-    """Record id -> reference, one per local failure (and one that routes)."""
-    text = [[f"Patient: {NAME}", "Hemoglobin A1c 5.6 %", "Glucose 95 mg/dL 70 - 99"]]
-    folder = root / NAME
-    folder.mkdir(parents=True)
-    (folder / f"{NAME} routed.pdf").write_bytes(named_pdf(text))
-    (outside / f"{NAME} outside.pdf").write_bytes(named_pdf(text))
-    (folder / f"{NAME} broken.pdf").write_bytes(b"%PDF-1.7\n" + f"{NAME} ".encode() * 50)
-    (folder / f"{NAME} bomb.pdf").write_bytes(named_pdf(text * 5))
-    (folder / f"{NAME} big.txt").write_text(f"{NAME}\n" * 8000)
-    (folder / f"{NAME} scan.pdf").write_bytes(scan_pdf())
-    (folder / f"{NAME} dir.pdf").mkdir()
-    return {
-        "phi-routed": str(folder / f"{NAME} routed.pdf"),  # reaches the parser's LLM
-        "phi-refused": str(outside / f"{NAME} outside.pdf"),
-        "phi-missing": str(folder / f"{NAME} missing.pdf"),
-        "phi-missing-url": (folder / f"{NAME} gone.pdf").as_uri(),
-        "phi-broken": str(folder / f"{NAME} broken.pdf"),
-        "phi-bomb": str(folder / f"{NAME} bomb.pdf"),
-        "phi-big": str(folder / f"{NAME} big.txt"),
-        "phi-scan": str(folder / f"{NAME} scan.pdf"),
-        "phi-dir": str(folder / f"{NAME} dir.pdf"),
-        "phi-scheme": NAME.replace(" ", ":") + ".pdf",  # a "scheme" that is a name
-    }
-
-
-@contextmanager
-def records_server() -> Iterator[str]:
-    """A records API on loopback: hangs on /records/slow/, 404 on /records/gone/, and a
-    redirect out of the allowed prefix on /records/moved/ (every path carries the name)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.startswith("/records/slow/"):
-                self.server.hang.wait(60)  # type: ignore[attr-defined]
-                return
-            if self.path.startswith("/records/moved/"):
-                self.send_response(302)
-                self.send_header("location", f"/elsewhere/{NAME.replace(' ', '%20')}.pdf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-                return
-            body = f"no record for {NAME}".encode()
-            self.send_response(404)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.hang = threading.Event()  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.hang.set()  # type: ignore[attr-defined]
-        server.shutdown()
-        server.server_close()
-
-
-def url_documents(base: str) -> dict[str, str]:
-    quoted = NAME.replace(" ", "%20")
-    query = f"patient={NAME.replace(' ', '+')}&sig=abc"
-    return {
-        "phi-slow": f"{base}/records/slow/{quoted}.pdf?{query}",
-        "phi-404": f"{base}/records/gone/{quoted}.pdf?{query}",
-        "phi-moved": f"{base}/records/moved/{quoted}.pdf?{query}",
-    }
-
-
-def echoing_model(request: Any) -> Reply:
-    """An OpenAI-compatible provider that refuses the request and quotes it back."""
-    return error_reply(400, f"cannot process: {json.dumps(request.body)[:4000]}")
-
-
-@contextmanager
-def trace_collector() -> Iterator[tuple[str, list[bytes]]]:
-    """An OTLP/HTTP endpoint keeping every body it is sent (protobuf keeps strings as is)."""
-    bodies: list[bytes] = []
-
-    class Collector(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            bodies.append(self.rfile.read(int(self.headers.get("content-length") or 0)))
-            self.send_response(200)
-            self.send_header("content-length", "0")
-            self.end_headers()
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-# -- searching ---------------------------------------------------------------------------
-
-
-async def redis_items(client: Any) -> list[tuple[str, str, bytes]]:
-    """(key, field, value) of every key of every type, and ("SLOWLOG", "", entry)."""
-    out: list[tuple[str, str, bytes]] = []
-    async for raw in client.scan_iter(count=1000):
-        key = raw.decode(errors="replace")
-        kind = (await client.type(raw)).decode()
-        out.append((key, "<key>", raw))
-        if kind == "string":
-            out.append((key, "", await client.get(raw) or b""))
-        elif kind == "hash":
-            out += [
-                (key, k.decode(errors="replace"), v) for k, v in (await client.hgetall(raw)).items()
-            ]
-        elif kind == "stream":
-            for entry_id, fields in await client.xrange(raw):
-                out += [(key, f"{entry_id.decode()}:{k.decode()}", v) for k, v in fields.items()]
-        elif kind == "zset":
-            out += [(key, "<member>", m) for m in await client.zrange(raw, 0, -1)]
-        elif kind == "set":
-            out += [(key, "<member>", m) for m in await client.smembers(raw)]
-        elif kind == "list":
-            out += [(key, "<item>", m) for m in await client.lrange(raw, 0, -1)]
-        else:
-            out.append((key, f"<{kind}>", b""))
-    for entry in await client.execute_command("SLOWLOG", "GET", "-1"):
-        out.append(("SLOWLOG", "", repr(entry).encode()))
-    return out
 
 
 def clear_by_design(key: str, field: str) -> bool:
@@ -229,87 +57,6 @@ def where(text: str) -> str:
     low = text.lower()
     at = max(low.find(needle.decode()) for needle in NEEDLES)
     return text[max(0, at - 200) : at + 80]
-
-
-def cli(env: dict[str, str], log: Path, *args: str) -> str:
-    """``saga <args>`` as a process; its stderr (log lines and errors) goes to ``log``."""
-    done = subprocess.run(
-        [sys.executable, "-m", "saga.cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    with log.open("a") as f:
-        f.write(done.stderr)
-    assert done.returncode in (0, 1), done.stderr
-    return done.stdout
-
-
-@contextmanager
-def console_process(env: dict[str, str], log: Path) -> Iterator[str]:
-    port = free_port()
-    out = open(log, "ab")  # noqa: SIM115 - the child keeps it
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "saga.cli.main", "console", "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-        )
-    finally:
-        out.close()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-async def read_console(
-    env: dict[str, str], cli_log: Path, log: Path, rids: list[str]
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The console's pages and API read with a viewer's token, then an operator's."""
-    tokens = {
-        role: json.loads(cli(env, cli_log, "console", "token", "add", f"t-{role}",
-                             "--role", role, "--json"))["token"]
-        for role in ("viewer", "operator")
-    }  # fmt: skip
-    with console_process(env, log) as url:
-
-        async def up() -> bool:
-            return http_status(int(url.rsplit(":", 1)[1]), "/livez") == 200
-
-        await wait_until(up, within=30, what="the console")
-        return (
-            await console_texts(url, tokens["viewer"], rids),
-            await console_texts(url, tokens["operator"], rids),
-        )
-
-
-async def console_texts(url: str, token: str, rids: list[str]) -> dict[str, str]:
-    """Every page and API answer a person with ``token`` can read about these sagas."""
-    paths = ["/sagas", "/sagas?state=failed", "/dead-letters", "/queues", "/api/v1/sagas"]
-    paths += ["/api/v1/sagas?state=failed", "/api/v1/dead-letters", "/api/v1/queues"]
-    for rid in rids:
-        paths += [f"/sagas/{rid}", f"/sagas/{rid}/history", f"/api/v1/sagas/{rid}"]
-    out = {}
-    async with httpx.AsyncClient(
-        base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30
-    ) as client:
-        for path in paths:
-            res = await client.get(path)
-            assert res.status_code == 200, (path, res.status_code, res.text[:300])
-            out[path] = res.text
-    return out
 
 
 # -- the run -----------------------------------------------------------------------------
@@ -464,11 +211,3 @@ def check_details(
     else:
         assert set(details.values()) == {""}, details
         assert api["saga"].get("error_detail", "") == ""
-
-
-async def wait_metrics(port: int) -> str:
-    async def up() -> bool:
-        return http_status(port, "/metrics") == 200
-
-    await wait_until(up, within=10, what="/metrics")
-    return await anyio.to_thread.run_sync(read_metrics, port)
