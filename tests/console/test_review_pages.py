@@ -24,7 +24,7 @@ from tests.cli.inspect_support import commit
 from tests.cli.test_review import REASON, parser_output
 from tests.console.conftest import StartConsole
 from tests.console.support import RunningConsole, check_schema, console_signer, csrf_of, sign_in
-from tests.state.helpers import claim_next
+from tests.state.helpers import claim_next, server_ms, wait_lease_expired
 from tests.steps.pdfgen import make_pdf
 
 pytestmark = pytest.mark.anyio
@@ -263,7 +263,8 @@ async def test_queue_is_oldest_first_with_counts_per_reason_and_a_user_filter(
     one; the API answers the same document (its schema holds)."""
     write_pdf(docs / "report.pdf")
     await flagged_with_pdf(sm, "z-old", docs / "report.pdf", user="u-1")
-    await anyio.sleep(0.002)  # the next one is flagged at a later millisecond
+    # the next one is flagged at a later millisecond of the server's clock (its ZADD score)
+    await wait_lease_expired(sm.client, await server_ms(sm.client))
     await flagged_with_pdf(sm, "a-new", docs / "report.pdf", user="u-2")
     async with review_console.client(ann) as http:
         doc = (await http.get("/api/v1/review-queue")).json()

@@ -32,7 +32,7 @@ from saga.client import SagaClient
 from saga.settings import Settings
 from saga.state.connection import connect
 from saga.state.limits import StateLimits
-from tests.executor.support import wait_until
+from tests.executor.support import count_committed, wait_until
 from tests.faults import runlog
 from tests.faults.harness import FaultRun, fault_run
 from tests.faults.host_crash import Synced, build_shim, cut_to_last_fsync, preloaded
@@ -187,18 +187,31 @@ def tally_crashes(total: Crash, kills: list[Kill], acked: dict[str, float], run:
     total.oldest_vanished_s = round(oldest, 3)
 
 
+async def load_built(run: FaultRun, starters: Starters, committed_before: int) -> None:
+    """Until the load is under way: starts acknowledged, and first steps claimed and
+    committed since ``committed_before`` (the first step's commit counter)."""
+
+    async def loaded() -> bool:
+        committed = await count_committed(run.redis, run.keys, runlog.STEPS[0])
+        return len(starters.acked) >= 5 * STARTERS and committed > committed_before
+
+    await wait_until(loaded, within=30, what="load to build up")
+
+
 async def load_and_crash(
     run: FaultRun, fsync_log: Path, shim: Path, fsync: bool, crashes: int
 ) -> tuple[dict[str, float], list[Kill]]:
-    """Starters running for a second, then a host crash; ``crashes`` times."""
+    """Starters running until starts and commits flow, then a host crash; ``crashes``
+    times."""
     acked: dict[str, float] = {}
     kills: list[Kill] = []
     for c in range(crashes):
         starters = Starters(run, f"c{c}", fsync)
         async with anyio.create_task_group() as tg:
+            before = await count_committed(run.redis, run.keys, runlog.STEPS[0])
             for n in range(STARTERS):
                 tg.start_soon(starters.one, n)
-            await anyio.sleep(1.0)  # load builds up: starts, claims, commits
+            await load_built(run, starters, before)
             kills.append(await host_crash(run, fsync_log, starters, shim))
         acked.update(starters.acked)
     return acked, kills

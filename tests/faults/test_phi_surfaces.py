@@ -37,7 +37,8 @@ from saga.steps.models import (
 )
 from tests.console.support import settings_env
 from tests.executor.support import http_status, wait_until
-from tests.faults.test_phi_search import NAME, cli, console_process
+from tests.faults.phi_documents import NAME
+from tests.faults.phi_places import cli, console_process
 from tests.state.helpers import NEXT, STEPS, claim_next
 from tests.steps.pdfgen import make_pdf
 

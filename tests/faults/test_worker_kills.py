@@ -26,16 +26,20 @@ its attempts and, over 30,000 steps, some die 8 times in a row: the lease-expiry
 (meant for an executor that crashes on a record) would dead-letter them by design."""
 
 
-async def busy_worker(run: FaultRun, rng: random.Random) -> object | None:
-    """A live worker that holds a running step now (a kill then lands mid-step)."""
-    names = set()
-    for rid in rng.sample(run.extra["rids"], min(40, len(run.extra["rids"]))):
-        state, worker = await run.redis.hmget(run.keys.saga(rid), "state", "worker")
-        if text(state) == "running":
-            names.add(text(worker))
-    live = [w for w in run.workers if w.alive() and w.pid not in run.killed]
-    busy = [w for w in live if any(w.owns(n) for n in names)]
-    return rng.choice(busy or live) if live else None
+async def busy_worker(run: FaultRun, rng: random.Random, within: float = 5.0) -> object | None:
+    """A live worker that holds a running step now (a kill then lands mid-step): sampled
+    again until one does, for ``within`` seconds; then any live worker."""
+    deadline = time.monotonic() + within
+    while True:
+        pipe = run.redis.pipeline(transaction=False)
+        for rid in rng.sample(run.extra["rids"], min(40, len(run.extra["rids"]))):
+            pipe.hmget(run.keys.saga(rid), "state", "worker")
+        names = {text(w) for state, w in await pipe.execute() if text(state) == "running"}
+        live = [w for w in run.workers if w.alive() and w.pid not in run.killed]
+        busy = [w for w in live if any(w.owns(n) for n in names)]
+        if busy or not live or time.monotonic() > deadline:
+            return rng.choice(busy or live) if live else None
+        await anyio.sleep(0.02)
 
 
 async def kill_continuously(run: FaultRun, n: int, kills: int, seed: int, **env: str) -> None:
