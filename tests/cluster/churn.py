@@ -19,6 +19,10 @@ from saga.state.reads import get_saga_and_history
 from tests.cluster.support import STEPS
 from tests.executor.support import Worker
 
+RESEND_S = 60.0
+"""How long a start is re-sent through transient errors: a failover takes seconds; a
+cluster that refuses for a minute fails the test instead of hanging it."""
+
 
 @dataclass
 class Churn:
@@ -38,12 +42,15 @@ class Churn:
         while not self.stop.is_set():
             rid = f"slow-{self.step_s}-{n:05d}"
             n += 1
+            deadline = time.monotonic() + RESEND_S
             while True:
                 try:
                     await self.sm.start(rid, "u1", "router")
                     break
-                except TRANSIENT_ERRORS:
+                except TRANSIENT_ERRORS as exc:
                     self.start_errors += 1
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"{rid}: starts refused for {RESEND_S} s") from exc
                     await anyio.sleep(0.1)
             self.acked.append(rid)
             self.ack_ms[rid] = time.time() * 1000
