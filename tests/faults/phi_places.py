@@ -76,8 +76,8 @@ async def redis_items(client: Any) -> list[tuple[str, str, bytes]]:
     return out
 
 
-def cli(env: dict[str, str], log: Path, *args: str) -> str:
-    """``saga <args>`` as a process; its stderr (log lines and errors) goes to ``log``."""
+def saga_run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``saga <args>`` as a process, output captured; exit 0 or 1 (a failed operation)."""
     done = subprocess.run(
         [sys.executable, "-m", "saga.cli.main", *args],
         cwd=REPO,
@@ -87,9 +87,15 @@ def cli(env: dict[str, str], log: Path, *args: str) -> str:
         timeout=60,
         check=False,
     )
+    assert done.returncode in (0, 1), done.stderr
+    return done
+
+
+def cli(env: dict[str, str], log: Path, *args: str) -> str:
+    """``saga <args>`` as a process; its stderr (log lines and errors) goes to ``log``."""
+    done = saga_run(env, *args)
     with log.open("a") as f:
         f.write(done.stderr)
-    assert done.returncode in (0, 1), done.stderr
     return done.stdout
 
 

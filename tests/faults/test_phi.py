@@ -9,17 +9,15 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from saga.state.model import SagaState
-from tests.executor.support import REPO, free_port, spawn_worker, wait_until
+from tests.executor.support import free_port, spawn_worker, wait_until
 from tests.faults.harness import FaultRun
-from tests.faults.phi_places import wait_metrics
+from tests.faults.phi_places import saga_run, wait_metrics
 from tests.steps.pdfgen import make_pdf
 
 pytestmark = pytest.mark.anyio
@@ -72,17 +70,7 @@ async def everything_in_redis(client: Any) -> bytes:
 
 
 def cli(run: FaultRun, key: str, *args: str) -> str:
-    env = {**phi_env(run, key), "REDIS_URL": run.server.url}
-    done = subprocess.run(
-        [sys.executable, "-m", "saga.cli.main", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
+    done = saga_run({**phi_env(run, key), "REDIS_URL": run.server.url}, *args)
     return done.stdout + done.stderr
 
 
