@@ -86,6 +86,7 @@ class Proxy:
             self._abort(cwriter)
             return
         self._writers |= {cwriter, swriter}
+        self.counts["connected"] += 1
         up = asyncio.ensure_future(self._pump(creader, swriter, replies=False))
         down = asyncio.ensure_future(self._pump(sreader, cwriter, replies=True))
         await asyncio.wait([up, down], return_when=asyncio.FIRST_COMPLETED)

@@ -88,12 +88,20 @@ async def test_replies_delayed_past_timeout(run: FaultRun) -> None:
 
 
 async def test_resets_and_blackhole(run: FaultRun) -> None:
-    """Every connection reset three times, then nothing forwarded for 3 s (twice the
-    lease): workers recover by themselves."""
+    """Every connection reset three times (each reset once the workers reconnected after
+    the one before), then nothing forwarded for 3 s (twice the lease): workers recover by
+    themselves."""
     proxy = await through_proxy(run, Faults(), seed=7)
     try:
+        made = 0
         for _ in range(3):
-            await anyio.sleep(0.5)  # the fault's cadence: a reset every half second
+            await anyio.sleep(0.5)  # the fault's cadence: a reset every half second at most
+
+            async def back(since: int = made) -> bool:  # the last reset's victims reconnected
+                return proxy.counts["connected"] > since
+
+            await wait_until(back, within=30, what="the workers to reconnect")
+            made = proxy.counts["connected"]
             proxy.reset()
         proxy.faults = Faults(blackhole=True)
         await wait_until(leases_lapsed(run), within=30, what="every lease held to lapse")
