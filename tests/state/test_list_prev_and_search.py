@@ -16,7 +16,7 @@ from saga.state.listing import ListQuery, SagaPage, list_page, list_sagas
 from saga.state.machine import StateMachine
 from saga.state.search import check_prefix, find_prefix
 from saga.state.streams import ensure_groups
-from tests.state.helpers import claim_next
+from tests.state.helpers import claim_next, server_ms, wait_lease_expired
 
 pytestmark = pytest.mark.anyio
 
@@ -57,6 +57,8 @@ async def test_order_by_update_puts_the_latest_change_first(redis: Any) -> None:
     from saga.state.requests import FailRequest
 
     claim = await claim_next(sm, "router", "w1")
+    # a later millisecond than the last start's (the index's score), or the two would tie
+    await wait_lease_expired(redis, await server_ms(redis))
     req = FailRequest(action=FailAction.DEAD, error_class="X", error_message="x", worker="w1")
     assert (await sm.fail(claim, req)).code.name == "OK"
     by_update = await list_sagas(redis, keys, ListQuery(order="updated"))
