@@ -218,6 +218,7 @@ class StateMachine:
             k.spend(partition, day[1]),
             k.holds(partition),
             k.holds_due(partition),
+            k.waits(partition),
         ]
         lim = self.limits
         args: list[Any] = [GROUP, lim.history_maxlen, lim.pages_ttl_s, lim.retention.arg()]
@@ -258,6 +259,7 @@ class StateMachine:
         args += (step, claim.token, claim.entry_id, req.next_step, output, req.op or new_op())
         args += (pages, "1" if req.delete_pages else "0", repr(req.cost), checkpoint)
         args += (req.worker, req.tokens, len(cost_keys), req.review, lease_ms, req.step_version)
+        args.append(req.not_before_arg())
         args[5] += 1
 
     def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:

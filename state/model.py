@@ -92,6 +92,9 @@ class EventType(StrEnum):
     """A signal ended the wait (received then, or kept before); ``next_step`` runs on it."""
     WAIT_TIMED_OUT = "wait_timed_out"
     """The wait's timer was due: its declared path (``detail``) was taken."""
+    TIMER_FIRED = "timer_fired"
+    """A step's "run the next step at" time came (``ctx.run_next_at``): ``step`` was
+    enqueued; ``due_ms`` is when it was due."""
     COMPENSATING = "compensating"
     """Compensation began (a permanent failure, ``saga cancel --compensate``, or a
     retry of a failed compensation); ``next_step`` names the first undo, or is empty

@@ -147,7 +147,10 @@ async def cancel(
         "cancel_saga",
         before,
         lambda cur: [cur, GROUP, op, sm.limits.history_maxlen, actor, sm.limits.retention.arg()],
-        [sm.keys.retired(sm.keys.partition_of(record_id))],
+        [
+            sm.keys.retired(sm.keys.partition_of(record_id)),
+            sm.keys.waits(sm.keys.partition_of(record_id)),
+        ],
     )
     code = to_code(reply[0])
     if code == RC.WRONG_STATE:
@@ -183,7 +186,7 @@ async def compensate(
     op = op or new_op()
     k, p = sm.keys, sm.keys.partition_of(record_id)
     before = [k.saga(record_id), k.history(record_id)]
-    after = [*(k.ready(p, undo_of(s)) for s in undoable), k.retired(p)]
+    after = [*(k.ready(p, undo_of(s)) for s in undoable), k.retired(p), k.waits(p)]
     ret = sm.limits.retention.arg()
     reply = await _at_current_step(
         sm,

@@ -6,7 +6,7 @@ elsewhere in its partition, read here first: entries naming it in the ready, dea
 and quarantine streams, its cached LLM answers, its user's slots and deferrals. The
 cached embedding vectors it used are shared by every record (another hash tag): they
 are deleted too (a later record pays for them again). A saga that is active (pending,
-running, waiting for a retry, compensating) is refused: cancel it first — a running
+running, waiting for a retry, waiting at a wait or a timer, compensating) is refused: cancel it first — a running
 attempt could otherwise write its cached answers after the purge.
 
 A user's purge (``purge_user``) purges each of their records, batch after batch, in
@@ -36,7 +36,7 @@ _MAX_SCANNED = 200_000
 quarantine stream capped at ~10,000; dead letters beyond this are not looked at."""
 _CALL = 256
 """Keys, entries or members per purge_record call (the script's bound)."""
-_ACTIVE = frozenset({"pending", "running", "waiting_retry", "compensating"})
+_ACTIVE = frozenset({"pending", "running", "waiting_retry", "waiting", "compensating"})
 _CACHE_TAIL = re.compile(r"(?:undo:)?[a-z][a-z0-9_]{0,31}:[^:]+")
 
 

@@ -34,6 +34,18 @@ class CommitRequest(msgspec.Struct, frozen=True, kw_only=True):
     op: str = ""
     step_version: int = 1
     """The version of the step's code that produced the output (``StepSpec.version``)."""
+    run_at_ms: int = 0
+    """Run the next step no earlier than this (epoch ms; 0: at once). A plain next step
+    only: the saga waits as a timer in its partition's waits (``ctx.run_next_at``)."""
+    run_after_ms: int = 0
+    """Run the next step this long after the commit, by the server's clock (used when
+    > 0; ``ctx.run_next_after``)."""
+
+    def not_before_arg(self) -> str:
+        """commit_steps' "not before" argument (lua/includes/next_at)."""
+        if self.run_after_ms > 0:
+            return f"+{self.run_after_ms}"
+        return str(self.run_at_ms) if self.run_at_ms > 0 else "0"
 
 
 class FailRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
@@ -160,6 +161,15 @@ class StepContext(Protocol):
     @property
     def config(self) -> StepConfig:
         """Limits and choices for the business steps, from the runtime's settings."""
+        ...
+
+    def run_next_at(self, when: datetime | float) -> None:
+        """Run the next step no earlier than ``when`` (aware datetime or epoch s): a
+        durable timer in Redis, set by this attempt's commit."""
+        ...
+
+    def run_next_after(self, seconds: float) -> None:
+        """Run the next step ``seconds`` after this attempt's commit (durable timer)."""
         ...
 
     async def heartbeat(self) -> None:

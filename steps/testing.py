@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -132,6 +133,8 @@ class ManualContext:
     embedder: Embedder | None = None
     stored_pages: list[list[str]] = field(default_factory=list)
     heartbeats: int = 0
+    run_next: list[tuple[str, float]] = field(default_factory=list)
+    """``run_next_at`` / ``run_next_after`` calls: ("at", epoch s) or ("after", s)."""
 
     def __post_init__(self) -> None:
         if not self.idempotency_key:
@@ -146,6 +149,12 @@ class ManualContext:
 
     async def heartbeat(self) -> None:
         self.heartbeats += 1
+
+    def run_next_at(self, when: datetime | float) -> None:
+        self.run_next.append(("at", when.timestamp() if isinstance(when, datetime) else when))
+
+    def run_next_after(self, seconds: float) -> None:
+        self.run_next.append(("after", seconds))
 
 
 def make_context(

@@ -207,6 +207,8 @@ class AttemptRunner:
             delete_pages=spec.deletes_pages,
             worker=self.worker,
             step_version=spec.version,
+            run_at_ms=ctx.run_at_ms,
+            run_after_ms=ctx.run_after_ms,
         )
 
     def _fail_request(self, spec: StepSpec, ctx: AttemptContext, exc: Exception) -> FailRequest:

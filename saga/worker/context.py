@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -43,6 +45,10 @@ class AttemptContext:
     step_version: int = 1
     """The running code's version (``StepSpec.version``)."""
     staged_pages: bytes | None = field(default=None, init=False)
+    run_at_ms: int = field(default=0, init=False)
+    """``run_next_at``'s time (epoch ms; 0: none), sent with the commit."""
+    run_after_ms: int = field(default=0, init=False)
+    """``run_next_after``'s delay (ms, by the server's clock at the commit; 0: none)."""
     _pages: list[str] | None = field(default=None, init=False)
 
     @property
@@ -97,6 +103,25 @@ class AttemptContext:
 
     def store_pages(self, pages: list[str]) -> None:
         self.staged_pages = msgspec.json.encode(pages)
+
+    def run_next_at(self, when: datetime | float) -> None:
+        """Run the next step no earlier than ``when`` (an aware datetime, or epoch
+        seconds): the commit parks the saga as a durable timer in Redis, no worker held.
+        A time already past runs it at once; the last call wins."""
+        if isinstance(when, datetime):
+            if when.tzinfo is None:
+                raise ValueError("run_next_at needs an aware datetime (tzinfo=UTC), not a naive one")
+            when = when.timestamp()
+        if not (isinstance(when, int | float) and math.isfinite(when)):
+            raise ValueError(f"run_next_at takes a datetime or epoch seconds, not {when!r}")
+        self.run_at_ms, self.run_after_ms = max(int(when * 1000), 0), 0
+
+    def run_next_after(self, seconds: float) -> None:
+        """Run the next step ``seconds`` after this step's commit (by the server's
+        clock): a durable timer, as ``run_next_at``."""
+        if not (isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"run_next_after takes seconds >= 0, not {seconds!r}")
+        self.run_at_ms, self.run_after_ms = 0, int(seconds * 1000)
 
     async def heartbeat(self) -> None:
         await self._heartbeat()

@@ -1,6 +1,6 @@
 -- cancel_saga: stop a saga wherever it is. A running attempt is fenced out
--- (its token is cleared) and its entry acknowledged; a waiting retry or a
--- dead letter is removed. The user's slot it held at the step (per-user cap: a running
+-- (its token is cleared) and its entry acknowledged; a waiting retry, a
+-- dead letter, or a wait's or a run-next-at's timer (the partition's waits) is removed. The user's slot it held at the step (per-user cap: a running
 -- attempt, or a released entry's reservation) goes to the user's oldest deferred entry
 -- at once, not when its lease runs out. Cancelling a cancelled saga changes nothing.
 --
@@ -13,6 +13,7 @@
 -- KEYS[7]  entries deferred by the user cap there  {p}:deferred:<step>
 -- KEYS[8..13] state indexes, in SagaState order
 -- KEYS[14] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[15] the partition's waits   {p}:waits  (its timer, if any, leaves at once)
 -- ARGV[1]  the current step as the caller read it (guards KEYS[3..7])
 -- ARGV[2]  consumer group
 -- ARGV[3]  operation id
@@ -46,6 +47,10 @@ if s[2] ~= ARGV[1] then return {RC.WRONG_STATE, 'step_moved', s[2]} end
 local now, record = now_ms(), s[5]
 if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], ARGV[2], s[3]) end
 redis.call('ZREM', KEYS[4], record)
+if s[1] == STATE.WAITING then
+  redis.call('ZREM', KEYS[15], record)
+  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+end
 if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
 free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], record, now)
 redis.call('HSET', saga, 'state', STATE.CANCELLED, 'token', '', 'lease', 0, 'worker', '',

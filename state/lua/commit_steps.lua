@@ -16,6 +16,7 @@
 -- KEYS[11] month's spend per user   {p}:spend:<yyyy-mm>
 -- KEYS[12] budget holds            {p}:holds      (includes/holds; reserve_budget)
 -- KEYS[13] budget hold deadlines   {p}:holds:due
+-- KEYS[14] the partition's waits   {p}:waits  (a "not before" parks the saga there)
 -- then, per attempt, from its first key b:
 --   KEYS[b]    saga hash
 --   KEYS[b+1]  history stream
@@ -37,7 +38,7 @@
 --          completed saga's, or 'needs_review''s when one of its steps flagged it
 -- ARGV[5]  day of the month of KEYS[2] ("01".."31"): the day's spend field in KEYS[11]
 -- ARGV[6]  n: number of attempts, at most 64
--- then 16 arguments per attempt, from its first argument a:
+-- then 17 arguments per attempt, from its first argument a:
 --   a     step name
 --   a+1   fencing token
 --   a+2   ready entry id of the input
@@ -59,6 +60,10 @@
 --   a+15  the version of the step's code ("1" unless declared): any other is stored as
 --         sv:<step> (the next step's input version) and in the event ('sv'); "1" removes
 --         an sv:<step> an earlier epoch left
+--   a+16  not before (includes/next_at): "0" none, "<ms>" absolute, "+<ms>" from now; in
+--         the plain next-step path only (not a route), a later time parks the saga
+--         'waiting' at the next step with its timer in KEYS[14] instead of adding the
+--         ready entry (time_out_wait's 'resume' adds it when due)
 -- Returns: one reply per attempt, in order:
 --          {RC.OK, state, next_step, next_entry}   (a route: the children enqueued,
 --                                                   comma-separated, and the entry of the
@@ -66,8 +71,8 @@
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
--- Emits:   history 'committed' (fields c, k, rv and sv only when set); ready entry {rid, ep, v}
---          for the next step
+-- Emits:   history 'committed' (fields c, k, rv, sv and due only when set); ready entry
+--          {rid, ep, v} for the next step (none while its not-before time is ahead)
 --@include now
 --@include history
 --@include state_index
@@ -78,6 +83,7 @@
 --@include user_cap
 --@include retire
 --@include lanes
+--@include next_at
 
 local group, maxlen, pages_ttl, retention = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local n = tonumber(ARGV[6])
@@ -140,7 +146,7 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
     end_capped({inflight = KEYS[b + 5], deferred = KEYS[b + 6], ready = ready}, user, record,
                now, cap_lease)
   end
-  local state, next_entry, now_step, sect = STATE.COMPLETED, '', next_step, nil
+  local state, next_entry, now_step, sect, nb = STATE.COMPLETED, '', next_step, nil, nil
   if route then
     local at = {b + 4}
     for j = 1, 31 do
@@ -157,9 +163,14 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
     end
     if lane then lane_clear(saga, step) end
   elseif next_step ~= '' then
-    state = STATE.PENDING
-    next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch,
-                            'v', SCHEMA_VERSION)
+    nb = not_before(ARGV[a + 16], now)
+    if nb then
+      state = STATE.WAITING
+    else
+      state = STATE.PENDING
+      next_entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch,
+                              'v', SCHEMA_VERSION)
+    end
   end
   -- One HSET for every field (each redis.call costs ~2 µs of conversion on the server).
   local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
@@ -185,6 +196,8 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
     f[#f + 1] = 'ct:' .. step
     f[#f + 1] = now_s
   end
+  local nb_s = nb and string.format('%d', nb)
+  if nb then park_next_at(f, KEYS[14], record, next_step, nb_s) end
   if ARGV[a + 9] ~= '' then
     f[#f + 1] = 'ckpt:' .. step
     f[#f + 1] = ARGV[a + 9]
@@ -234,13 +247,17 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
     ev[#ev + 1] = 'sv'
     ev[#ev + 1] = version
   end
+  if nb then
+    ev[#ev + 1] = 'due'
+    ev[#ev + 1] = nb_s
+  end
   history_append(hist, maxlen, ev)
   if due and due ~= '' then redis.call('ZADD', KEYS[3], due, user .. '|' .. record) end
   return {RC.OK, state, next_step, next_entry}
 end
 
 local replies = {}
-local b, a = 14, 7
+local b, a = 15, 7
 for i = 1, 64 do
   if i > n then break end
   local cap_lease = tonumber(ARGV[a + 14]) or 0
@@ -250,7 +267,7 @@ for i = 1, 64 do
   if more == -1 then more = 0 end
   replies[i] = commit_one(b, a, cap_lease, first_cost, more)
   b = first_cost + (tonumber(ARGV[a + 12]) or 0) + math.max(more, 0)
-  a = a + 16
+  a = a + 17
 end
 for j = 1, 64 do  -- #steps: at most n
   local step = steps[j]

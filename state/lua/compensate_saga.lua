@@ -3,7 +3,7 @@
 -- dead-lettered a saga after too many lost leases, and by `saga retry` of a
 -- compensation_failed saga (the undos not yet done run again, in a new epoch).
 -- Like cancel, a running attempt is fenced out (its token is cleared) and the current
--- entry, waiting retry or dead letter is removed, and the user's slot it held at the
+-- entry, waiting retry, dead letter or timer (a wait's, a run-next-at's) is removed, and the user's slot it held at the
 -- step (per-user cap) goes to the user's oldest deferred entry at once; then the plan is
 -- the steps of ARGV[7..] whose output is stored, and the first undo is enqueued.
 --
@@ -18,6 +18,7 @@
 -- KEYS[14..13+n] undo ready streams of ARGV[7..6+n], in that order
 -- KEYS[14+n] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire): a saga
 --          that had ended is no longer due; one compensated at once starts its retention
+-- KEYS[15+n] the partition's waits   {p}:waits  (its timer, if any, leaves at once)
 -- ARGV[1]  the current step as the caller read it (guards KEYS[3..7])
 -- ARGV[2]  consumer group
 -- ARGV[3]  operation id
@@ -58,6 +59,10 @@ if n > 32 then return redis.error_reply('compensate_saga: at most 32 steps') end
 local now, record = now_ms(), s[5]
 if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], group, s[3]) end
 redis.call('ZREM', KEYS[4], record)
+if s[1] == STATE.WAITING then
+  redis.call('ZREM', KEYS[15 + n], record)
+  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+end
 if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
 free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], record, now)
 local plan, head = undo_plan(saga, 6, n)

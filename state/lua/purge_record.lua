@@ -3,7 +3,8 @@
 -- indexes, and what Python found of it elsewhere in its partition: ready, dead-letter
 -- and quarantine entries naming it, cached LLM answers, users' slots and deferrals.
 -- Refused, writing nothing, while the saga is active (pending, running, waiting for a
--- retry, compensating): cancel it first. Everything it deletes may be gone already, so
+-- retry, waiting at a wait or a timer, compensating): cancel it first (cancel removes
+-- its timer, so no sweep finds a purged record's timer to fire). Everything it deletes may be gone already, so
 -- a re-sent call, or a further call with the rest of a long list (the hash already
 -- deleted by the first), deletes what is left and nothing else.
 --
@@ -39,7 +40,7 @@ if s > 64 or z > 64 or d > 256 or x > 256 or y > 256 then
 end
 local state = redis.call('HGET', saga, 'state')
 if state == STATE.PENDING or state == STATE.RUNNING or state == STATE.WAITING_RETRY
-   or state == STATE.COMPENSATING then
+   or state == STATE.COMPENSATING or state == STATE.WAITING then
   return {RC.WRONG_STATE, state}
 end
 

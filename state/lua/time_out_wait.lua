@@ -2,7 +2,8 @@
 -- declared path. 'default' (a wait's default) and 'continue' (a sleep: its input passed
 -- through) end the wait as a signal would; 'fail' dead-letters the saga at the wait step;
 -- 'compensate' starts compensation of its committed steps (or ends compensated when none
--- needs undoing). One record per call: the sweep sends many in one round trip. A member
+-- needs undoing); 'resume' (a committed step's "run the next step at", commit_steps and
+-- includes/next_at) adds the next step's ready entry. One record per call: the sweep sends many in one round trip. A member
 -- whose saga no longer waits (signalled, cancelled, retried, deleted) is only removed.
 --
 -- KEYS[1]  saga hash
@@ -22,12 +23,13 @@
 -- ARGV[6]  n: steps to undo ('wundo' as the caller read it), at most 32
 -- ARGV[7..6+n] those steps, latest first
 -- Returns: {RC.OK, state, path}          the path taken: default | continue | fail |
---                                        compensate
+--                                        compensate | resume
 --          {RC.OK, state, 'not_due'}     its timer is later (left in the set)
 --          {RC.OK, state, 'gone'}        not waiting any more: the member was removed
 --          {RC.WRONG_STATE, state, 'step_moved'}  'wnext' or 'wundo' differ from the
 --                                        caller's: read again
--- Emits:   history 'wait_timed_out' (x: the path), then as each path does: ready entry
+-- Emits:   history 'timer_fired' and a ready entry {rid, ep, v} (resume); else
+--          history 'wait_timed_out' (x: the path), then as each path does: ready entry
 --          {rid, ep, v}; a dead letter; 'compensating' and an undo ready entry
 --@include now
 --@include history
@@ -63,6 +65,17 @@ end
 
 local step, epoch, user, path = s[2], s[3], s[4], s[7]
 redis.call('ZREM', waits, record)
+if path == 'resume' then  -- the step to run is already the saga's; only its entry is due
+  local entry = redis.call('XADD', next_ready, '*', 'rid', record, 'ep', epoch,
+                           'v', SCHEMA_VERSION)
+  redis.call('HSET', saga, 'state', STATE.PENDING, 'entry', entry, 'due', 0, 'updated', now,
+             'op', op)
+  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+  index_state(7, record, STATE.WAITING, STATE.PENDING, now)
+  history_append(hist, maxlen, {'e', 'timer_fired', 's', step, 'ep', epoch, 't', now,
+                                'due', s[5], 'op', op})
+  return {RC.OK, STATE.PENDING, path}
+end
 local go_on = path == 'default' or path == 'continue'
 local ev = {'e', 'wait_timed_out', 's', step, 'ep', epoch, 't', now, 'x', path, 'op', op}
 if go_on then

@@ -81,7 +81,7 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     ]
     # 'compensating' reads back in test_compensation (it needs a compensable step), the
     # review decisions in test_review_decide (they need a completed, flagged saga), the
-    # waits' in test_shapes_wait (they need a wait step).
+    # waits' in test_shapes_wait (they need a wait step), timer_fired in test_next_at.
     assert set(EventType) - {e.event for e in events} == {
         EventType.COMPENSATING,
         EventType.REVIEW_DECIDED,
@@ -90,6 +90,7 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         EventType.SIGNAL_KEPT,
         EventType.SIGNALLED,
         EventType.WAIT_TIMED_OUT,
+        EventType.TIMER_FIRED,
     }
     reclaim = events[3]
     assert (reclaim.attempt, reclaim.previous_attempt, reclaim.previous_worker) == (2, 1, "w-a")
