@@ -48,6 +48,7 @@ from tests.state.stateful_model import (
     P,
     R,
     Rec,
+    WT,
     W,
 )
 
@@ -74,6 +75,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
         pipe.zrange(k.state_index(0, state), 0, -1)
     pipe.zrange(k.review_index(0), 0, -1)
     pipe.zrange(k.retired(0), 0, -1, withscores=True)
+    pipe.zrange(k.waits(0), 0, -1, withscores=True)
     replies = iter(await pipe.execute())
     sagas, hists = {}, {}
     for rid in RECORDS:
@@ -99,6 +101,7 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
     index = {state: {text(m) for m in next(replies)} for state in SagaState}
     flagged = {text(m) for m in next(replies)}
     retired = {text(m): int(score) for m, score in next(replies)}
+    check_timers(sagas, model, {text(m): int(score) for m, score in next(replies)})
     for rid in RECORDS:
         check_retention(rid, sagas[rid], retired)
 
@@ -117,6 +120,18 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
         assert rv == model[rid].review, (rid, rv, model[rid].review)
         assert (rid in flagged) == bool(rv)
         assert int(sagas[rid].get("rvv", 0)) == model[rid].rvv, (rid, model[rid].rvv)
+
+
+def check_timers(sagas: dict[str, dict[str, str]], model: dict[str, Rec], waits: dict[str, int]) -> None:
+    """A saga waiting on a run-next-at timer has its member in the partition's waits, due
+    at its 'due', with the 'resume' path and no entry; no other saga has one (but a stale
+    member an operator's retry left, dropped by the sweep)."""
+    for rid, h in sagas.items():
+        if h.get("state") == WT:
+            assert waits.get(rid) == int(h["due"]) > 0, (rid, "timer lost", h, waits)
+            assert (h["wto"], h["wnext"], h["entry"]) == ("resume", h["step"], ""), (rid, h)
+        elif rid in waits:
+            assert model[rid].stale_timer, (rid, h.get("state"), "a timer outlived its wait")
 
 
 def check_retention(rid: str, h: dict[str, str], retired: dict[str, int]) -> None:
@@ -177,7 +192,7 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
             step, to = (ev["n"], CG) if ev["n"] else (step, CD)
         elif ev["e"] == "committed":
             standing.add(ev["s"])
-            step, to = (ev["n"], P) if ev["n"] else (step, C)
+            step, to = (ev["n"], WT if ev.get("due") else P) if ev["n"] else (step, C)
         state = state if to is SAME else to
     if state == SagaState.PENDING and m.state == SagaState.RUNNING:
         state = m.state  # claimed since: a claim is in the saga hash, not the history

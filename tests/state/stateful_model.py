@@ -26,6 +26,7 @@ LATER_MS = 600_000
 P, R, W = SagaState.PENDING, SagaState.RUNNING, SagaState.WAITING_RETRY
 C, F, X = SagaState.COMPLETED, SagaState.FAILED, SagaState.CANCELLED
 CG, CD, CF = SagaState.COMPENSATING, SagaState.COMPENSATED, SagaState.COMPENSATION_FAILED
+WT = SagaState.WAITING
 ANY = frozenset(SagaState)
 SAME = None
 TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
@@ -34,14 +35,15 @@ TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     # over an attempt may follow 'pending' as read from the history.
     "started": (frozenset({None}), P),
     "reclaimed": (frozenset({P, R}), R),
-    "committed": (frozenset({P, R}), P),  # or completed when it names no next step
+    "committed": (frozenset({P, R}), P),  # or completed (no next step), waiting ('due')
     "retry_scheduled": (frozenset({P, R}), W),
     "parked": (frozenset({P, R}), W),
     "dead_lettered": (frozenset({P, R}), F),  # also a quarantined current entry
     "promoted": (frozenset({W}), P),
     "retried": (ANY, P),
-    "cancelled": (frozenset({P, R, W, F, CG, CF}), X),
-    "compensating": (frozenset({P, R, W, F, X, CF}), CG),  # or compensated: nothing to undo
+    "cancelled": (frozenset({P, R, W, WT, F, CG, CF}), X),
+    "compensating": (frozenset({P, R, W, WT, F, X, CF}), CG),  # or compensated: none to undo
+    "timer_fired": (frozenset({WT}), P),  # a run-next-at timer: its step's entry added
     "fenced": (ANY, SAME),
     "reviewed": (ANY, SAME),
     "review_decided": (frozenset({C}), SAME),
@@ -90,6 +92,11 @@ class Rec:
     """The review's version: decisions recorded (decide_review)."""
     plan: list[str] = field(default_factory=list)
     """Compensating: the steps left to undo, the current one first."""
+    timer_past: bool = False
+    """Waiting on a run-next-at timer that is due (forced due by the fire_timers rule)."""
+    stale_timer: bool = False
+    """Its timer's member is still in the waits though it waits no more (an operator's
+    retry leaves it; the sweep drops it as 'gone' when due)."""
     gone: bool = False
     """Pruned at its retention's end (hash and history deleted): never started again, so
     a deferral of an older epoch still waiting is released for a saga that is gone."""
@@ -199,6 +206,7 @@ class Rec:
 
     def apply_retry(self, from_step: str, entry: str) -> None:
         m = self
+        m.stale_timer = m.stale_timer or m.state == WT
         for step in STEPS[STEPS.index(from_step) :]:  # they run again: their flags go
             m.review.pop(step, None)
         m.epoch += 1
@@ -214,8 +222,11 @@ class Rec:
             return RC.OK
         return RC.LEASE_LOST
 
-    def apply_commit(self, step: str, token: str, next_entry: str, review: str = "") -> None:
-        """A commit succeeded; ``next_entry`` is the saga's new entry when a step follows."""
+    def apply_commit(
+        self, step: str, token: str, next_entry: str, review: str = "", later: bool = False
+    ) -> None:
+        """A commit succeeded; ``next_entry`` is the saga's new entry when a step follows
+        (none with ``later``: a run-next-at timer in the waits holds it)."""
         m = self
         if step.startswith("undo:"):
             m.done[step], m.token, m.lease_live = token, "", False
@@ -229,7 +240,10 @@ class Rec:
             m.review[step] = review
         m.done[step], m.token, m.lease_live = token, "", False
         m.outputs.add(step)
-        if NEXT[step]:
+        if NEXT[step] and later:
+            m.state, m.step, m.entry, m.timer_past = WT, NEXT[step], "", False
+            m.stale_timer = False  # its member is this timer's now
+        elif NEXT[step]:
             m.state, m.step, m.entry = P, NEXT[step], next_entry
         else:
             m.state, m.entry = C, ""

@@ -87,6 +87,7 @@ from tests.state.stateful_rules_lifecycle import LifecycleRules
 from tests.state.stateful_rules_operator import OperatorRules
 from tests.state.stateful_rules_recovery import RecoveryRules
 from tests.state.stateful_rules_retention import RetentionRules
+from tests.state.stateful_rules_waits import WaitRules
 
 SOAK = os.environ.get("SAGA_SOAK") == "1"
 SETTINGS = settings(
@@ -105,6 +106,7 @@ class SagaMachine(
     RecoveryRules,
     BudgetRules,
     LifecycleRules,
+    WaitRules,
 ):
     # -- rules (hypothesis collects the mixins' too) ---------------------------
     @rule(rid=st.sampled_from(RECORDS))
@@ -177,8 +179,18 @@ class SagaMachine(
         resend=st.booleans(),
         review=st.sampled_from(["", "", "doubtful"]),
         wrong_next=st.sampled_from([False, False, False, True]),
+        later=st.sampled_from([False, False, True]),
     )
-    def commit(self, held: tuple[str, Claim], resend: bool, review: str, wrong_next: bool) -> None:
+    def commit(
+        self,
+        held: tuple[str, Claim],
+        resend: bool,
+        review: str,
+        wrong_next: bool,
+        later: bool = False,
+    ) -> None:
+        """A step's commit; ``later``: with "run the next step in ten minutes"
+        (ctx.run_next_after), which parks the saga as a timer when a step follows."""
         worker, c = held
         m = self.model[c.record_id]
         undo = c.step.startswith("undo:")
@@ -193,6 +205,7 @@ class SagaMachine(
             next_step=next_step if undo else NEXT[c.step],
             review="" if undo else review,
             op=uuid.uuid4().hex,
+            run_after_ms=LATER_MS if later and not undo else 0,
             **self.settle_request(c),
         )
         expected = m.predict_commit(c.step, c.token)
@@ -208,7 +221,8 @@ class SagaMachine(
         self.run(check_refusal(self.client, self.keys, c.record_id, expected, before))
         if expected == RC.OK:
             next_entry = self._entry_of(c.record_id) if req.next_step else ""
-            m.apply_commit(c.step, c.token, next_entry, req.review)
+            m.apply_commit(c.step, c.token, next_entry, req.review, req.run_after_ms > 0)
+            assert out.state == m.state, (out, m)
             self.committed[c.step] += 1
             self.settled(c, req.cost)
             released = self.fair.end_capped(c.step, c.record_id)
