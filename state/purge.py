@@ -6,8 +6,8 @@ elsewhere in its partition, read here first: entries naming it in the ready, dea
 and quarantine streams, its cached LLM answers, its user's slots and deferrals. The
 cached embedding vectors it used are shared by every record (another hash tag): they
 are deleted too (a later record pays for them again). A saga that is active (pending,
-running, waiting for a retry, waiting at a wait or a timer, compensating) is refused: cancel it first — a running
-attempt could otherwise write its cached answers after the purge.
+running, waiting for a retry, waiting at a wait or a timer, compensating) is refused:
+cancel it first — a running attempt could otherwise write its cached answers after the purge.
 
 A user's purge (``purge_user``) purges each of their records, batch after batch, in
 every saga type; then what belongs to the user: their fields of the cost ledgers move to

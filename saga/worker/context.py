@@ -110,7 +110,9 @@ class AttemptContext:
         A time already past runs it at once; the last call wins."""
         if isinstance(when, datetime):
             if when.tzinfo is None:
-                raise ValueError("run_next_at needs an aware datetime (tzinfo=UTC), not a naive one")
+                raise ValueError(
+                    "run_next_at needs an aware datetime (tzinfo=UTC), not a naive one"
+                )
             when = when.timestamp()
         if not (isinstance(when, int | float) and math.isfinite(when)):
             raise ValueError(f"run_next_at takes a datetime or epoch seconds, not {when!r}")

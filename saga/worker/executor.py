@@ -25,6 +25,7 @@ from saga.state.machine import StateMachine
 from saga.state.presence import PRESENCE_EVERY_S
 from saga.state.scripts import ensure_loaded
 from saga.state.types import register_type
+from saga.worker import timers
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
 from saga.worker.fairness import release_idle, user_caps
@@ -123,6 +124,8 @@ class Executor:
                     loops.start_soon(
                         up.every, "promote", self.settings.promote_interval_s, up.promote_once
                     )
+                    up.timers_in_promote = False  # its own loop, timely (worker/timers)
+                    loops.start_soon(timers.run, up, self.settings.promote_interval_s)
                     loops.start_soon(up.every, "maintenance", 60.0, up.maintain_once)
                     loops.start_soon(up.every, "presence", PRESENCE_EVERY_S, up.announce_once)
                     await self.stopping.wait()

@@ -56,6 +56,9 @@ class Upkeep:
         self.promoted: dict[str, int] = {}
         """Retries promoted by this process, per step (the controller's metrics read it)."""
         self.holds_lapsed = 0
+        self.timers_in_promote = True
+        """promote_once also fires due timers (the controller); a worker runs its own
+        timers loop instead (saga.worker.timers), which sleeps until the earliest is due."""
         """Budget holds this process released because their attempt was gone."""
         self.holds_lapsed_usd = 0.0
         self.presence = presence.Presence(
@@ -106,7 +109,8 @@ class Upkeep:
                         self.promoted[spec.name] = self.promoted.get(spec.name, 0) + promoted
                     total += promoted
         await self.release_once()
-        await self.time_out_waits(int(now) + 50)
+        if self.timers_in_promote:
+            await self.time_out_waits(int(now) + 50)
         return total
 
     async def time_out_waits(self, now_ms: int) -> int:

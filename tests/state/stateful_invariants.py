@@ -43,12 +43,12 @@ from tests.state.stateful_model import (
     TRANSITIONS,
     UNDO_STEPS,
     UNDO_TRANSITIONS,
+    WT,
     C,
     F,
     P,
     R,
     Rec,
-    WT,
     W,
 )
 
@@ -122,7 +122,9 @@ async def check_invariants(client: Any, keys: Keys, model: dict[str, Rec], fair:
         assert int(sagas[rid].get("rvv", 0)) == model[rid].rvv, (rid, model[rid].rvv)
 
 
-def check_timers(sagas: dict[str, dict[str, str]], model: dict[str, Rec], waits: dict[str, int]) -> None:
+def check_timers(
+    sagas: dict[str, dict[str, str]], model: dict[str, Rec], waits: dict[str, int]
+) -> None:
     """A saga waiting on a run-next-at timer has its member in the partition's waits, due
     at its 'due', with the 'resume' path and no entry; no other saga has one (but a stale
     member an operator's retry left, dropped by the sweep)."""

@@ -60,7 +60,7 @@ async def test_run_after_parks_the_saga_as_a_timer_and_resume_enqueues_it_once(
     assert len(await stream_rows(sm.client, keys.ready(0, "parser"))) == 1
     saga, events = await get_saga_and_history(sm.client, keys, "r1")
     assert (saga.state, saga.step, saga.due_ms) == (SagaState.PENDING, "parser", 0)
-    committed = [e for e in events if e.event == EventType.COMMITTED][0]
+    committed = next(e for e in events if e.event == EventType.COMMITTED)
     fired = [e for e in events if e.event == EventType.TIMER_FIRED]
     assert committed.due_ms == due and len(fired) == 1
     assert (fired[0].step, fired[0].due_ms) == ("parser", due)
