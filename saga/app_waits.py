@@ -88,6 +88,13 @@ def sleep_spec(owner: str, *, seconds: float | None, until_field: str) -> WaitSp
     return WaitSpec(event="", timeout_s=seconds, on_timeout="continue", until_field=until_field)
 
 
+def sleep_at_spec(owner: str, at: Any) -> WaitSpec:
+    """The checked WaitSpec of ``app.sleep_until``: ``at`` maps the input to a time."""
+    if not callable(at):
+        raise AppError(f"{owner}: at= must be a function of the input giving the time to wake")
+    return WaitSpec(event="", on_timeout="continue", at=at)
+
+
 def _check_timeout(owner: str, value: float | None) -> None:
     if value is not None and not (isinstance(value, int | float) and value > 0):
         raise AppError(f"{owner}: the time must be more than 0 seconds, not {value!r}")

@@ -67,6 +67,9 @@ class WaitSpec:
     """The wait's output (JSON) when its timer takes ``default``."""
     until_field: str = ""
     """A sleep until the time (epoch seconds) in this field of its input, not timeout_s."""
+    at: Callable[[Any], Any] | None = None
+    """``app.sleep_until``: a function of the sleep's input (decoded) giving the time to
+    wake (an aware datetime or epoch seconds); used instead of timeout_s and until_field."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import math
 import time
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
@@ -27,7 +29,19 @@ async def park_wait(runner: AttemptRunner, spec: StepSpec, claim: Claim) -> Outc
     assert wait is not None
     started = time.monotonic()
     due_ms = after_ms = 0
-    if wait.until_field:
+    if wait.at is not None:
+        try:
+            due_ms = wake_ms(wait.at, msgspec.json.decode(claim.input, type=spec.output_type))
+        except Exception as exc:  # the user's function: any error is its input's fault
+            req = FailRequest(
+                action=FailAction.DEAD,
+                error_class="InvalidInputError",
+                error_message=f"sleep {spec.name!r} could not tell its wake-up time from its "
+                f"input: {type(exc).__name__}",
+                worker=runner.worker,
+            )
+            return await runner.committer.submit(claim, req)
+    elif wait.until_field:
         due_ms = wake_time(claim.input, wait.until_field)
         if due_ms < 0:
             req = FailRequest(
@@ -68,3 +82,15 @@ def wake_time(payload: bytes, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return -1
     return max(int(value * 1000), 1)
+
+
+def wake_ms(at: Any, value: Any) -> int:
+    """``at(value)`` as epoch ms (at least 1); ValueError says why it is not a time."""
+    when = at(value)
+    if isinstance(when, datetime):
+        if when.tzinfo is None:
+            raise ValueError("it returned a naive datetime; give it a tzinfo (UTC)")
+        when = when.timestamp()
+    if isinstance(when, bool) or not isinstance(when, int | float) or not math.isfinite(when):
+        raise ValueError(f"it returned {when!r}, not a datetime or epoch seconds")
+    return max(int(when * 1000), 1)
