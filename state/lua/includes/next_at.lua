@@ -18,8 +18,9 @@ end
 -- ready entry; its due time in the partition's waits, where time_out_wait's 'resume' path
 -- adds the entry when it is due. f: the commit's HSET list, extended here (one HSET).
 local function park_next_at(f, waits, record, next_step, due_s)
-  local add = {'due', due_s, 'wdue', due_s, 'wnext', next_step, 'wto', 'resume', 'wev', '',
-               'wdef', '', 'wundo', ''}
-  for i = 1, #add do f[#f + 1] = add[i] end
+  local n = #f
+  f[n + 1], f[n + 2], f[n + 3], f[n + 4] = 'due', due_s, 'wdue', due_s
+  f[n + 5], f[n + 6], f[n + 7], f[n + 8] = 'wnext', next_step, 'wto', 'resume'
+  f[n + 9], f[n + 10], f[n + 11], f[n + 12] = 'wev', '', 'wundo', ''
   redis.call('ZADD', waits, due_s, record)
 end
