@@ -255,6 +255,7 @@ class SagaClient:
         """Deliver ``event`` to a saga's ``@app.wait``: ``data`` (a Struct or anything
         msgspec encodes; None: ``{}``) becomes the wait's output. Sent before the saga
         gets there, it is kept until it does; the same ``signal_id`` twice is a no-op."""
+        self.type_info.check_event(event)  # UnknownEventError: no wait of the type waits for it
         raw = data if isinstance(data, bytes) else msgspec.json.encode({} if data is None else data)
         return await signals.signal(self.sm, record_id, event, data=raw, signal_id=signal_id)
 

@@ -272,6 +272,9 @@ class Pipeline:
             undoable=self.undoable(),
             parents=self.graph,
             lanes=tuple(s for s in self.names if s in self.lanes),
+            events=tuple(
+                dict.fromkeys(s.wait.event for s in self.steps if s.wait and s.wait.event)
+            ),
         )
 
     def with_overrides(self, overrides: Callable[[StepSpec], StepSpec]) -> Pipeline:

@@ -2,6 +2,7 @@
 
     SagaError                      root of every error this project raises
     ├── InvalidIdError             a record/user id or step name that could break a key
+    │   └── UnknownEventError      a signal for an event its saga type never waits for
     ├── PartitionCountError        SAGA_PARTITIONS differs from the keyspace's stored count
     ├── StepRemovedError           sagas wait at a step this release removed, unserved
     ├── DurabilityError            SAGA_COMMIT_DURABILITY=fsync without WAITAOF or AOF
@@ -26,6 +27,11 @@ class SagaError(Exception):
 
 class InvalidIdError(SagaError, ValueError):
     """An id that would break a Redis key or hash tag."""
+
+
+class UnknownEventError(InvalidIdError):
+    """A signal names an event that no wait of its saga type declares: refused before
+    anything is sent (it would be kept for a wait that never comes)."""
 
 
 class PartitionCountError(SagaError):

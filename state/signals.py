@@ -35,6 +35,19 @@ wait's input passed through."""
 _SWEEP_BATCH = 100
 """Due timers read, and timed out in one round trip, per partition and pass."""
 
+KEPT_MAX = 16
+"""Signals a saga keeps at once for waits it has not reached (one per event); past it a
+signal of another event is refused."""
+KEPT_MAX_AGE_MS = 7 * 24 * 3600 * 1000
+"""A kept signal older than this (7 days) is dropped when its wait comes, not consumed."""
+SEEN_MAX = 1000
+"""Signal ids a saga remembers (for a resend's no-op); past it a new id is refused."""
+_BOUNDS = {
+    "too_many_kept": f"it keeps {KEPT_MAX} signals for waits to come already; send this "
+    "one when the saga reaches its wait",
+    "too_many_ids": f"it has had {SEEN_MAX} signals already; no more are taken",
+}
+
 
 class WaitPlan(msgspec.Struct, frozen=True, kw_only=True):
     """What the worker parks a saga with at a wait step."""
@@ -83,7 +96,7 @@ async def park(sm: StateMachine, claim: Claim, plan: WaitPlan, *, worker: str) -
     args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, plan.event]
     due = f"+{plan.after_ms}" if plan.after_ms > 0 else plan.due_ms
     args += [plan.next_step, due, plan.on_timeout, default, ",".join(plan.undo[:32])]
-    args += [new_op(), sm.limits.history_maxlen, worker]
+    args += [new_op(), sm.limits.history_maxlen, worker, KEPT_MAX_AGE_MS]
     reply = await sm._resend(lambda: sm._durable("park_wait", keys, args))
     code = to_code(reply[0])
     state = text(reply[1]) if len(reply) > 1 else ""
@@ -112,12 +125,14 @@ async def signal(
         wnext = text(await sm.client.hget(rk.saga, "wnext"))
         keys = [rk.saga, rk.history, k.ready(p, wnext) if wnext else k.waits(p), k.waits(p)]
         keys += k.state_indexes(p)
-        args = [event, sid, sealed, wnext, op, sm.limits.history_maxlen]
+        args = [event, sid, sealed, wnext, op, sm.limits.history_maxlen, KEPT_MAX, SEEN_MAX]
         reply = await sm._resend(lambda: sm._durable("signal_saga", keys, args))  # noqa: B023
         code = to_code(reply[0])
         why = text(reply[2]) if len(reply) > 2 else ""
         if code == RC.WRONG_STATE and why == "step_moved":
             continue
+        if code == RC.WRONG_STATE and why in _BOUNDS:
+            raise_for(code, record_id, _BOUNDS[why])
         if code == RC.WRONG_STATE:
             raise_for(code, record_id, f"it has ended ({text(reply[1])}); no wait is left")
         raise_for(code, record_id)

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from saga.state.errors import InvalidIdError
+from saga.state.errors import InvalidIdError, UnknownEventError
 from saga.state.ids import validate_step
 from saga.state.keys import DEFAULT_TYPE, Keys, validate_type
 from saga.state.replies import text
@@ -34,6 +34,9 @@ class TypeInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Each step's parents when the type has branches (``Pipeline.graph``); () for a chain."""
     lanes: tuple[str, ...] = ()
     """The steps that run in parallel with another (``Pipeline.lanes``)."""
+    events: tuple[str, ...] | None = None
+    """The events its waits declare (``@app.wait(event=...)``); a signal for another is
+    refused. None: registered by a release that did not record them (nothing refused)."""
     v: int = SCHEMA
 
     def __post_init__(self) -> None:
@@ -42,6 +45,15 @@ class TypeInfo(msgspec.Struct, frozen=True, kw_only=True):
             validate_step(step)
         if not self.steps:
             raise InvalidIdError(f"saga type {self.name!r} has no steps")
+
+    def check_event(self, event: str) -> None:
+        """UnknownEventError unless a wait of this type waits for ``event``."""
+        if self.events is None or event in self.events:
+            return
+        waits = ", ".join(self.events) if self.events else "none"
+        raise UnknownEventError(
+            f"saga type {self.name!r} never waits for event {event!r} (its events: {waits})"
+        )
 
     @property
     def first(self) -> str:

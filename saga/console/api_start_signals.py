@@ -16,8 +16,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from saga.console.auth import Identity
-from saga.console.errors import ConsoleError
+from saga.console.errors import ConsoleError, Unprocessable
 from saga.console.web import Body, endpoint, text_field, who_of
+from saga.state.errors import UnknownEventError
 from saga.state.ids import validate_id, validate_step
 
 PREFIX = "/api/v1"
@@ -51,6 +52,10 @@ async def signal(request: Request, who: Identity | None, body: Body) -> Response
     if sid:
         validate_id(sid, "signal id")
     client = await _client(request, params.saga_type(request.query_params.get("type")))
+    try:
+        client.type_info.check_event(event)
+    except UnknownEventError as exc:
+        raise Unprocessable(f"{exc}.") from None
     with _audited(w, "signal", rid, signal_event=event):  # structlog owns "event"
         res = await client.signal(rid, event, data=msgspec.json.encode(data or {}), signal_id=sid)
     return json(res)
@@ -112,6 +117,7 @@ OPENAPI: dict[str, Any] = {
             "401": _error("not signed in, or an unknown token"),
             "403": _error("needs the producer or operator role, or a CSRF check failed"),
             "404": _error("no saga for this record"),
+            "422": _error("the saga type never waits for this event"),
             "409": _error("the saga has ended: no wait is left"),
             "429": _error("over the token's rate", headers={"Retry-After": {
                 "description": "seconds until a request would pass",

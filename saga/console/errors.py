@@ -26,6 +26,12 @@ class Forbidden(ConsoleError):
     status = 403
 
 
+class Unprocessable(ConsoleError):
+    """Well-formed, but naming something the saga type does not have."""
+
+    status = 422
+
+
 class NotFound(ConsoleError):
     status = 404
 

@@ -3,7 +3,8 @@
 -- signal for the wait's event was kept (it arrived before the saga got here), it is
 -- consumed at once and the next step is enqueued, as the signal itself would have done;
 -- otherwise the saga parks 'waiting' with no lease, and its timer (the timeout, or the
--- sleep's end) joins the partition's waits (zset record -> due ms) for the sweep.
+-- sleep's end) joins the partition's waits (zset record -> due ms) for the sweep. A kept
+-- signal older than ARGV[14] is dropped, not consumed (signal_saga's bounds).
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
@@ -24,6 +25,7 @@
 -- ARGV[11] operation id
 -- ARGV[12] history MAXLEN
 -- ARGV[13] worker name
+-- ARGV[14] how old a kept signal may be and still be consumed (ms; 7 days)
 -- Returns: {RC.OK, STATE.WAITING, due}             parked
 --          {RC.OK, STATE.PENDING, next, entry}     a kept signal was consumed
 --          {RC.DUPLICATE, state}                   this attempt was already parked or ended
@@ -59,9 +61,13 @@ end
 ack_attempt(ready, group, entry, s[4])
 
 if event ~= '' then
-  local kept = redis.call('HMGET', saga, 'sig:' .. event, 'sgi:' .. event)
+  local kept = redis.call('HMGET', saga, 'sig:' .. event, 'sgi:' .. event, 'sgt:' .. event)
   if kept[1] then
-    redis.call('HDEL', saga, 'sig:' .. event, 'sgi:' .. event)
+    redis.call('HDEL', saga, 'sig:' .. event, 'sgi:' .. event, 'sgt:' .. event)
+    redis.call('HINCRBY', saga, 'nsk', -1)
+    if now - (tonumber(kept[3]) or now) > (tonumber(ARGV[14]) or 604800000) then kept[1] = nil end
+  end
+  if kept[1] then
     local next_entry = end_wait({saga = saga, next_ready = next_ready, record = record,
       step = step, next_step = next_step, epoch = epoch, token = token, now = now, op = op,
       from = STATE.RUNNING, index_at = 6}, kept[1])

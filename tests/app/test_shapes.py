@@ -108,6 +108,22 @@ def test_bad_signal_input_is_one_sentence_and_exit_2(keys: Keys, redis_url: str)
     assert "Traceback" not in res.stderr
 
 
+async def test_a_signal_for_an_event_the_type_never_waits_for_is_refused(
+    settings: Settings, redis: Any, redis_url: str
+) -> None:
+    """saga signal with a misspelt event: one sentence naming the type's events, exit 2,
+    nothing kept (the saga would otherwise keep it for a wait that never comes)."""
+    async with reviews.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("d9", "u1", input=Doc(title="T9"))
+        before = await redis.hgetall(k.saga("d9"))
+        res = cli(k, redis_url, "signal", "d9", "aproved", "--type", "reviews")
+        assert res.returncode == 2, res
+        assert res.stderr.strip().count("\n") == 0 and "Traceback" not in res.stderr
+        assert "never waits for event 'aproved' (its events: approved)" in res.stderr
+        assert await redis.hgetall(k.saga("d9")) == before
+
+
 def test_the_docs_example_builds_as_written() -> None:
     """docs/sagas.md's review.py defines a type whose chain has the wait and the sleep."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "sagas.md").read_text()
