@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,9 @@ class AttemptRunner:
     watchdog: Watchdog
     _next: dict[str, str] = field(default_factory=dict)
     _undoable: tuple[str, ...] | None = None
+    on_timer: Callable[[], None] | None = None
+    """Called when a commit or a park left the saga waiting on a timer (wakes the
+    worker's timers loop, saga.worker.timers)."""
 
     def _next_of(self, step: str) -> str:
         """``pipeline.next_of``, memoized: it is asked on every commit."""
@@ -143,6 +147,8 @@ class AttemptRunner:
         if usd or tokens or cost_keys:
             req = msgspec.structs.replace(req, cost=usd, tokens=tokens, cost_keys=tuple(cost_keys))
         outcome = await self.committer.submit(claim, req)
+        if outcome.state == "waiting" and self.on_timer is not None:
+            self.on_timer()  # run_next_at: its timer is in Redis now
         # What this finish billed in Redis, answers inherited from a killed attempt
         # included; a fenced finish bills nothing (the attempt holding the lease will).
         billed = attempt_ports.paid() if outcome.code != RC.LEASE_LOST else 0.0

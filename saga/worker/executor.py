@@ -80,6 +80,8 @@ class Executor:
         self.runner = AttemptRunner(
             self.sm, pipeline, settings, self.committer, ports, worker, self.observer, self.watchdog
         )
+        self.timers = timers.Timers()
+        self.runner.on_timer = self.timers.poke  # a timer it parks wakes the timers loop
         self.slots = {s.name: Slots(s.concurrency) for s in self.specs}
         self.stopping = anyio.Event()
         self._inflight: set[tuple[str, int, str]] = set()
@@ -125,7 +127,7 @@ class Executor:
                         up.every, "promote", self.settings.promote_interval_s, up.promote_once
                     )
                     up.timers_in_promote = False  # its own loop, timely (worker/timers)
-                    loops.start_soon(timers.run, up, self.settings.promote_interval_s)
+                    loops.start_soon(self.timers.run, up, self.settings.promote_interval_s)
                     loops.start_soon(up.every, "maintenance", 60.0, up.maintain_once)
                     loops.start_soon(up.every, "presence", PRESENCE_EVERY_S, up.announce_once)
                     await self.stopping.wait()

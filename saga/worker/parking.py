@@ -64,6 +64,8 @@ async def park_wait(runner: AttemptRunner, spec: StepSpec, claim: Claim) -> Outc
         undo=runner.pipeline.undoable() if wait.on_timeout == "compensate" else (),
     )
     outcome = await signals.park(runner.sm, claim, plan, worker=runner.worker)
+    if outcome.state == "waiting" and runner.on_timer is not None:
+        runner.on_timer()
     if outcome.code == RC.LEASE_LOST:
         runner.observer.fenced(spec.name)
     elif outcome.code == RC.OK:
