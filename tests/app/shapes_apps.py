@@ -1,7 +1,8 @@
 """Saga types with wait steps for the shapes tests: ``saga worker
 tests.app.shapes_apps:reviews`` (draft -> wait for 'approved' -> publish -> sleep ->
 archive). ``REVIEW_TIMEOUT`` (seconds) bounds the wait; then the default approval goes
-on. The sleep wakes at the draft's ``wake_at`` (epoch seconds)."""
+on. The sleep wakes at the draft's ``wake_at`` (epoch seconds). ``DRAFT_AFTER`` (seconds)
+makes the draft's commit run the wait step that long after it (ctx.run_next_after)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ reviews = saga.App("reviews")
 
 @reviews.step(calls_models=False)
 async def draft(ctx: saga.StepContext, doc: Doc) -> Draft:
+    if os.environ.get("DRAFT_AFTER"):
+        ctx.run_next_after(float(os.environ["DRAFT_AFTER"]))
     return Draft(title=doc.title, wake_at=doc.wake_at)
 
 

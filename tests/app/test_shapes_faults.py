@@ -1,9 +1,11 @@
-"""Waits and timers under faults: the reviews type (a step, a wait for 'approved' with a
-timeout, a step, a sleep, a step) runs 30 sagas while its worker is killed -9 again and
+"""Waits and timers under faults: the reviews type (a step whose commit runs the next
+one a second later, a wait for 'approved' with a timeout, a step, a sleep, a step) runs
+30 sagas while its worker is killed -9 again and
 again and Redis is SIGKILLed and restarted from its AOF (fsync always); half the sagas
 are signalled, each signal sent twice with its id. Then every saga completed, each
 step committed once, each wait ended once (signalled or timed out, never both), each
-signal consumed once, every timer fired once."""
+signal consumed once (some are kept while the saga waits on its run-next-at timer),
+every timer fired once (the run-next-at's 'timer_fired' included)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ N = 30
 async def test_waits_and_timers_hold_through_kill_9_and_redis_restarts(tmp_path: Path) -> None:
     """0 lost, 0 double commits, each wait ended once, each signal consumed once."""
     with FaultFleet(tmp_path, prefix="fw", app="tests.app.shapes_apps:reviews", steps=STEPS,
-                    REVIEW_TIMEOUT="4") as fleet:  # fmt: skip
+                    REVIEW_TIMEOUT="4", DRAFT_AFTER="1") as fleet:  # fmt: skip
         rids = [f"f-{i:02d}" for i in range(N)]
         signalled = rids[::2]
         await fleet.spawn().wait_ready(within=120)
@@ -78,6 +80,8 @@ async def _check(client: Any, keys: Keys, rid: str, *, signalled: bool) -> str:
     fired = [e for e in events if e.event == EventType.WAIT_TIMED_OUT]
     assert len(ended) == 1, (rid, ended)
     assert [e.step for e in fired if e.step == "nap"] == ["nap"], rid
+    timer = [e.step for e in events if e.event == EventType.TIMER_FIRED]
+    assert timer == ["approved"], (rid, timer)  # draft's run-next-at fired once
     by = msgspec.json.decode(saga.outputs["archive"])["by"]
     if signalled and consumed:
         assert (by, len(consumed), consumed[0].detail) == ("ann", 1, f"approved sig-{rid}")
