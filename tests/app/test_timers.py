@@ -56,6 +56,8 @@ async def test_run_next_after_and_at_then_sleep_until_fire_on_time(
         top = cli_json(k, redis_url, "top", "--once", "--type", "timed")
         assert top["timers"] == 2
         await _all(redis, k, ["t1", "t2"], "completed", within=30)
+        shown = cli(k, redis_url, "show", "t1", "--type", "timed")
+        assert shown.returncode == 0 and "timer_fired" in shown.stdout, shown.stdout
         for rid in ("t1", "t2"):
             _, events = await saga_and_history(redis, k, rid)
             planned = next(e for e in events if e.event == EventType.COMMITTED and e.step == "plan")
