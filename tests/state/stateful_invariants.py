@@ -136,6 +136,18 @@ def check_timers(
             assert model[rid].stale_timer, (rid, h.get("state"), "a timer outlived its wait")
 
 
+def check_signals(rid: str, m: Rec, h: dict[str, str]) -> None:
+    """The kept signals and remembered ids in the saga's hash are the model's."""
+    if not h:
+        return
+    kept = {f[4:]: v for f, v in h.items() if f.startswith("sgi:")}
+    assert kept == m.kept, (rid, kept, m.kept)
+    assert {f[4:] for f in h if f.startswith("sig:")} == set(m.kept), (rid, h)
+    assert int(h.get("nsk", 0)) == len(m.kept), (rid, h.get("nsk"), m.kept)
+    assert {f[4:] for f in h if f.startswith("sid:")} == m.seen, (rid, m.seen)
+    assert int(h.get("nsi", 0)) == len(m.seen), (rid, h.get("nsi"), m.seen)
+
+
 def check_retention(rid: str, h: dict[str, str], retired: dict[str, int]) -> None:
     """A saga in a terminal state is due for deletion at its 'ret', in the retired set
     (whichever transition ended it); one that is not has no 'ret' (a stale member of a
@@ -161,6 +173,7 @@ def check_record(rid: str, m: Rec, h: dict[str, str], hist: list[dict[str, str]]
         m.token,
     )
     assert h["entry"] == m.entry
+    check_signals(rid, m, h)
     committed = Counter((e["s"], e["ep"]) for e in hist if e["e"] == "committed")
     assert all(n == 1 for n in committed.values()), committed
     state, step, epoch = None, "", 0

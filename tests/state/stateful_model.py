@@ -44,6 +44,7 @@ TRANSITIONS: dict[str, tuple[frozenset[SagaState | None], SagaState | None]] = {
     "cancelled": (frozenset({P, R, W, WT, F, CG, CF}), X),
     "compensating": (frozenset({P, R, W, WT, F, X, CF}), CG),  # or compensated: none to undo
     "timer_fired": (frozenset({WT}), P),  # a run-next-at timer: its step's entry added
+    "signal_kept": (frozenset({P, R, W, WT}), SAME),  # for a wait to come (none here ends)
     "fenced": (ANY, SAME),
     "reviewed": (ANY, SAME),
     "review_decided": (frozenset({C}), SAME),
@@ -97,6 +98,10 @@ class Rec:
     stale_timer: bool = False
     """Its timer's member is still in the waits though it waits no more (an operator's
     retry leaves it; the sweep drops it as 'gone' when due)."""
+    kept: dict[str, str] = field(default_factory=dict)
+    """Signals kept for a wait to come: event -> signal id (sig:/sgi:<event>, 'nsk')."""
+    seen: set[str] = field(default_factory=set)
+    """Signal ids delivered (sid:<id>, 'nsi'): a resend of one is a no-op."""
     gone: bool = False
     """Pruned at its retention's end (hash and history deleted): never started again, so
     a deferral of an older epoch still waiting is released for a saga that is gone."""

@@ -1,7 +1,8 @@
 """The main model's timer rules (stateful_rules_waits, the commit rule's ``later``) catch a
-broken run-next-at: each mutant script (a commit that parks without a timer, a resume
-that leaves the saga waiting, a cancel or a compensation that leaves the timer behind)
-fails a short scripted run of the same machine that passes with the real scripts. A
+broken run-next-at or signal: each mutant script (a commit that parks without a timer,
+a resume that leaves the saga waiting, a cancel or a compensation that leaves the timer
+behind, a signal that ends a timer's wait, kept signals left uncounted) fails a short
+scripted run of the same machine that passes with the real scripts. A
 purge that no longer refuses a waiting saga is caught by its own test below."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from redis.exceptions import ResponseError
 
 import tests.state.test_stateful as stateful
 from saga.state.model import SagaState
@@ -40,6 +42,18 @@ TIMER_MUTANTS = {
         "",
     ),
 }
+SIGNAL_MUTANTS = {
+    "a signal ends a timer": (
+        "signal_saga.lua",
+        "if s[1] == STATE.WAITING and s[5] == event then",
+        "if s[1] == STATE.WAITING then",
+    ),
+    "kept signals not counted": (
+        "signal_saga.lua",
+        "redis.call('HINCRBY', saga, 'nsk', 1)",
+        "",
+    ),
+}
 PURGE_MUTANTS = {
     "purge takes a waiting saga": (
         "purge_record.lua",
@@ -56,7 +70,8 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    yield from mutated(monkeypatch, {**TIMER_MUTANTS, **PURGE_MUTANTS}, request.param)
+    mutants = {**TIMER_MUTANTS, **SIGNAL_MUTANTS, **PURGE_MUTANTS}
+    yield from mutated(monkeypatch, mutants, request.param)
 
 
 def _timer_scenario(m: stateful.SagaMachine) -> None:
@@ -89,6 +104,36 @@ def test_a_broken_timer_is_caught(redis_url: str, quiet_events: None, mutant: st
             return
         with pytest.raises(AssertionError):
             _timer_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _signal_scenario(m: stateful.SagaMachine) -> None:
+    """r0 waits on a run-next-at timer: a signal is kept (it ends no timer), another id of
+    the event dropped, a resend seen; the timer then fires and the saga runs on."""
+    m.start_some({"r0"})
+    held = m.claim_ready("w-a")
+    (claim,) = list(getattr(held, "values", held))
+    m.commit(claim, resend=False, review="", wrong_next=False, later=True)
+    m.signal("r0", "approved", "s0")
+    m.signal("r0", "approved", "s1")
+    m.signal("r0", "approved", "s0")
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.fire_timers(force_due=True, resend=False)
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert m.model["r0"].state == SagaState.PENDING and m.model["r0"].kept == {"approved": "s0"}
+
+
+@pytest.mark.parametrize("mutant", ["", *SIGNAL_MUTANTS], indirect=True)
+def test_a_broken_signal_is_caught(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real signal_saga passes; each mutant fails a rule's or an invariant's check."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _signal_scenario(m)
+            return
+        with pytest.raises((AssertionError, ResponseError)):  # ending a timer: no token
+            _signal_scenario(m)
     finally:
         m.teardown()
 
