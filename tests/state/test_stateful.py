@@ -12,7 +12,10 @@ compensation: a dead-lettering fail may name the steps to undo, an operator may
 compensate (``saga cancel --compensate``, ``saga retry`` of a failed compensation), and
 the undo steps (undo:parser, undo:router) are claimed, heartbeat, committed (naming the
 plan's next undo, or a wrong one), failed, promoted, recovered, requeued and quarantined
-like the steps.
+like the steps. Timers and signals (stateful_rules_waits): a commit may say "run the next
+step in ten minutes" (the saga then waits on a timer in the partition's waits), the
+timers sweep fires them (forced due: the stand-in for time), and signals with three ids
+and two events are kept, dropped, seen or refused; cancel and compensate remove a timer.
 
 The per-user cap (stateful_fairness): r0 and r1 belong to one user, r2 to another.
 Capped claims read one or two entries (the rest is the backlog the cap needs) and
