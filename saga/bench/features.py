@@ -198,7 +198,7 @@ def _otlp_encoding(n: int) -> list[Row]:
 
 def _commit_packing(n: int) -> float:
     """Packing a commit_steps EVALSHA of 64 attempts into RESP, per attempt (its 5 keys
-    and 16 arguments, and a 64th of the call's 11 keys and 6 arguments), as the
+    and 17 arguments, and a 64th of the call's 14 keys and 6 arguments), as the
     engine's connections do (hiredis's C packer, ``saga.state.connection``)."""
     from redis.asyncio.connection import Connection
 
@@ -208,13 +208,14 @@ def _commit_packing(n: int) -> float:
     conn = _hiredis_packing(Connection)()
     k = Keys()
     keys: list[str] = [k.stats(0), k.costs(0, "2026-11-30"), k.retired(0), *k.state_indexes(0),
-            k.review_index(0), k.spend(0, "2026-11")]  # fmt: skip
+            k.review_index(0), k.spend(0, "2026-11"), k.holds(0), k.holds_due(0),
+            k.waits(0)]  # fmt: skip
     args: list[str | bytes | int] = ["executors", 1000, 86400, 604800, "30", 64]
     for i in range(64):
         rk = k.record(f"mr-2024-{i:04d}")
         keys += [rk.saga, rk.history, rk.pages, k.ready(0, "router"), k.ready(0, "parser")]
         args += ["router", "1:1", f"1764590000000-{i}", "parser", b'{"pages":2}',
-                 f"op{i:x}", "", "0", "0.0", "", "w-1", 0, 0, "", 0, 1]  # fmt: skip
+                 f"op{i:x}", "", "0", "0.0", "", "w-1", 0, 0, "", 0, 1, "0"]  # fmt: skip
     command = ("EVALSHA", "0" * 40, len(keys), *keys, *args)
     return _per_call(lambda: conn.pack_commands([command]), max(n // 64, 1)) / 64
 
