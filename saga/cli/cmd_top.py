@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from saga.cli.common import CliError, Exit, colour, print_json, run, table, tty
+from saga.cli.common import CliError, Exit, colour, fmt_ms, print_json, run, table, tty
 from saga.cli.saga_types import add_type_option, typed_keys
 
 BREAKER_COLOURS = {"closed": "32", "open": "31", "half_open": "33"}
@@ -95,6 +95,8 @@ class Sample:
         self.types = types or [DEFAULT_TYPE] * len(steps)
         self.default = DEFAULT_TYPE
         self.timers = 0
+        self.next_timer_ms = 0
+        """The earliest of those timers' due time (epoch ms; 0: none)."""
         """Sagas parked at a wait or sleep with a timer (the partitions' waits)."""
 
     def labels(self) -> list[str]:
@@ -129,7 +131,13 @@ async def sample(client: Any, keys: Any) -> Sample:
             pipe = client.pipeline(transaction=False)
             for p in k.all_partitions():
                 pipe.zcard(k.waits(p))
-            found["timers"] = found.get("timers", 0) + sum(await pipe.execute())
+                pipe.zrange(k.waits(p), 0, 0, withscores=True)  # its earliest timer
+            replies = await pipe.execute()
+            found["timers"] = found.get("timers", 0) + sum(replies[0::2])
+            firsts = [int(rows[0][1]) for rows in replies[1::2] if rows]
+            if firsts:
+                earlier = [found["next_timer_ms"]] if found.get("next_timer_ms") else []
+                found["next_timer_ms"] = min([*firsts, *earlier])
 
     async def breakers() -> None:
         found["breakers"] = await read_all(client, keyses[0], list(NAMES))
@@ -141,6 +149,7 @@ async def sample(client: Any, keys: Any) -> Sample:
         found["steps"], found["breakers"], time.monotonic(), found["workers"], found["types"]
     )
     got.timers = found.get("timers", 0)
+    got.next_timer_ms = found.get("next_timer_ms", 0)
     return got
 
 
@@ -185,6 +194,7 @@ def document(cur: Sample, prev: Sample | None) -> Any:
         breakers=cur.breakers,
         workers=cur.workers,
         timers=cur.timers,
+        next_timer_ms=cur.next_timer_ms,
     )
 
 
@@ -227,6 +237,7 @@ def render(cur: Sample, prev: Sample | None) -> str:
         body = table(headers, rows)
     if cur.timers:
         body += f"\n\ntimers    {cur.timers} saga(s) parked at a wait or sleep with a due time"
+        body += f", the next at {fmt_ms(cur.next_timer_ms)}"
     body += "\n\nbreakers  " + "  ".join(_breaker(n, b) for n, b in cur.breakers.items())
     return body + _workers(cur.workers, typed=typed)
 

@@ -147,6 +147,8 @@ class TopDocument(msgspec.Struct, kw_only=True):
     """Live workers (presence renewed within 15 s), most recently seen first."""
     timers: int = 0
     """Sagas parked at a wait or a sleep whose timer is set (``{p}:waits``)."""
+    next_timer_ms: int = 0
+    """The earliest of those timers' due time (epoch ms; 0: none)."""
 
 
 class CostsDocument(msgspec.Struct, kw_only=True, rename={"from_day": "from", "to_day": "to"}):

@@ -1,8 +1,8 @@
 """Durable timers with a real ``saga worker module:app`` process and a real server: a
 step's ``ctx.run_next_after`` / ``ctx.run_next_at`` parks the saga (no worker held, the
-timer in Redis, shown by ``saga show`` and counted by ``saga top``) and the next step
-runs within a second of the time; ``app.sleep_until`` wakes at its function's time; a
-cancel removes a pending timer at once."""
+timer in Redis, shown by ``saga show``, counted by ``saga top`` with the next due time)
+and the next step runs within a second of the time; ``app.sleep_until`` wakes at its
+function's time; a cancel removes a pending timer at once."""
 
 from __future__ import annotations
 
@@ -33,15 +33,15 @@ async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float
 async def test_run_next_after_and_at_then_sleep_until_fire_on_time(
     spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str
 ) -> None:
-    """Two sagas wait at 'remind' (one after 2 s, one at a set time): saga show names the
+    """Two sagas wait at 'remind' (one after 6 s, one at a set time): saga show names the
     timer, saga top counts both; each timer fires within a second of due, once, and the
     sleep_until wakes one second after remind ran."""
     worker = spawn(APP, SNOOZE="1")
     await worker.wait_ready(within=120)
     async with timed.client(settings) as sagas:
         k = sagas.keys
-        at = time.time() + 2.5
-        await sagas.start("t1", "u1", input=Job(name="a", delay=2))
+        at = time.time() + 6.5  # time for the CLI's processes below, which start cold
+        await sagas.start("t1", "u1", input=Job(name="a", delay=6))
         await sagas.start("t2", "u1", input=Job(name="b", at=at))
         await _all(redis, k, ["t1", "t2"], "waiting", within=30)
         saga = await sagas.get("t2")
@@ -55,6 +55,10 @@ async def test_run_next_after_and_at_then_sleep_until_fire_on_time(
         assert shown.returncode == 0 and "timer" in shown.stdout, shown.stdout
         top = cli_json(k, redis_url, "top", "--once", "--type", "timed")
         assert top["timers"] == 2
+        dues = [(await sagas.get(rid)).due_ms for rid in ("t1", "t2")]
+        assert top["next_timer_ms"] == min(dues) > 0
+        text = cli(k, redis_url, "top", "--once", "--type", "timed").stdout
+        assert "saga(s) parked at a wait or sleep with a due time, the next at 20" in text, text
         await _all(redis, k, ["t1", "t2"], "completed", within=30)
         shown = cli(k, redis_url, "show", "t1", "--type", "timed")
         assert shown.returncode == 0 and "timer_fired" in shown.stdout, shown.stdout
