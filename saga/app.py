@@ -30,14 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from saga.app_graph import check_edges, graph_order
 from saga.app_io import check_compensate_types, io_types
 from saga.app_types import accepts, describe
-from saga.app_waits import (
-    parked,
-    settle_waits,
-    sleep_at_spec,
-    sleep_spec,
-    wait_spec,
-    wait_step,
-)
+from saga.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
     MAX_STEP_VERSION,
     AppError,
@@ -215,18 +208,13 @@ class App:
         the field ``until`` of its input; then the next step takes the same input.
         Returns ``name``, for the next step's ``after=``."""
         spec = sleep_spec(f"sleep {name!r}", seconds=seconds, until_field=until)
-        self._add_wait(name, parked, after, spec)
-        return name
+        return self._add_wait(name, parked, after, spec)
 
     def sleep_until(self, name: str, *, after: After = None, at: Callable[[Any], Any]) -> str:
-        """Declare a durable timer step named ``name`` that wakes at ``at(input)`` (an aware
-        datetime or epoch seconds; its input is the step before's output): the saga parks
-        there with its timer in Redis, then the next step takes the same input. A time
-        already past wakes it at once. Returns ``name``, for the next step's ``after=``."""
-        self._add_wait(name, parked, after, sleep_at_spec(f"sleep {name!r}", at))
-        return name
+        """As ``sleep``, waking at ``at(input)`` (aware datetime or epoch s); returns name."""
+        return self._add_wait(name, parked, after, sleep_at_spec(f"sleep {name!r}", at))
 
-    def _add_wait(self, step: str, fn: Any, after: After, spec: WaitSpec) -> None:
+    def _add_wait(self, step: str, fn: Any, after: After, spec: WaitSpec) -> str:
         try:
             validate_step(step)
         except InvalidIdError as exc:
@@ -237,6 +225,7 @@ class App:
             deletes_pages=False, calls_models=False, wait=spec,
         )  # fmt: skip
         self._declared.append(d)
+        return step
 
     def schedule(
         self, *, cron: str, name: str | None = None, user: str = "scheduler"
