@@ -198,7 +198,9 @@ def _default_roots(env: Mapping[str, str]) -> list[Path]:
     unless that is ``/`` (which would allow every file)."""
     if env.get("KUBERNETES_SERVICE_HOST"):
         return []
-    roots = [Path(__file__).resolve().parent / "samples"]
+    from saga import samples  # by its package, so this module may live in any folder
+
+    roots = [Path(samples.__file__).resolve().parent]
     cwd = Path.cwd()
     return roots if cwd == Path(cwd.anchor) else [cwd, *roots]
 
