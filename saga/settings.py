@@ -3,7 +3,8 @@
 Nothing reads the environment elsewhere, and nothing reads it at import time:
 ``load_settings()`` is called by the CLI and passed down explicitly. The per-step
 overrides are parsed in ``saga.settings_steps`` (``StepSettings`` is re-exported here),
-the Redis connection checks (TLS, timeouts) are in ``saga.settings_redis``.
+the Redis connection checks (TLS, timeouts) are in ``saga.settings_redis``, the console's
+and the breakers' groups in ``saga.settings_groups``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -21,6 +21,7 @@ from saga.adapters.breaker_names import BILLING, EMBEDDING, LLM
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
 from saga.settings_data import retention_from
+from saga.settings_groups import BreakerSettings, ConsoleSettings, console_settings
 from saga.settings_redis import check_reply_timeout, redis_tls
 from saga.settings_steps import StepSettings, step_settings
 from saga.state.limits import StateLimits
@@ -29,48 +30,6 @@ from saga.steps.config import ExtractorKind, StepConfig
 
 class SettingsError(ValueError):
     """An environment variable has a value saga cannot use."""
-
-
-class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """``SAGA_BREAKER_*``: one policy for every breaker (llm, embedding, billing); each
-    breaker counts its own failures."""
-
-    failures: int = 5
-    """Failures within ``window_s`` that open a dependency's circuit."""
-    window_s: float = 30.0
-    cooldown_s: float = 30.0
-    """How long an open circuit waits before letting one probe through."""
-
-
-class ConsoleSettings(msgspec.Struct, frozen=True, kw_only=True):
-    """``saga console``: where it listens and how people sign in (``SAGA_CONSOLE_*``)."""
-
-    host: str = "127.0.0.1"
-    port: int = 8090
-    token_file: str = ""
-    """Tokens in a file, one ``<name> <role> <token or sha256:hex>`` a line, besides those
-    stored in Redis (``saga console token add``)."""
-    secret: str = ""
-    """``SAGA_CONSOLE_SECRET`` (secret, at least 32 characters): the HMAC key tokens and
-    sessions are stored under, held by the console and never in Redis."""
-    secret_file: str = ""
-    """``SAGA_CONSOLE_SECRET_FILE``: a file holding it, when ``secret`` is unset."""
-    auth_header: str = ""
-    """Forward-auth: the header an auth proxy puts the signed-in user in (e.g.
-    ``X-Forwarded-User``); "" turns the mode off. Trusted only from ``trusted_proxies``."""
-    groups_header: str = "X-Forwarded-Groups"
-    operator_group: str = "saga-operators"
-    """Forward-auth: users in this group (comma-separated groups header) are operators."""
-    reviewer_group: str = "saga-reviewers"
-    """Forward-auth: users in this group (and not the operators') are reviewers."""
-    trusted_proxies: tuple[str, ...] = ("127.0.0.1/32", "::1/128")
-    """Networks whose requests may carry the forward-auth headers."""
-    session_ttl_s: int = 8 * 3600
-    start_rate: float = 20.0
-    """``SAGA_CONSOLE_START_RATE``: requests a second each token may make to the start API
-    (``/api/v1/sagas``) after its burst; 0 turns the limit off."""
-    start_burst: int = 40
-    """``SAGA_CONSOLE_START_BURST``: requests a token may make at once before the rate holds."""
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -239,7 +198,9 @@ def _default_roots(env: Mapping[str, str]) -> list[Path]:
     unless that is ``/`` (which would allow every file)."""
     if env.get("KUBERNETES_SERVICE_HOST"):
         return []
-    roots = [Path(__file__).resolve().parent / "samples"]
+    from saga import samples  # by its package, so this module may live in any folder
+
+    roots = [Path(samples.__file__).resolve().parent]
     cwd = Path.cwd()
     return roots if cwd == Path(cwd.anchor) else [cwd, *roots]
 
@@ -397,7 +358,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
                 window_s=num("SAGA_BREAKER_WINDOW", 30.0),
                 cooldown_s=num("SAGA_BREAKER_COOLDOWN", 30.0),
             ),
-            console=_console_settings(get, num),
+            console=console_settings(get, num),
         )
     except msgspec.ValidationError as exc:
         raise SettingsError(str(exc)) from None
@@ -428,23 +389,3 @@ def _data_keys(raw: str) -> str:
         except ValueError as exc:
             raise SettingsError(str(exc)) from None
     return raw
-
-
-def _console_settings(get: Any, num: Any) -> ConsoleSettings:
-    """``SAGA_CONSOLE_*`` (``get`` and ``num`` read and check one variable)."""
-    proxies = get("SAGA_CONSOLE_TRUSTED_PROXIES", "127.0.0.1/32,::1/128").split(",")
-    return ConsoleSettings(
-        host=get("SAGA_CONSOLE_HOST", "127.0.0.1"),
-        port=int(num("SAGA_CONSOLE_PORT", 8090, int)),
-        token_file=get("SAGA_CONSOLE_TOKEN_FILE"),
-        secret=get("SAGA_CONSOLE_SECRET"),
-        secret_file=get("SAGA_CONSOLE_SECRET_FILE"),
-        auth_header=get("SAGA_CONSOLE_AUTH_HEADER"),
-        groups_header=get("SAGA_CONSOLE_GROUPS_HEADER", "X-Forwarded-Groups"),
-        operator_group=get("SAGA_CONSOLE_OPERATOR_GROUP", "saga-operators"),
-        reviewer_group=get("SAGA_CONSOLE_REVIEWER_GROUP", "saga-reviewers"),
-        trusted_proxies=tuple(n.strip() for n in proxies if n.strip()),
-        session_ttl_s=int(num("SAGA_CONSOLE_SESSION_TTL", 8 * 3600, int)),
-        start_rate=num("SAGA_CONSOLE_START_RATE", 20.0),
-        start_burst=max(1, int(num("SAGA_CONSOLE_START_BURST", 40, int))),
-    )

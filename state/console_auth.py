@@ -16,8 +16,9 @@ from typing import Any
 import msgspec
 
 from saga.state.ids import validate_id
-from saga.state.keys import Keys, validate_digest
+from saga.state.keys import Keys
 from saga.state.replies import text
+from saga.state.shared_keys import validate_digest
 
 
 class StoredToken(msgspec.Struct, frozen=True, kw_only=True):

@@ -59,14 +59,16 @@ def test_every_path_and_module_it_names_exists() -> None:
 
 def test_the_move_table_is_on_one_side_of_the_move() -> None:
     """Before the move every old path exists and no new one does; after it, the reverse
-    (no module is left behind at an old path), and then all the section names exists."""
+    (no module is left behind at an old path), and then every other name in the section
+    (the history's old paths aside) exists."""
     _, move = _sections(DOC.read_text())
     pairs = PAIR.findall(move)
     assert len(pairs) > 15
     sides = {((REPO / old).exists(), (REPO / new).exists()) for old, new in pairs}
     assert sides in ({(True, False)}, {(False, True)}), sides
     if sides == {(False, True)}:
-        assert _missing(move) == []
+        olds = {old for old, _ in pairs}
+        assert [t for t in _missing(move) if t not in olds] == []
 
 
 def test_a_missing_path_is_reported() -> None:

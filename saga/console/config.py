@@ -9,7 +9,7 @@ from pathlib import Path
 
 from saga.console.errors import ConsoleConfigError
 from saga.console.tokens import FileToken, Signer, load_secret, read_token_file
-from saga.settings import ConsoleSettings
+from saga.settings_groups import ConsoleSettings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 

@@ -10,7 +10,8 @@ import pytest
 
 from saga.adapters.breaker import EMBEDDING, LLM, NAMES, BreakerState, read_all
 from saga.ports import DefaultPorts
-from saga.settings import BreakerSettings, Settings
+from saga.settings import Settings
+from saga.settings_groups import BreakerSettings
 from saga.state.keys import Keys
 from saga.state.model import Claim
 from saga.steps.config import StepConfig

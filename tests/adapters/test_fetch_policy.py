@@ -127,7 +127,9 @@ def test_default_roots_outside_and_inside_kubernetes(tmp_path: Path) -> None:
     """Unset SAGA_DOCUMENT_ROOTS: the current directory and the samples outside
     Kubernetes, nothing inside it; ``none`` means no local documents anywhere."""
     laptop = load_settings({"SAGA_DATA_DIR": "/t"}).document_policy
-    assert str(Path.cwd()) in laptop.roots and any(r.endswith("samples") for r in laptop.roots)
+    assert str(Path.cwd()) in laptop.roots
+    samples = [Path(r) for r in laptop.roots if r.endswith("samples")]
+    assert samples and list(samples[0].glob("*.pdf")), "the shipped samples' folder"
     pod = load_settings({"SAGA_DATA_DIR": "/t", "KUBERNETES_SERVICE_HOST": "10.0.0.1"})
     assert pod.document_policy.roots == ()
     none = load_settings({"SAGA_DATA_DIR": "/t", "SAGA_DOCUMENT_ROOTS": "none"})
