@@ -16,6 +16,7 @@ lean_imports.install()
 
 if TYPE_CHECKING:
     from saga.app import App
+    from saga.app_maps import MapResults
     from saga.client import SagaClient
     from saga.pipeline import AppError
     from saga.steps.context import StepContext
@@ -31,6 +32,7 @@ __all__ = [
     "App",
     "AppError",
     "InvalidInputError",
+    "MapResults",
     "NotFoundError",
     "PermanentError",
     "RetryableError",
@@ -42,6 +44,7 @@ __all__ = [
 _HOMES = {
     "App": "saga.app",
     "AppError": "saga.pipeline",
+    "MapResults": "saga.app_maps",
     "SagaClient": "saga.client",
     "StepContext": "saga.steps.context",
     "InvalidInputError": "saga.steps.errors",

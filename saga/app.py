@@ -29,12 +29,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from saga.app_graph import check_edges, graph_order
 from saga.app_io import check_compensate_types, io_types
+from saga.app_maps import map_spec, settle_maps
 from saga.app_types import accepts, describe
 from saga.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
     MAX_STEP_VERSION,
     AppError,
     CompensateFn,
+    MapSpec,
     Pipeline,
     StepSpec,
     WaitSpec,
@@ -73,6 +75,8 @@ class _Declared:
     wait: WaitSpec | None = None
     """A wait step (``saga.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
     version: int = 1
+    map: MapSpec | None = None
+    """A map step (``saga.app_maps``): ``fn`` runs once per item of ``map.over``'s list."""
 
 
 class App:
@@ -158,6 +162,34 @@ class App:
             _check(step)
             self._declared.append(step)
             return fn
+
+        return register
+
+    def map(
+        self,
+        *,
+        over: str | Callable[..., Any],
+        concurrency: int = 10,
+        on_failure: str = "fail",
+        name: str | None = None,
+        retries: int | None = None,
+        timeout: float | None = None,
+        lease: float | None = None,
+        backoff: float | None = None,
+    ) -> Callable[[F], F]:
+        """Declare ``async def fn(ctx, item: In) -> Out`` a map over the list that step
+        ``over`` returns (``saga.app_maps``): one attempt per item, at most ``concurrency``
+        per saga at once; the step ``after=`` it takes ``list[Out]`` in item order, or
+        ``saga.MapResults[Out]`` with ``on_failure="partial"`` (a failed item does not
+        fail the saga). At most 1,000 items; ``retries`` etc. apply to each item."""
+
+        def register(fn: F) -> F:
+            step = self.step(name=name, after=over, retries=retries, timeout=timeout,
+                             lease=lease, backoff=backoff, calls_models=True)(fn)  # fmt: skip
+            d = self._declared[-1]
+            spec = map_spec(f"map {d.name!r}", "", concurrency, on_failure)
+            self._declared[-1] = replace(d, map=spec)
+            return step
 
         return register
 
@@ -283,11 +315,11 @@ class App:
         chain = all(len(ps) <= 1 for ps in edges.values()) and len(
             [p for ps in edges.values() for p in ps]
         ) == len({p for ps in edges.values() for p in ps})
-        specs = [_spec(by_name[n]) for n in order]
+        specs = settle_maps([_spec(by_name[n], edges) for n in order], edges)
         if chain:
             specs = settle_waits(specs)
             for before, step in itertools.pairwise(specs):
-                if (why := accepts(step.input_type, before.output_type)) is not None:
+                if step.map is None and (why := accepts(step.input_type, before.output_type)) is not None:
                     raise AppError(
                         f"step {step.name!r} cannot take the output of {before.name!r} "
                         f"({describe(before.output_type)} into {describe(step.input_type)}): "
@@ -372,7 +404,7 @@ def _check(d: _Declared) -> None:
         check_compensate(step, d.compensate)
 
 
-def _spec(d: _Declared) -> StepSpec:
+def _spec(d: _Declared, edges: dict[str, tuple[str, ...]]) -> StepSpec:
     if d.wait is not None:
         return wait_step(d.name, d.fn, d.wait)
     input_type, output_type = io_types(d.name, d.fn)
@@ -396,4 +428,5 @@ def _spec(d: _Declared) -> StepSpec:
         calls_models=d.calls_models,
         warm=d.warm,
         version=d.version,
+        map=replace(d.map, over=edges[d.name][0]) if d.map is not None else None,
     )

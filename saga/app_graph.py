@@ -87,7 +87,7 @@ def check_edges(specs: list[StepSpec], parents: Mapping[str, tuple[str, ...]]) -
                     raise AppError(f"sleep {spec.name!r} cannot be the first step")
                 spec = replace(spec, output_type=by_name[ps[0]].output_type)
                 by_name[spec.name] = spec
-        if len(ps) == 1:
+        if len(ps) == 1 and spec.map is None:  # a map takes items (saga.app_maps)
             before = by_name[ps[0]]
             if (why := accepts(spec.input_type, before.output_type)) is not None:
                 raise AppError(

@@ -22,15 +22,25 @@ def io_types(step: str, fn: Callable[..., Any]) -> tuple[type, type]:
         for p in inspect.signature(fn).parameters.values()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    shape = f"`async def {step}(ctx, inp: In) -> Out` with msgspec Structs In and Out"
+    shape = f"`async def {step}(ctx, inp: In) -> Out` with msgspec Structs In and Out (or lists of Structs)"
     if len(params) < 2:
         raise AppError(f"step {step!r} must take (ctx, input): {shape}")
     found = (hints.get(params[1].name), hints.get("return"))
     for what, tp in zip(("input", "output"), found, strict=True):
-        if not (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
+        if not is_struct_or_list(tp):
             got = "no annotation" if tp is None else describe(tp)
             raise AppError(f"step {step!r}: its {what} type is {got}; write {shape}")
     return typing.cast(tuple[type, type], found)
+
+
+def is_struct_or_list(tp: Any) -> bool:
+    """A Struct (generic ones too: ``saga.MapResults[Out]``), or a list of Structs (a map's
+    parent returns its items, the step after a map takes their outputs)."""
+    origin = typing.get_origin(tp)
+    if origin is list:
+        return all(is_struct_or_list(a) and typing.get_origin(a) is not list for a in typing.get_args(tp))
+    base = origin if origin is not None else tp
+    return isinstance(base, type) and issubclass(base, msgspec.Struct)
 
 
 def _hints(step: str, fn: Callable[..., Any]) -> dict[str, Any]:

@@ -73,6 +73,19 @@ class WaitSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class MapSpec:
+    """A map step (``@app.map``, ``saga.app_maps``): one child attempt per item of the
+    list its parent ``over`` returned; the fan-in gathers their outputs in item order."""
+
+    over: str
+    concurrency: int = 10
+    """Items in flight at once per saga (the rest are released as items end), 1..100."""
+    on_failure: str = "fail"
+    """``fail`` (an item failed for good fails the saga) | ``partial`` (the fan-in marks
+    it: ``saga.MapResults``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepSpec:
     """Everything the executor needs to run one step."""
 
@@ -108,6 +121,9 @@ class StepSpec:
     """The version of the step's code (``@app.step(version=2)``): written in the history
     row of each commit and in the saga (``sv:<step>``) when it is not 1, read back by
     the next step as ``ctx.input_version`` (docs/sagas.md, step versions)."""
+    map: MapSpec | None = None
+    """Set for a map step: ``fn`` runs once per item (its input), ``output_type`` is the
+    fan-in's (``list[Out]``, or ``saga.MapResults[Out]`` with on_failure="partial")."""
     joins: tuple[str, ...] = ()
     """A join (``after=[a, b]``): its parents. Its input is a Struct whose fields are
     named after them, each the parent's output (``join_input``)."""

@@ -43,6 +43,8 @@ class RC(IntEnum):
     """A review decision was refused: another decision changed the review since it was read."""
     OVER_BUDGET = 21
     """reserve_budget: the call's worst-case cost does not fit in its user's budget."""
+    SPAWNED = 22
+    """claim_items: a map step's own entry spawned its items (it runs no step code)."""
 
 
 _ERRORS: dict[RC, type[StateError]] = {
@@ -58,6 +60,7 @@ _ERRORS: dict[RC, type[StateError]] = {
     RC.DEFERRED: StepConflictError,
     RC.CONFLICT: ReviewConflictError,
     RC.OVER_BUDGET: StepConflictError,
+    RC.SPAWNED: StepConflictError,
 }
 
 _MESSAGES: dict[RC, str] = {
@@ -73,6 +76,7 @@ _MESSAGES: dict[RC, str] = {
     RC.DEFERRED: "record {record_id!r} waits: its user holds their share of the step's slots",
     RC.CONFLICT: "another reviewer decided on record {record_id!r} first; reload its review",
     RC.OVER_BUDGET: "the user of record {record_id!r} has no budget left for this model call",
+    RC.SPAWNED: "the map entry of record {record_id!r} spawned its items",
 }
 
 

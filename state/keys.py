@@ -182,6 +182,11 @@ class Keys(SharedKeys):
     def delayed(self, partition: int, step: str) -> str:
         return _step_key(self.prefix, self.saga_type, partition, step, "delayed")
 
+    def item_retries(self, partition: int, step: str) -> str:
+        """A zset: a map step's items waiting for their retry, ``<record>|<item>|<epoch>`` ->
+        due ms (``lua/fail_items.lua``, ``lua/promote_items.lua``)."""
+        return _step_key(self.prefix, self.saga_type, partition, step, "itemretry")
+
     def dead(self, partition: int, step: str) -> str:
         return _step_key(self.prefix, self.saga_type, partition, step, "dead")
 

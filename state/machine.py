@@ -22,6 +22,7 @@ from saga.state.ids import validate_id, validate_step
 from saga.state.keys import GROUP, Keys, RecordKeys
 from saga.state.lanes import is_route, route_children
 from saga.state.limits import StateLimits
+from saga.state.map_calls import MapPlan, item_call
 from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
@@ -58,6 +59,7 @@ class StateMachine:
         self.keys = keys
         self.limits = limits or StateLimits()
         self.user_caps: dict[str, tuple[int, int]] = {}
+        self.maps: dict[str, MapPlan] = {}  # map steps (state/map_calls), set by executors
         """Step -> (per-user cap, lease ms) for the steps this process runs with a cap
         (``SAGA_USER_MAX_INFLIGHT``): their commits and fails hand the slot on."""
 
@@ -328,7 +330,7 @@ class StateMachine:
         day = utc_day()
         for claim, given in items:
             req = given if given.op else msgspec.structs.replace(given, op=new_op())
-            if isinstance(req, CommitRequest) and not is_undo(claim.step):
+            if isinstance(req, CommitRequest) and not is_undo(claim.step) and claim.item < 0:
                 rk = self.keys.record(claim.record_id)
                 at = batches.get(rk.partition)
                 if at is None or calls[at][2][5] >= _COMMITS_PER_CALL:
@@ -338,7 +340,9 @@ class StateMachine:
                 self._add_commit(calls[at], rk, claim, req)
                 continue
             where.append((len(calls), -1))
-            if isinstance(req, CommitRequest):
+            if claim.item >= 0:  # a map's item (state/map_calls)
+                calls.append(item_call(self, claim, req, req.op))
+            elif isinstance(req, CommitRequest):
                 calls.append(commit_undo_call(self, claim, req, req.op))
             else:
                 calls.append(self._fail_call(claim, req))

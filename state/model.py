@@ -99,6 +99,10 @@ class EventType(StrEnum):
     """Compensation began (a permanent failure, ``saga cancel --compensate``, or a
     retry of a failed compensation); ``next_step`` names the first undo, or is empty
     when nothing needed undoing (the saga is then compensated at once)."""
+    SPAWNED = "spawned"
+    """A map's parent committed: its items were spawned (``detail``: how many)."""
+    FANNED_IN = "fanned_in"
+    """A map's last item ended: the outputs were gathered, ``next_step`` runs on them."""
 
 
 class FailAction(StrEnum):
@@ -217,6 +221,8 @@ class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):
     step_version: int = 1
     """committed: the version of the step's code that ran (``@app.step(version=...)``;
     1 when the row records none)."""
+    item: int = -1
+    """A map item's row (its index; -1: not an item's)."""
 
 
 class Claim(msgspec.Struct, frozen=True, kw_only=True):
@@ -239,10 +245,14 @@ class Claim(msgspec.Struct, frozen=True, kw_only=True):
     """Attempts at this step in this epoch that ended by lease expiry (this one not
     included): they do not count against the step's max attempts."""
     extra: dict[str, bytes] = {}
+    item: int = -1
+    """A map step's item (its index in the parent's list; -1: not a map's attempt)."""
 
     @property
     def idempotency_key(self) -> str:
         """Stable across re-runs of the same step in the same epoch (not per attempt)."""
+        if self.item >= 0:
+            return f"{self.record_id}:{self.step}:{self.item}:e{self.epoch}"
         return f"{self.record_id}:{self.step}:e{self.epoch}"
 
     @property

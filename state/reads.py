@@ -90,6 +90,7 @@ def parse_event(entry_id: Any, fields: dict[bytes, bytes]) -> HistoryEvent:
         review_decision=f.get("rvd", ""),
         review_version=num(f.get("rvv")),
         step_version=num(f.get("sv")) or 1,
+        item=int(f["i"]) if f.get("i", "").isdigit() else -1,
     )
 
 

@@ -93,6 +93,11 @@ SCRIPT_NAMES = (
     "import_record",
     "reseal_values",
     "reseal_stream",
+    "claim_items",
+    "commit_items",
+    "fail_items",
+    "promote_items",
+    "extend_item",
 )
 
 

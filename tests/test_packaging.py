@@ -75,6 +75,7 @@ def test_public_api_is_pinned() -> None:
         "App",
         "AppError",
         "InvalidInputError",
+        "MapResults",
         "NotFoundError",
         "PermanentError",
         "RetryableError",

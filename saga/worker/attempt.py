@@ -21,6 +21,7 @@ from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import LeaseLostError
 from saga.state.lanes import is_route
 from saga.state.machine import StateMachine
+from saga.state.map_calls import extend_item
 from saga.state.model import Claim, FailAction, SagaState, is_undo
 from saga.state.requests import CommitRequest, FailRequest, Outcome
 from saga.state.streams import group_missing
@@ -104,7 +105,12 @@ class AttemptRunner:
         started = time.monotonic()
 
         async def heartbeat() -> None:
-            await self.sm.heartbeat(claim, worker=self.worker, lease_ms=int(spec.lease_s * 1000))
+            if claim.item >= 0:  # a map's item holds its own lease (state/map_calls)
+                await extend_item(self.sm, claim, worker=self.worker, lease_ms=lease_ms)
+                return
+            await self.sm.heartbeat(claim, worker=self.worker, lease_ms=lease_ms)
+
+        lease_ms = int(spec.lease_s * 1000)
 
         ctx = AttemptContext(
             claim=claim,

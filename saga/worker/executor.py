@@ -31,6 +31,7 @@ from saga.worker.committer import Committer
 from saga.worker.fairness import release_idle, user_caps
 from saga.worker.health import HealthState
 from saga.worker.intake import claimable
+from saga.worker.map_intake import claim_map_entries, map_plans
 from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
@@ -71,6 +72,7 @@ class Executor:
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.sm.user_caps = user_caps(settings, self.specs)
+        self.sm.maps = map_plans(pipeline, self.specs)
         self.undo = UndoHandoff(pipeline.undoable())
         self.health = health or HealthState()
         self.observer = observer or Observer()
@@ -316,6 +318,11 @@ class Executor:
 
     async def _claim_and_run(self, spec: StepSpec, partition: int, entries: list[Any]) -> int:
         """Claim entries (already read) and start their attempts; returns slots used."""
+        if spec.map is not None:  # a map's spawns and items (saga/worker/map_intake.py)
+            got = await claim_map_entries(
+                self.sm, self.observer, spec, partition, entries, self._inflight, self.worker
+            )
+            return self._started(spec, partition, got)
         pairs = await claimable(
             self.sm, self.observer, spec.name, partition, entries, self._inflight
         )
@@ -334,12 +341,17 @@ class Executor:
                 user_cap=self.sm.user_caps.get(spec.name, (0, 0))[0],
                 undoable=self.undo.for_claim(spec.name),
             )
-            for out in outcomes:
-                if out.code in (RC.OK, RC.DUPLICATE) and out.claim:
-                    used += 1
-                    self._start(spec, partition, out.claim)
-                elif out.code not in (RC.OK, RC.DUPLICATE):
-                    log_refused(spec.name, out.code, out.entry_id, out.record_id, out.detail)
+            used += self._started(spec, partition, outcomes)
+        return used
+
+    def _started(self, spec: StepSpec, partition: int, outcomes: list[Any]) -> int:
+        used = 0
+        for out in outcomes:
+            if out.code in (RC.OK, RC.DUPLICATE) and out.claim:
+                used += 1
+                self._start(spec, partition, out.claim)
+            elif out.code not in (RC.OK, RC.DUPLICATE):
+                log_refused(spec.name, out.code, out.entry_id, out.record_id, out.detail)
         self.observer.claimed(spec.name, used)
         return used
 

@@ -21,6 +21,7 @@ from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.machine import StateMachine
 from saga.state.model import is_undo
 from saga.worker.health import HealthState
+from saga.worker.map_intake import promote_item_retries
 
 log = structlog.get_logger("saga.worker")
 
@@ -108,6 +109,7 @@ class Upkeep:
                         log.debug("retries_promoted", step=spec.name, count=promoted)
                         self.promoted[spec.name] = self.promoted.get(spec.name, 0) + promoted
                     total += promoted
+        total += await promote_item_retries(self.sm, list(self.specs))  # maps' items
         await self.release_once()
         if self.timers_in_promote:
             await self.time_out_waits(int(now) + 50)

@@ -1,0 +1,141 @@
+"""A map step's transitions as the state machine calls them (``claim_items``,
+``commit_items``, ``fail_items``, ``extend_item``, ``promote_items``; the fields they
+keep are described in ``lua/includes/map_items.lua``): the keys and arguments of each
+script, kept apart from ``machine.py``, which dispatches to them for a claim whose
+``item`` is set."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from saga.state.codes import RC, raise_for, to_code
+from saga.state.days import utc_day
+from saga.state.keys import GROUP
+from saga.state.model import Claim
+from saga.state.replies import ClaimOutcome, num, text
+from saga.state.requests import CommitRequest, FailRequest
+from saga.state.scripts import evalsha
+
+if TYPE_CHECKING:
+    from saga.state.machine import StateMachine
+
+Call = tuple[str, list[str], list[Any]]
+
+MAX_ITEMS = 1000
+"""Items a map may have: the fan-in gathers them in one script (a bounded loop)."""
+MAX_CONCURRENCY = 100
+
+
+class MapPlan(msgspec.Struct, frozen=True, kw_only=True):
+    """What the scripts need to know of a map step (``StepSpec.map`` and its place)."""
+
+    over: str
+    """The step whose output (a list) the items are."""
+    next_step: str = ""
+    """The step after the map ("" completes the saga at the fan-in)."""
+    concurrency: int = 10
+    on_failure: str = "fail"
+    max_items: int = MAX_ITEMS
+
+
+async def claim_items(
+    sm: StateMachine,
+    step: str,
+    partition: int,
+    entries: Sequence[tuple[str, str, str]],
+    *,
+    plan: MapPlan,
+    worker: str,
+    lease_ms: int,
+    max_lease_expiries: int,
+    op: str,
+) -> list[ClaimOutcome]:
+    """Claim (entry id, record id, item or "") triples of one partition, ≤100 per call. An
+    item's claim carries its element of the parent's list as ``input`` and ``item``."""
+    if not entries:
+        return []
+    k = sm.keys
+    ready = k.ready(partition, step)
+    keys = [ready, k.quarantine(partition), k.dead(partition, step), k.stats(partition)]
+    keys += [*k.state_indexes(partition), k.retired(partition)]
+    keys.append(k.ready(partition, plan.next_step) if plan.next_step else ready)
+    args: list[Any] = [GROUP, step, worker, lease_ms, op, sm.limits.history_maxlen, plan.over]
+    args += [max_lease_expiries, plan.concurrency, plan.max_items, plan.next_step]
+    args += [plan.on_failure, sm.limits.retention.arg()]
+    for entry_id, record_id, item in entries:
+        rk = k.record(record_id)
+        keys += [rk.saga, rk.history]
+        args += [entry_id, record_id, item]
+    replies = await sm._resend(lambda: evalsha(sm.client, "claim_items", keys, args))
+    return [_outcome(r, step) for r in replies]
+
+
+def _outcome(reply: list[Any], step: str) -> ClaimOutcome:
+    code = to_code(reply[0])
+    entry, record = text(reply[1]), text(reply[2])
+    if code not in (RC.OK, RC.DUPLICATE):
+        return ClaimOutcome(code, entry, record, None, text(reply[3]) if len(reply) > 3 else "")
+    item = num(reply[12])
+    items = msgspec.json.decode(bytes(reply[8] or b"[]"), type=list[msgspec.Raw])
+    claim = Claim(
+        record_id=record,
+        user_id=text(reply[3]),
+        step=step,
+        entry_id=entry,
+        attempt=num(reply[4]),
+        epoch=num(reply[5]),
+        token=text(reply[6]),
+        lease_until_ms=num(reply[7]),
+        input=bytes(items[item]) if item < len(items) else b"null",
+        document=text(reply[9]),
+        trace=text(reply[10]),
+        created_ms=num(reply[11]),
+        expired=num(reply[13]),
+        item=item,
+    )
+    return ClaimOutcome(code, entry, record, claim)
+
+
+def item_call(sm: StateMachine, claim: Claim, req: CommitRequest | FailRequest, op: str) -> Call:
+    """The commit_items or fail_items call of an item's attempt."""
+    plan = sm.maps[claim.step]
+    k = sm.keys
+    rk = k.record(claim.record_id)
+    p, day = rk.partition, utc_day()
+    ready = k.ready(p, claim.step)
+    after = k.ready(p, plan.next_step) if plan.next_step else ready
+    head = [GROUP, claim.step, str(claim.item), claim.token, claim.entry_id]
+    if isinstance(req, CommitRequest):
+        keys = [rk.saga, rk.history, ready, after, k.stats(p), k.costs(p, day[0])]
+        keys += [k.spend(p, day[1]), *k.state_indexes(p), k.retired(p)]
+        args = [*head, req.output, op, req.worker, repr(req.cost), req.tokens]
+        args += [plan.concurrency, plan.next_step, plan.on_failure, sm.limits.history_maxlen]
+        args += [day[2], sm.limits.retention.arg()]
+        return "commit_items", keys, args
+    keys = [rk.saga, rk.history, ready, k.item_retries(p, claim.step), k.dead(p, claim.step)]
+    keys += [k.stats(p), k.costs(p, day[0]), k.spend(p, day[1]), *k.state_indexes(p)]
+    keys += [k.retired(p), after]
+    args = [*head, req.action.value, req.delay_ms, req.error_class, req.error_message[:500], op]
+    args += [req.worker, repr(req.cost), req.tokens, plan.concurrency, plan.next_step]
+    args += [plan.on_failure, sm.limits.history_maxlen, day[2], sm.limits.retention.arg()]
+    return "fail_items", keys, args
+
+
+async def extend_item(sm: StateMachine, claim: Claim, *, worker: str, lease_ms: int) -> int:
+    """An item's heartbeat; returns the new deadline (ms). Raises LeaseLostError if fenced."""
+    p = sm.keys.partition_of(claim.record_id)
+    keys = [sm.keys.saga(claim.record_id), sm.keys.ready(p, claim.step)]
+    args = [claim.token, lease_ms, GROUP, worker, claim.entry_id, claim.step, str(claim.item)]
+    reply = await sm._resend(lambda: evalsha(sm.client, "extend_item", keys, args))
+    raise_for(to_code(reply[0]), claim.record_id)
+    return num(reply[1])
+
+
+async def promote_items(sm: StateMachine, step: str, partition: int, most: int = 100) -> int:
+    """Send a map's due item retries back to its ready stream; returns how many."""
+    keys = [sm.keys.item_retries(partition, step), sm.keys.ready(partition, step)]
+    reply = await evalsha(sm.client, "promote_items", keys, [min(most, 100)])
+    return num(reply[1])

@@ -1,0 +1,123 @@
+"""Maps (fan-out / fan-in) with a real ``saga worker module:app`` process and a real
+server: split returns chunks, parse runs once per chunk (each item its own attempts,
+token and history rows, at most ``concurrency`` in flight per saga), and merge takes the
+outputs in item order, fanned in once by the last item's commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from saga.settings import Settings
+from saga.state.keys import Keys
+from saga.state.model import EventType
+from tests.app.map_apps import Doc, pages, partial
+from tests.executor.conftest import SpawnWorker
+from tests.executor.support import saga_and_history, states, wait_until
+
+pytestmark = pytest.mark.anyio
+PAGES = "tests.app.map_apps:pages"
+PARTIAL = "tests.app.map_apps:partial"
+
+
+async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float = 60) -> None:
+    async def reached() -> bool:
+        return await states(redis, keys, rids) == [want] * len(rids)
+
+    await wait_until(reached, within=within, what=f"{rids} to be {want}", every=0.05)
+
+
+def _item_commits(events: list[Any], step: str = "parse") -> list[int]:
+    return sorted(e.item for e in events if e.event == EventType.COMMITTED and e.step == step)
+
+
+async def test_a_map_runs_each_item_once_and_fans_in_in_item_order(
+    spawn: SpawnWorker, settings: Settings, redis: Any, tmp_path: Path
+) -> None:
+    """Each chunk commits once (its own history row, item index and token); at most 3
+    items of a saga are open at once while the gate holds them; merge commits once with
+    every page in order; spawned and fanned_in appear once each."""
+    gate = tmp_path / "gate"
+    worker = spawn(PAGES, MAP_GATE=str(gate), SAGA_PARSE_CONCURRENCY="16")  # 3 sagas x 3
+    await worker.wait_ready(within=120)
+    rids = ["m0", "m1", "m2"]
+    async with pages.client(settings) as sagas:
+        k = sagas.keys
+        for i, rid in enumerate(rids):
+            await sagas.start(rid, "u1", input=Doc(pages=9 + i * 4))
+
+        async def running(rid: str) -> list[bytes]:
+            fields = await redis.hgetall(k.saga(rid))
+            return [f for f, v in fields.items() if f.startswith(b"mi:parse:") and v.endswith(b":r")]
+
+        async def three_running() -> bool:
+            return all([len(await running(rid)) == 3 for rid in rids])
+
+        await wait_until(three_running, within=30, what="3 items running per saga", every=0.05)
+        for rid in rids:  # the concurrency bound, with 2 to 4 more chunks to go
+            assert (await redis.hget(k.saga(rid), "map:parse")).split()[3] == b"3"
+            assert len(await running(rid)) == 3
+        gate.touch()
+        await _all(redis, k, rids, "completed")
+        for i, rid in enumerate(rids):
+            n_pages = 9 + i * 4
+            saga, events = await saga_and_history(redis, k, rid)
+            chunks = (n_pages + 1) // 2
+            assert _item_commits(events) == list(range(chunks)), rid
+            tokens = {e.item: e for e in events if e.event == EventType.COMMITTED and e.item >= 0}
+            assert len(tokens) == chunks
+            assert [e.event for e in events].count(EventType.SPAWNED) == 1
+            assert [e.event for e in events].count(EventType.FANNED_IN) == 1
+            merged = [e for e in events if e.event == EventType.COMMITTED and e.step == "merge"]
+            assert len(merged) == 1
+            report = msgspec.json.decode(saga.outputs["merge"])
+            assert report["pages"] == list(range(n_pages)) and report["chunks"] == chunks
+
+
+async def test_a_failed_item_fails_the_saga_and_a_retried_item_commits(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """on_failure="fail": chunk 4 fails for good, so the saga is failed at parse and merge
+    never runs; chunk 2 failed once and its retry (its own attempt 2) committed."""
+    worker = spawn(PAGES, PARSE_FAILS="4", PARSE_FLAKY="2")
+    await worker.wait_ready(within=120)
+    async with pages.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("f1", "u1", input=Doc(pages=4))  # chunks 0, 2: flaky one commits
+        await sagas.start("f2", "u1", input=Doc(pages=8))  # chunk 4 fails for good
+        await _all(redis, k, ["f1"], "completed")
+        await _all(redis, k, ["f2"], "failed")
+        _, events = await saga_and_history(redis, k, "f1")
+        retried = [e for e in events if e.event == EventType.RETRY_SCHEDULED]
+        assert [(e.step, e.item, e.attempt) for e in retried] == [("parse", 1, 1)]
+        assert [(e.item, e.attempt) for e in events if e.event == EventType.COMMITTED
+                and e.step == "parse" and e.item == 1] == [(1, 2)]  # fmt: skip
+        saga, events = await saga_and_history(redis, k, "f2")
+        assert (saga.step, saga.error_class) == ("parse", "PermanentError")
+        assert not [e for e in events if e.step == "merge"]
+        assert [e.event for e in events].count(EventType.FANNED_IN) == 0
+
+
+async def test_partial_map_fans_in_with_the_failed_items_marked(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """on_failure="partial": chunks 2 and 6 fail for good; merge still runs once and gets
+    MapResults with partial=True, failed=[1, 3] and the other chunks' pages."""
+    worker = spawn(PARTIAL, PARSE_FAILS="2,6")
+    await worker.wait_ready(within=120)
+    async with partial.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("p1", "u1", input=Doc(pages=8))
+        await sagas.start("p2", "u1", input=Doc(pages=0))  # no items: fanned in at spawn
+        await _all(redis, k, ["p1", "p2"], "completed")
+        saga, events = await saga_and_history(redis, k, "p1")
+        report = msgspec.json.decode(saga.outputs["merge_partial"])
+        assert report == {"pages": [0, 1, 4, 5], "chunks": 4, "partial": True, "failed": [1, 3]}
+        assert _item_commits(events) == [0, 2]
+        saga, _ = await saga_and_history(redis, k, "p2")
+        assert msgspec.json.decode(saga.outputs["merge_partial"]) == {
+            "pages": [], "chunks": 0, "partial": False, "failed": []
+        }  # fmt: skip
