@@ -319,7 +319,9 @@ class App:
         if chain:
             specs = settle_waits(specs)
             for before, step in itertools.pairwise(specs):
-                if step.map is None and (why := accepts(step.input_type, before.output_type)) is not None:
+                if step.map is not None:  # it takes the items (saga.app_maps)
+                    continue
+                if (why := accepts(step.input_type, before.output_type)) is not None:
                     raise AppError(
                         f"step {step.name!r} cannot take the output of {before.name!r} "
                         f"({describe(before.output_type)} into {describe(step.input_type)}): "

@@ -22,7 +22,7 @@ def io_types(step: str, fn: Callable[..., Any]) -> tuple[type, type]:
         for p in inspect.signature(fn).parameters.values()
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    shape = f"`async def {step}(ctx, inp: In) -> Out` with msgspec Structs In and Out (or lists of Structs)"
+    shape = f"`async def {step}(ctx, inp: In) -> Out` with msgspec Structs In and Out"
     if len(params) < 2:
         raise AppError(f"step {step!r} must take (ctx, input): {shape}")
     found = (hints.get(params[1].name), hints.get("return"))
@@ -38,8 +38,12 @@ def is_struct_or_list(tp: Any) -> bool:
     parent returns its items, the step after a map takes their outputs)."""
     origin = typing.get_origin(tp)
     if origin is list:
-        return all(is_struct_or_list(a) and typing.get_origin(a) is not list for a in typing.get_args(tp))
-    base = origin if origin is not None else tp
+        return all(_struct(a) for a in typing.get_args(tp))
+    return _struct(tp)
+
+
+def _struct(tp: Any) -> bool:
+    base = typing.get_origin(tp) or tp
     return isinstance(base, type) and issubclass(base, msgspec.Struct)
 
 

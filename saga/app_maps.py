@@ -32,7 +32,7 @@ import msgspec
 
 from saga.app_types import accepts, describe
 from saga.pipeline import AppError, MapSpec, StepSpec, lanes_of
-from saga.state.map_calls import MAX_CONCURRENCY, MAX_ITEMS
+from saga.state.map_calls import MAX_CONCURRENCY
 
 T = TypeVar("T")
 
@@ -66,12 +66,12 @@ def settle_maps(specs: list[StepSpec], parents: Mapping[str, Sequence[str]]) -> 
     by_name = {s.name: s for s in specs}
     lanes = lanes_of([s.name for s in specs], parents)
     out = []
-    for spec in specs:
+    for declared in specs:
+        spec = declared
         if spec.map is not None:
             if spec.name in lanes:
                 raise AppError(f"map {spec.name!r} cannot run in a branch; put it before the fork")
-            spec = _settled(spec, by_name, parents)
-            by_name[spec.name] = spec
+            spec = by_name[spec.name] = _settled(spec, by_name, parents)
         out.append(spec)
     return out
 
@@ -95,7 +95,7 @@ def _settled(
     if typing.get_origin(over.output_type) is not list:
         raise AppError(
             f"{where} runs over step {over.name!r}, which returns "
-            f"{describe(over.output_type)}; it must return a list (list[{spec.input_type.__name__}])"
+            f"{describe(over.output_type)}; it must return list[{spec.input_type.__name__}]"
         )
     (item,) = typing.get_args(over.output_type)
     if (why := accepts(spec.input_type, item)) is not None:

@@ -67,13 +67,13 @@ async def claim_map_entries(
     return [o for o in outcomes if o.code != RC.SPAWNED]
 
 
-async def promote_item_retries(sm: StateMachine, specs: list[StepSpec]) -> int:
-    """Due item retries of every map step among ``specs`` back to their streams."""
+async def promote_item_retries(sm: StateMachine) -> int:
+    """Due item retries of every map step this executor runs (``sm.maps``) back to their
+    streams; the claim re-checks each item."""
     total = 0
-    for spec in specs:
-        if spec.map is not None:
-            for p in sm.keys.all_partitions():
-                total += await map_calls.promote_items(sm, spec.name, p)
+    for step in sm.maps:
+        for p in sm.keys.all_partitions():
+            total += await map_calls.promote_items(sm, step, p)
     return total
 
 

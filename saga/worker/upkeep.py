@@ -109,7 +109,7 @@ class Upkeep:
                         log.debug("retries_promoted", step=spec.name, count=promoted)
                         self.promoted[spec.name] = self.promoted.get(spec.name, 0) + promoted
                     total += promoted
-        total += await promote_item_retries(self.sm, list(self.specs))  # maps' items
+        total += await promote_item_retries(self.sm)  # maps' items
         await self.release_once()
         if self.timers_in_promote:
             await self.time_out_waits(int(now) + 50)

@@ -75,11 +75,6 @@ local function missing(entry, record)
   return {RC.NOT_FOUND, entry, record}
 end
 
-local function keys_of(saga, hist)
-  return {saga = saga, hist = hist, ready = ready, next_ready = KEYS[12], index_at = 5,
-          retired = KEYS[11], dead = KEYS[3], stats = KEYS[4]}
-end
-
 local function refuse_spawn(saga, hist, entry, record, s, ec, em)
   redis.call('XACK', ready, group, entry)
   dead_letter({saga = saga, dead = KEYS[3], stats = KEYS[4], first_index = 5, retired = KEYS[11]},
@@ -119,13 +114,12 @@ local function spawn(saga, hist, entry, record)
   index_state(5, record, STATE.PENDING, STATE.RUNNING, now_s)
   history_append(hist, maxlen, {'e', 'spawned', 's', m, 'ep', s[5], 'w', worker, 't', now_s,
                                 'x', count .. ' items', 'op', op})
-  local k = keys_of(saga, hist)
-  release_items(k, m, c, conc, record)
+  release_items({saga = saga, ready = ready}, m, c, conc, record)
   redis.call('HSET', saga, unpack(map_fields(m, c)))
   if count == 0 then
-    fan_in(k, {m = m, record = record, user = s[2], c = c, token = s[5] .. ':0',
-               policy = policy, next_step = next_step, now_s = now_s, maxlen = maxlen, op = op,
-               ret = ret})
+    fan_in({saga = saga, hist = hist, next_ready = KEYS[12], index_at = 5, retired = KEYS[11]},
+           {m = m, record = record, user = s[2], c = c, token = s[5] .. ':0', policy = policy,
+            next_step = next_step, now_s = now_s, maxlen = maxlen, op = op, ret = ret})
   end
   return {RC.SPAWNED, entry, record, count}
 end
@@ -164,7 +158,9 @@ local function claim_item(saga, hist, entry, record, i)
     redis.call('HSET', saga, item_f('mx', m, i), epoch .. ':' .. expired)
     if expired >= max_expiries then
       redis.call('XACK', ready, group, entry)
-      local state = item_dead(keys_of(saga, hist),
+      local state = item_dead({saga = saga, hist = hist, ready = ready, next_ready = KEYS[12],
+                               index_at = 5, retired = KEYS[11], dead = KEYS[3],
+                               stats = KEYS[4]},
         {m = m, record = record, user = s[2], c = c, token = s[12], policy = policy,
          next_step = next_step, now_s = now_s, maxlen = maxlen, op = op, ret = ret,
          conc = conc, ec = 'LeaseExpired', attempt = attempt, now = now_s,

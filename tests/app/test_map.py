@@ -51,7 +51,8 @@ async def test_a_map_runs_each_item_once_and_fans_in_in_item_order(
 
         async def running(rid: str) -> list[bytes]:
             fields = await redis.hgetall(k.saga(rid))
-            return [f for f, v in fields.items() if f.startswith(b"mi:parse:") and v.endswith(b":r")]
+            items = [(f, v) for f, v in fields.items() if f.startswith(b"mi:parse:")]
+            return [f for f, v in items if v.endswith(b":r")]
 
         async def three_running() -> bool:
             return all([len(await running(rid)) == 3 for rid in rids])

@@ -58,10 +58,14 @@ end
 -- next_step, now_s, maxlen, op, ret}. Returns the saga's new state.
 local function fan_in(k, f)
   local c, outs, failed = f.c, {}, {}
-  for start = 0, MAP_MAX_FANIN - 1, 200 do
+  for chunk = 0, 4 do  -- 5 chunks of 200 outputs: MAP_MAX_FANIN items
+    local start = chunk * 200
     if start >= c.n then break end
     local names = {}
-    for i = start, math.min(start + 199, c.n - 1) do names[#names + 1] = item_f('mo', f.m, i) end
+    for j = 1, 200 do
+      if start + j - 1 >= c.n then break end
+      names[j] = item_f('mo', f.m, start + j - 1)
+    end
     local got = redis.call('HMGET', k.saga, unpack(names))
     for j = 1, 200 do
       if j > #names then break end
@@ -110,9 +114,12 @@ end
 local function item_ended(k, f)
   local c = f.c
   c.open = c.open - 1
-  release_items(k, f.m, c, f.conc, f.record)
+  release_items({saga = k.saga, ready = k.ready}, f.m, c, f.conc, f.record)
   redis.call('HSET', k.saga, unpack(map_fields(f.m, c)))
-  if c.done + c.failed >= c.n then return fan_in(k, f) end
+  if c.done + c.failed >= c.n then
+    return fan_in({saga = k.saga, hist = k.hist, next_ready = k.next_ready,
+                   index_at = k.index_at, retired = k.retired}, f)
+  end
   return STATE.RUNNING
 end
 
@@ -125,7 +132,8 @@ local function item_dead(k, f, i)
              item_f('mr', f.m, i), f.ec .. ': ' .. f.em)
   if f.policy == 'partial' then
     f.c.failed = f.c.failed + 1
-    return item_ended(k, f)
+    return item_ended({saga = k.saga, hist = k.hist, ready = k.ready, next_ready = k.next_ready,
+                       index_at = k.index_at, retired = k.retired}, f)
   end
   dead_letter({saga = k.saga, dead = k.dead, stats = k.stats, first_index = k.index_at,
                retired = k.retired},
