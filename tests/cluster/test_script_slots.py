@@ -12,6 +12,7 @@ from redis.crc import key_slot
 
 from saga.state import (
     budget_holds,
+    map_calls,
     budgets,
     operator,
     recovery,
@@ -26,6 +27,7 @@ from saga.state.budgets import Budget
 from saga.state.errors import StepConflictError
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
+from saga.state.map_calls import MapPlan
 from saga.state.model import FailAction
 from saga.state.purge import Purger, purge_user
 from saga.state.repartition import Moved, move_record
@@ -73,7 +75,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     """Every transition (SCRIPT_NAMES), run on the cluster: each call's KEYS are in one slot
     (a partition migration's two calls are in the old and the new partition's)."""
     rec = Recording(client)
-    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo", "s-wait"]
+    rids = ["s-commit", "s-retry", "s-dead", "s-cancel", "s-raw", "s-undo", "s-wait", "s-map"]
     sm = await start_sagas(client, keys, rids)
     sm = StateMachine(rec, keys)
     for rid in ("s-late",):
@@ -123,6 +125,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await review_and_purge(sm, rec, keys)
     await waits(sm, keys, by_rid["s-wait"]), await schedules_and_lifecycle(sm, rec, keys)
     await lapse(rec, keys, p_raw, gone)
+    await maps(sm, keys, by_rid["s-map"])
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -184,6 +187,29 @@ async def review_and_purge(sm: StateMachine, rec: Recording, keys: Keys) -> None
     erased = await purge_user(rec, [purger], "u-gone", apply=True)
     assert erased.ledger_fields  # forget_user_costs ran on its ledger
     assert (await purger.record("s-none", apply=True, user_id="u1")).refused == ""
+
+
+async def maps(sm: StateMachine, keys: Keys, claim: Any) -> None:
+    """A map over the router's list of two items: its spawn and item claims
+    (claim_items), a heartbeat (extend_item), a commit (commit_items), a failure for a
+    retry (fail_items) and its promotion (promote_items)."""
+    sm.maps["parser"] = MapPlan(over="router", next_step="grouper", concurrency=2)
+    await sm.commit(claim, CommitRequest(output=b"[{}, {}]", next_step="parser", worker="w"))
+    p = keys.partition_of(claim.record_id)
+    items = []
+    for _ in range(2):  # the map's own entry (the spawn), then its two items
+        reply = await sm.client.xreadgroup(GROUP, "w", {keys.ready(p, "parser"): ">"}, count=10)
+        rows = [(i.decode(), f[b"rid"].decode(), f.get(b"i", b"").decode())
+                for _, got in reply or [] for i, f in got]  # fmt: skip
+        outs = await map_calls.claim_items(sm, "parser", p, rows, plan=sm.maps["parser"],
+                                           worker="w", lease_ms=60_000, max_lease_expiries=3,
+                                           op="op-m")  # fmt: skip
+        items += [o.claim for o in outs if o.claim is not None]
+    assert [c.item for c in items] == [0, 1]
+    await map_calls.extend_item(sm, items[0], worker="w", lease_ms=60_000)
+    retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="x", delay_ms=0)
+    await sm.finish_many([(items[0], CommitRequest(output=b"{}", worker="w")), (items[1], retry)])
+    await map_calls.promote_items(sm, "parser", p)
 
 
 async def waits(sm: StateMachine, keys: Keys, claim: Any) -> None:
