@@ -45,7 +45,7 @@ async def claim_items(
     sm: StateMachine,
     step: str,
     partition: int,
-    entries: Sequence[tuple[str, str, str]],
+    entries: Sequence[tuple[str, str, str, int]],
     *,
     plan: MapPlan,
     worker: str,
@@ -53,8 +53,8 @@ async def claim_items(
     max_lease_expiries: int,
     op: str,
 ) -> list[ClaimOutcome]:
-    """Claim (entry id, record id, item or "") triples of one partition, ≤100 per call. An
-    item's claim carries its element of the parent's list as ``input`` and ``item``."""
+    """Claim (entry id, record id, item or "", the entry's epoch) of one partition, ≤100 per
+    call. An item's claim carries its element of the parent's list as ``input`` and ``item``."""
     if not entries:
         return []
     k = sm.keys
@@ -65,10 +65,10 @@ async def claim_items(
     args: list[Any] = [GROUP, step, worker, lease_ms, op, sm.limits.history_maxlen, plan.over]
     args += [max_lease_expiries, plan.concurrency, plan.max_items, plan.next_step]
     args += [plan.on_failure, sm.limits.retention.arg()]
-    for entry_id, record_id, item in entries:
+    for entry_id, record_id, item, epoch in entries:
         rk = k.record(record_id)
         keys += [rk.saga, rk.history]
-        args += [entry_id, record_id, item]
+        args += [entry_id, record_id, item, epoch]
     replies = await sm._resend(lambda: evalsha(sm.client, "claim_items", keys, args))
     return [_outcome(r, step) for r in replies]
 

@@ -47,7 +47,7 @@ async def claim_map_entries(
     """Claim what one read of a map step's stream returned (spawns and items)."""
     items = {_text(raw_id): _item(fields) for raw_id, fields in entries}
     pairs = await claimable(sm, observer, spec.name, partition, entries, running)
-    triples = [(e, r, items.get(e, "")) for e, r in pairs]
+    triples = [(e, r, *items.get(e, ("", 0))) for e, r in pairs]
     outcomes: list[ClaimOutcome] = []
     for i in range(0, len(triples), 100):
         outcomes += await map_calls.claim_items(
@@ -81,7 +81,8 @@ def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def _item(fields: Any) -> str:
-    value = (fields or {}).get(b"i", b"")
-    text = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
-    return text if text.isdigit() else ""
+def _item(fields: Any) -> tuple[str, int]:
+    """The entry's item index ("": the map's own entry) and epoch."""
+    got = fields or {}
+    item, epoch = _text(got.get(b"i", b"")), _text(got.get(b"ep", b""))
+    return (item if item.isdigit() else ""), int(epoch) if epoch.isdigit() else 0

@@ -25,7 +25,8 @@
 -- ARGV[11] the step after the map ("" completes the saga)
 -- ARGV[12] on_failure: fail | partial
 -- ARGV[13] retention per state (StateLimits.retention's table)
--- then triples (entry id, record id, item index or ""), one per entry, at most 100
+-- then quads (entry id, record id, item index or "", the entry's epoch), one per entry,
+--          at most 100: an item's entry of another epoch is stale (a retry promoted late)
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
 --    items, document, trace, created_ms, item, expired}   (items: the parent's output,
@@ -59,7 +60,7 @@ local conc, most = tonumber(ARGV[9]), tonumber(ARGV[10])
 local next_step, policy, ret = ARGV[11], ARGV[12], ARGV[13]
 if conc < 1 or conc > 100 then return redis.error_reply('claim_items: concurrency 1..100') end
 if most > MAP_MAX_FANIN then return redis.error_reply('claim_items: at most 1000 items') end
-local n = math.floor((#ARGV - 13) / 3)
+local n = math.floor((#ARGV - 13) / 4)
 if n > 100 then return redis.error_reply('claim_items: at most 100 entries per call') end
 
 local now = now_ms()
@@ -124,7 +125,7 @@ local function spawn(saga, hist, entry, record)
   return {RC.SPAWNED, entry, record, count}
 end
 
-local function claim_item(saga, hist, entry, record, i)
+local function claim_item(saga, hist, entry, record, i, entry_epoch)
   local s = redis.call('HMGET', saga, 'v', 'uid', 'state', 'step', 'epoch', 'seq', 'doc',
                        'trace', 'created', 'out:' .. over, item_f('mi', m, i),
                        item_f('mt', m, i), item_f('me', m, i), item_f('ml', m, i),
@@ -136,6 +137,7 @@ local function claim_item(saga, hist, entry, record, i)
   local c = map_read(saga, m)
   local st = item_state(s[11], epoch)
   local live = s[3] == STATE.RUNNING and s[4] == m and c ~= nil and c.epoch == epoch
+               and entry_epoch == epoch
   local function data(code, attempt, expired, token, lease_until)
     return {code, entry, record, s[2], attempt, tonumber(epoch), token, lease_until,
             s[10] or '', s[7] or '', s[8] or '', tonumber(s[9]), tonumber(i), expired}
@@ -190,13 +192,13 @@ local function claim_item(saga, hist, entry, record, i)
 end
 
 for j = 1, n do
-  local at = 14 + 3 * (j - 1)
+  local at = 14 + 4 * (j - 1)
   local entry, record, item = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   local saga, hist = KEYS[13 + 2 * (j - 1)], KEYS[14 + 2 * (j - 1)]
   if item == '' then
     replies[j] = spawn(saga, hist, entry, record)
   else
-    replies[j] = claim_item(saga, hist, entry, record, item)
+    replies[j] = claim_item(saga, hist, entry, record, item, ARGV[at + 3])
   end
 end
 return replies

@@ -12,8 +12,8 @@ from redis.crc import key_slot
 
 from saga.state import (
     budget_holds,
-    map_calls,
     budgets,
+    map_calls,
     operator,
     recovery,
     requeue,
@@ -124,8 +124,7 @@ async def test_every_scripts_keys_hash_to_one_slot(client: Any, keys: Keys) -> N
     await compensations(sm, keys, by_rid["s-undo"])
     await review_and_purge(sm, rec, keys)
     await waits(sm, keys, by_rid["s-wait"]), await schedules_and_lifecycle(sm, rec, keys)
-    await lapse(rec, keys, p_raw, gone)
-    await maps(sm, keys, by_rid["s-map"])
+    await lapse(rec, keys, p_raw, gone), await maps(sm, keys, by_rid["s-map"])
     wide = Keys(keys.prefix, 7)  # the cancelled saga moves to 7 partitions: two slots
     assert keys.partition_of("s-cancel") != wide.partition_of("s-cancel")
     assert await move_record(rec, keys, wide, "s-cancel", "op-1") == Moved.MOVED
@@ -199,7 +198,7 @@ async def maps(sm: StateMachine, keys: Keys, claim: Any) -> None:
     items = []
     for _ in range(2):  # the map's own entry (the spawn), then its two items
         reply = await sm.client.xreadgroup(GROUP, "w", {keys.ready(p, "parser"): ">"}, count=10)
-        rows = [(i.decode(), f[b"rid"].decode(), f.get(b"i", b"").decode())
+        rows = [(i.decode(), f[b"rid"].decode(), f.get(b"i", b"").decode(), int(f[b"ep"]))
                 for _, got in reply or [] for i, f in got]  # fmt: skip
         outs = await map_calls.claim_items(sm, "parser", p, rows, plan=sm.maps["parser"],
                                            worker="w", lease_ms=60_000, max_lease_expiries=3,
