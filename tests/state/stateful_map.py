@@ -182,9 +182,10 @@ class MapMachine(RuleBasedStateMachine):
                                                 count=100))  # fmt: skip
         rows = [(text(i), text(f[b"rid"]), text(f.get(b"i", b"")), int(f[b"ep"]))
                 for _, got in reply or [] for i, f in got]  # fmt: skip
-        outs = self.run(map_calls.claim_items(self.sm, "m", 0, rows, plan=self.plan,
-                                              worker="w-a", lease_ms=FAR_MS,
-                                              max_lease_expiries=3, op=uuid.uuid4().hex))  # fmt: skip
+        outs = self.run(map_calls.claim_items(
+            self.sm, "m", 0, rows, plan=self.plan, worker="w-a", lease_ms=FAR_MS,
+            max_lease_expiries=3, op=uuid.uuid4().hex,
+        ))  # fmt: skip
         got: list[Claim] = []
         for (_, rid, item, ep), o in zip(rows, outs, strict=True):
             m = self.model[rid]
