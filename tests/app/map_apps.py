@@ -88,3 +88,103 @@ async def merge_partial(ctx: saga.StepContext, parsed: saga.MapResults[Parsed]) 
     got = [x for x in parsed.results if x is not None]
     return Report(pages=[p for x in got for p in x.pages], chunks=len(parsed.results),
                   partial=parsed.partial, failed=parsed.failed)  # fmt: skip
+
+
+# -- trips: every shape in one saga type (the fault suite's) ----------------------
+# plan -> book (a map over the legs) -> priced -> {hotel, car} in parallel -> confirm
+# (their join) -> approved (a wait, default on timeout) -> ticket -> nap (a sleep) ->
+# done. ``LEG_DELAY`` (seconds): each leg's booking sleeps that long first.
+
+
+class Trip(msgspec.Struct, frozen=True, kw_only=True):
+    legs: int
+
+
+class Leg(msgspec.Struct, frozen=True, kw_only=True):
+    n: int
+
+
+class Booked(msgspec.Struct, frozen=True, kw_only=True):
+    n: int
+    ref: str
+
+
+class Priced(msgspec.Struct, frozen=True, kw_only=True):
+    refs: list[str]
+
+
+class Hotel(msgspec.Struct, frozen=True, kw_only=True):
+    nights: int
+
+
+class Car(msgspec.Struct, frozen=True, kw_only=True):
+    days: int
+
+
+class Both(msgspec.Struct, frozen=True, kw_only=True):
+    hotel: Hotel
+    car: Car
+
+
+class Confirmed(msgspec.Struct, frozen=True, kw_only=True):
+    refs: list[str]
+    nights: int
+
+
+class Approval(msgspec.Struct, frozen=True, kw_only=True):
+    by: str
+
+
+class Ticket(msgspec.Struct, frozen=True, kw_only=True):
+    by: str
+
+
+trips = saga.App("trips")
+
+
+@trips.step(calls_models=False)
+async def plan(ctx: saga.StepContext, t: Trip) -> list[Leg]:
+    return [Leg(n=i) for i in range(t.legs)]
+
+
+@trips.map(over=plan, concurrency=3)
+async def book(ctx: saga.StepContext, leg: Leg) -> Booked:
+    await anyio.sleep(float(os.environ.get("LEG_DELAY", "0")))
+    return Booked(n=leg.n, ref=f"{ctx.record_id}-{leg.n}")
+
+
+@trips.step(after=book, calls_models=False)
+async def priced(ctx: saga.StepContext, legs: list[Booked]) -> Priced:
+    return Priced(refs=[b.ref for b in legs])
+
+
+@trips.step(after=priced, calls_models=False)
+async def hotel(ctx: saga.StepContext, p: Priced) -> Hotel:
+    return Hotel(nights=len(p.refs))
+
+
+@trips.step(after=priced, calls_models=False)
+async def car(ctx: saga.StepContext, p: Priced) -> Car:
+    return Car(days=len(p.refs) + 1)
+
+
+@trips.step(after=[hotel, car], calls_models=False)
+async def confirm(ctx: saga.StepContext, both: Both) -> Confirmed:
+    return Confirmed(refs=[], nights=both.hotel.nights)
+
+
+trips.wait(event="approved", after=confirm, timeout=float(os.environ.get("TRIP_TIMEOUT", "3600")),
+           on_timeout="default", default={"by": "nobody"})(Approval)  # fmt: skip
+
+
+@trips.step(after="approved", calls_models=False)
+async def ticket(ctx: saga.StepContext, a: Approval) -> Ticket:
+    return Ticket(by=a.by)
+
+
+trips.sleep("nap", after=ticket, seconds=0.5)
+
+
+@trips.step(after="nap", calls_models=False)
+async def done(ctx: saga.StepContext, t: Ticket) -> Ticket:
+    return t
