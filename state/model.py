@@ -146,6 +146,8 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     lanes: tuple[Lane, ...] = ()
     """While branches run (``lua/includes/lanes.lua``): each one in flight; the saga's own
     token, worker and lease are then empty."""
+    maps: tuple[MapRun, ...] = ()
+    """The map steps run in this epoch (``lua/includes/map_items.lua``): counts and items."""
     entry: str = ""
     document: str = ""
     trace: str = ""
@@ -188,6 +190,32 @@ class Lane(msgspec.Struct, frozen=True, kw_only=True):
     state: str
     worker: str = ""
     claimed_ms: int = 0
+
+
+class MapItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One item of a map: pending, running, waiting_retry, done or failed."""
+
+    item: int
+    state: str
+    attempts: int = 0
+    worker: str = ""
+    """While it runs: its worker."""
+    error: str = ""
+    """Its last failure (safe to show: ``saga.steps.errors``)."""
+
+
+class MapRun(msgspec.Struct, frozen=True, kw_only=True):
+    """A map step's items in this epoch: how many, by state (pending counts the ones not
+    released yet), and each one."""
+
+    step: str
+    items: int
+    done: int = 0
+    running: int = 0
+    waiting: int = 0
+    failed: int = 0
+    pending: int = 0
+    rows: tuple[MapItem, ...] = ()
 
 
 class HistoryEvent(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,7 +9,7 @@ from saga.state.errors import SagaNotFoundError
 from saga.state.history_codec import event_fields
 from saga.state.ids import validate_id
 from saga.state.keys import Keys
-from saga.state.model import EventType, HistoryEvent, Lane, Saga, SagaState
+from saga.state.model import EventType, HistoryEvent, Lane, MapItem, MapRun, Saga, SagaState
 from saga.state.replies import num, text
 from saga.state.sealing import error_detail, error_message
 
@@ -51,6 +51,7 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
         due_ms=num(f.get("due")),
         wait_event=text(f.get("wev")),
         lanes=lanes_of(f),
+        maps=maps_of(f),
         entry=text(f.get("entry")),
         document=text(f.get("doc")),
         trace=text(f.get("trace")),
@@ -138,3 +139,35 @@ def lanes_of(f: Mapping[str, Any]) -> tuple[Lane, ...]:
              claimed_ms=num(f.get(f"lc@{step}")))
         for step in text(f.get("lanes")).split()
     )  # fmt: skip
+
+
+_ITEM_STATES = {"p": "pending", "r": "running", "w": "waiting_retry", "d": "done", "f": "failed"}
+
+
+def maps_of(f: Mapping[str, Any]) -> tuple[MapRun, ...]:
+    """The map steps of a saga's fields run in its epoch (``map:<step>``: its counters)."""
+    epoch, out = text(f.get("epoch")), []
+    for name in sorted(k for k in f if k.startswith("map:")):
+        step = name[4:]
+        counters = text(f.get(name)).split()
+        if len(counters) != 6 or counters[0] != epoch:
+            continue
+        rows = [_item(f, step, i, epoch) for i in range(min(int(counters[1]), 1000))]
+        by = {s: sum(r.state == s for r in rows) for s in _ITEM_STATES.values()}
+        out.append(MapRun(step=step, items=len(rows), done=by["done"], running=by["running"],
+                          waiting=by["waiting_retry"], failed=by["failed"],
+                          pending=by["pending"], rows=tuple(rows)))  # fmt: skip
+    return tuple(out)
+
+
+def _item(f: Mapping[str, Any], step: str, i: int, epoch: str) -> MapItem:
+    e, _, letter = text(f.get(f"mi:{step}:{i}")).partition(":")
+    state = _ITEM_STATES.get(letter, "pending") if e == epoch else "pending"
+    got = text(f.get(f"ma:{step}:{i}")).partition(":")
+    return MapItem(
+        item=i,
+        state=state,
+        attempts=int(got[2]) if got[0] == epoch and got[2].isdigit() else 0,
+        worker=text(f.get(f"mw:{step}:{i}")) if state == "running" else "",
+        error=text(f.get(f"mr:{step}:{i}")) if state in ("waiting_retry", "failed") else "",
+    )

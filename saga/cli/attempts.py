@@ -61,7 +61,10 @@ def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) 
     from the saga hash (``saga``): claims are not history events."""
     rows: list[Row] = []
     live: list[Attempt] = []
-    for e in events:
+    for event in events:
+        e = event
+        if e.item >= 0:  # a map's item: rows of its own, "parse[3]" (saga.app_maps)
+            e = msgspec.structs.replace(e, step=f"{e.step}[{e.item}]")
         if e.event == E.RECLAIMED:
             same = lambda a: a.step == e.step and a.epoch == e.epoch  # noqa: B023, E731
             # The attempt it took over: live if it was itself a reclaim, else drawn here.

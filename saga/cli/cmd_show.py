@@ -129,7 +129,7 @@ def render(saga: Any, events: list[Any], now_ms: int, info: Any = None) -> str:
         head.append(("detail", saga.error_detail))
     for step, reason in saga.review.items():
         head.append(("review", f"{step}: {reason}"))
-    if saga.state.value == "running":
+    if saga.state.value == "running" and saga.worker:  # (a map's items: their own leases)
         head.append(("lease", f"{saga.worker} until {fmt_ms(saga.lease_until_ms)}"))
     elif saga.state.value == "waiting_retry" and saga.parked_reason:
         head.append(("parked", "no attempt spent"))
@@ -144,9 +144,27 @@ def render(saga: Any, events: list[Any], now_ms: int, info: Any = None) -> str:
     labels = step_labels(info.parents, info.lanes, fancy=tty()) if info is not None else {}
     if saga.lanes:  # branches in flight, each with its own state
         head.append(("lanes", ", ".join(f"{x.step} {x.state}" for x in saga.lanes)))
+    for mapped in saga.maps:  # a map's items (saga.app_maps)
+        head += map_lines(mapped)
     lines = [line for k, v in head for line in wrap(k, v or "-", columns)]
     headers, rows = layout(saga, events, now_ms, fancy=tty(), columns=columns, labels=labels)
     return "\n".join(lines) + "\n\n" + table(headers, rows, width=columns, shrink={})
+
+
+MAP_ROWS = 20
+"""Items listed per map in the human view (``--json`` has them all)."""
+
+
+def map_lines(run: Any) -> list[tuple[str, str]]:
+    """A map's counts and its first items, as head lines of ``saga show``."""
+    counts = (f"{run.step}: {run.items} items, {run.done} done, {run.running} running, "
+              f"{run.waiting} waiting, {run.failed} failed, {run.pending} pending")  # fmt: skip
+    rows = [f"#{r.item} {r.state}" + (f" ({r.worker})" if r.worker else "")
+            + (f" a{r.attempts}" if r.attempts > 1 else "")
+            for r in run.rows[:MAP_ROWS]]  # fmt: skip
+    if len(run.rows) > MAP_ROWS:
+        rows.append(f"... {len(run.rows) - MAP_ROWS} more (--json lists them all)")
+    return [("map", counts), ("items", ", ".join(rows) or "-")]
 
 
 def event_line(e: Any) -> str:

@@ -15,7 +15,7 @@ import msgspec
 from saga.cli.attempts import Attempt, Row, pair
 from saga.cli.common import colour, fmt_duration
 from saga.cli.tables import GAP, clip, fit, visible_len
-from saga.state.model import EventType, HistoryEvent, Lane, Saga, SagaState
+from saga.state.model import EventType, HistoryEvent, Lane, MapRun, Saga, SagaState
 from saga.telemetry.redact import reference_text
 
 E = EventType
@@ -62,6 +62,8 @@ class SagaView(msgspec.Struct, kw_only=True):
     a key, and always "" for a console viewer."""
     lanes: tuple[Lane, ...] = ()
     """While its branches run: each step in flight with its own state (docs/sagas.md)."""
+    maps: tuple[MapRun, ...] = ()
+    """Its map steps of this epoch: items by state, and each item (docs/sagas.md, maps)."""
 
 
 def saga_view(s: Saga) -> SagaView:
@@ -87,6 +89,7 @@ def saga_view(s: Saga) -> SagaView:
         parked_reason=s.parked_reason,
         error_detail=s.error_detail,
         lanes=s.lanes,
+        maps=s.maps,
     )
 
 

@@ -15,6 +15,7 @@ from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.map_apps import Doc, pages, partial
+from tests.cli.inspect_support import cli, cli_json
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
 
@@ -35,11 +36,12 @@ def _item_commits(events: list[Any], step: str = "parse") -> list[int]:
 
 
 async def test_a_map_runs_each_item_once_and_fans_in_in_item_order(
-    spawn: SpawnWorker, settings: Settings, redis: Any, tmp_path: Path
+    spawn: SpawnWorker, settings: Settings, redis: Any, redis_url: str, tmp_path: Path
 ) -> None:
     """Each chunk commits once (its own history row, item index and token); at most 3
-    items of a saga are open at once while the gate holds them; merge commits once with
-    every page in order; spawned and fanned_in appear once each."""
+    items of a saga are open at once while the gate holds them (saga show and --json list
+    them); merge commits once with every page in order; spawned and fanned_in appear
+    once each, and the timeline has a row per item."""
     gate = tmp_path / "gate"
     worker = spawn(PAGES, MAP_GATE=str(gate), SAGA_PARSE_CONCURRENCY="16")  # 3 sagas x 3
     await worker.wait_ready(within=120)
@@ -61,6 +63,13 @@ async def test_a_map_runs_each_item_once_and_fans_in_in_item_order(
         for rid in rids:  # the concurrency bound, with 2 to 4 more chunks to go
             assert (await redis.hget(k.saga(rid), "map:parse")).split()[3] == b"3"
             assert len(await running(rid)) == 3
+        shown = cli(k, redis_url, "show", "m2", "--type", "pages").stdout
+        assert "parse: 9 items, 0 done, 3 running, 0 waiting, 0 failed, 6 pending" in shown
+        assert "#0 running (" in shown and "#3 pending" in shown, shown
+        view = cli_json(k, redis_url, "show", "m2", "--type", "pages")["saga"]
+        [run] = view["maps"]
+        assert (run["step"], run["items"], len(run["rows"])) == ("parse", 9, 9)
+        assert [r["state"] for r in run["rows"]][:4] == ["running"] * 3 + ["pending"]
         gate.touch()
         await _all(redis, k, rids, "completed")
         for i, rid in enumerate(rids):
@@ -74,8 +83,11 @@ async def test_a_map_runs_each_item_once_and_fans_in_in_item_order(
             assert [e.event for e in events].count(EventType.FANNED_IN) == 1
             merged = [e for e in events if e.event == EventType.COMMITTED and e.step == "merge"]
             assert len(merged) == 1
+            assert saga.maps[0].done == chunks and saga.maps[0].running == 0
             report = msgspec.json.decode(saga.outputs["merge"])
             assert report["pages"] == list(range(n_pages)) and report["chunks"] == chunks
+        shown = cli(k, redis_url, "show", "m0", "--type", "pages").stdout
+        assert "parse[0]" in shown and "parse[4]" in shown, shown  # a row per item
 
 
 async def test_a_failed_item_fails_the_saga_and_a_retried_item_commits(
