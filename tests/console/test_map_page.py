@@ -28,8 +28,10 @@ async def _claim_items(sm: StateMachine) -> list[Any]:
     reply = await sm.client.xreadgroup(GROUP, "w-a", {sm.keys.ready(0, "parser"): ">"}, count=10)
     rows = [(text(i), text(f[b"rid"]), text(f.get(b"i", b"")), int(f[b"ep"]))
             for _, got in reply or [] for i, f in got]  # fmt: skip
-    outs = await map_calls.claim_items(sm, "parser", 0, rows, plan=PLAN, worker="w-a",
-                                       lease_ms=60_000, max_lease_expiries=3, op="op-1")  # fmt: skip
+    outs = await map_calls.claim_items(
+        sm, "parser", 0, rows, plan=PLAN, worker="w-a", lease_ms=60_000, max_lease_expiries=3,
+        op="op-1",
+    )  # fmt: skip
     return [o.claim for o in outs if o.claim is not None]
 
 
