@@ -14,7 +14,7 @@ import msgspec
 from saga.state.codes import RC, raise_for, to_code
 from saga.state.days import utc_day
 from saga.state.keys import GROUP
-from saga.state.model import Claim
+from saga.state.model import Claim, undo_of
 from saga.state.replies import ClaimOutcome, num, text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import evalsha
@@ -39,6 +39,9 @@ class MapPlan(msgspec.Struct, frozen=True, kw_only=True):
     concurrency: int = 10
     on_failure: str = "fail"
     max_items: int = MAX_ITEMS
+    undo: tuple[str, ...] = ()
+    """The pipeline's steps with a compensation, latest first (``Pipeline.undoable``): an
+    item that fails for good under on_failure="fail" starts their compensation."""
 
 
 async def claim_items(
@@ -64,7 +67,8 @@ async def claim_items(
     keys.append(k.ready(partition, plan.next_step) if plan.next_step else ready)
     args: list[Any] = [GROUP, step, worker, lease_ms, op, sm.limits.history_maxlen, plan.over]
     args += [max_lease_expiries, plan.concurrency, plan.max_items, plan.next_step]
-    args += [plan.on_failure, sm.limits.retention.arg()]
+    args += [plan.on_failure, sm.limits.retention.arg(), len(plan.undo[:32]), *plan.undo[:32]]
+    keys += [k.ready(partition, undo_of(s)) for s in plan.undo[:32]]
     for entry_id, record_id, item, epoch in entries:
         rk = k.record(record_id)
         keys += [rk.saga, rk.history]
@@ -117,10 +121,11 @@ def item_call(sm: StateMachine, claim: Claim, req: CommitRequest | FailRequest, 
         return "commit_items", keys, args
     keys = [rk.saga, rk.history, ready, k.item_retries(p, claim.step), k.dead(p, claim.step)]
     keys += [k.stats(p), k.costs(p, day[0]), k.spend(p, day[1]), *k.state_indexes(p)]
-    keys += [k.retired(p), after]
+    keys += [k.retired(p), after, *[k.ready(p, undo_of(s)) for s in plan.undo[:32]]]
     args = [*head, req.action.value, req.delay_ms, req.error_class, req.error_message[:500], op]
     args += [req.worker, repr(req.cost), req.tokens, plan.concurrency, plan.next_step]
     args += [plan.on_failure, sm.limits.history_maxlen, day[2], sm.limits.retention.arg()]
+    args += [len(plan.undo[:32]), *plan.undo[:32]]
     return "fail_items", keys, args
 
 

@@ -31,6 +31,7 @@ def map_plans(pipeline: Pipeline, specs: list[StepSpec]) -> dict[str, MapPlan]:
                 next_step=pipeline.next_of(spec.name),
                 concurrency=spec.map.concurrency,
                 on_failure=spec.map.on_failure,
+                undo=pipeline.undoable(),
             )
     return out
 

@@ -11,7 +11,8 @@
 -- KEYS[5..10] state indexes, in SagaState order
 -- KEYS[11] retired sagas (zset; includes/retire)
 -- KEYS[12] ready stream of the step after the map (KEYS[1] again when there is none)
--- KEYS[13+2(i-1)], KEYS[14+2(i-1)]  saga hash and history of entry i
+-- KEYS[13..12+u] undo ready streams of ARGV[15..14+u], in that order
+-- KEYS[13+u+2(i-1)], KEYS[14+u+2(i-1)]  saga hash and history of entry i
 -- ARGV[1]  consumer group
 -- ARGV[2]  map step name
 -- ARGV[3]  worker (consumer) name
@@ -25,6 +26,10 @@
 -- ARGV[11] the step after the map ("" completes the saga)
 -- ARGV[12] on_failure: fail | partial
 -- ARGV[13] retention per state (StateLimits.retention's table)
+-- ARGV[14] u: number of steps with a compensation (0: none), at most 32
+-- ARGV[15..14+u] those steps, latest in the pipeline first: with on_failure 'fail', an item
+--          whose lease expiries reach their cap enters 'compensating' when one of them has
+--          its output stored (as fail_items' dead path)
 -- then quads (entry id, record id, item index or "", the entry's epoch), one per entry,
 --          at most 100: an item's entry of another epoch is stale (a retry promoted late)
 -- Returns: one reply per entry:
@@ -39,7 +44,8 @@
 --   {RC.SCHEMA_NEWER, entry, record}     written by a newer release: left pending
 --   {RC.DEAD_LETTERED, entry, record, state}  the parent's output is no list or too long
 --                                        (the saga failed), or an item's lease expiries
---                                        reached their cap (failed item, or saga)
+--                                        reached their cap (failed item, or saga: failed
+--                                        or compensating)
 -- Emits: history 'spawned' (x: '<n> items'), 'reclaimed' (i, pa, pw), 'dead_lettered',
 --        'fanned_in'; a ready entry {rid, ep, i, v} per item released; a dead letter
 -- Hash fields: those of includes/map_items.
@@ -50,6 +56,7 @@
 --@include schema
 --@include retire
 --@include dead_letter
+--@include undo_plan
 --@include map_items
 
 local ready, quarantine = KEYS[1], KEYS[2]
@@ -60,7 +67,9 @@ local conc, most = tonumber(ARGV[9]), tonumber(ARGV[10])
 local next_step, policy, ret = ARGV[11], ARGV[12], ARGV[13]
 if conc < 1 or conc > 100 then return redis.error_reply('claim_items: concurrency 1..100') end
 if most > MAP_MAX_FANIN then return redis.error_reply('claim_items: at most 1000 items') end
-local n = math.floor((#ARGV - 13) / 4)
+local n_undo = tonumber(ARGV[14])
+if n_undo > 32 then return redis.error_reply('claim_items: at most 32 steps to undo') end
+local n = math.floor((#ARGV - 14 - n_undo) / 4)
 if n > 100 then return redis.error_reply('claim_items: at most 100 entries per call') end
 
 local now = now_ms()
@@ -162,10 +171,11 @@ local function claim_item(saga, hist, entry, record, i, entry_epoch)
       redis.call('XACK', ready, group, entry)
       local state = item_dead({saga = saga, hist = hist, ready = ready, next_ready = KEYS[12],
                                index_at = 5, retired = KEYS[11], dead = KEYS[3],
-                               stats = KEYS[4]},
+                               stats = KEYS[4], undo_at = 13},
         {m = m, record = record, user = s[2], c = c, token = s[12], policy = policy,
          next_step = next_step, now_s = now_s, maxlen = maxlen, op = op, ret = ret,
-         conc = conc, ec = 'LeaseExpired', attempt = attempt, now = now_s,
+         conc = conc, ec = 'LeaseExpired', attempt = attempt, now = now_s, undo_args = 14,
+         n_undo = n_undo,
          em = 'the lease of item ' .. i .. ' expired ' .. expired .. ' times (last worker ' ..
               (s[15] or '?') .. ')'})
       history_append(hist, maxlen, {'e', 'dead_lettered', 's', m, 'i', i, 'a', attempt,
@@ -192,9 +202,9 @@ local function claim_item(saga, hist, entry, record, i, entry_epoch)
 end
 
 for j = 1, n do
-  local at = 14 + 4 * (j - 1)
+  local at = 15 + n_undo + 4 * (j - 1)
   local entry, record, item = ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  local saga, hist = KEYS[13 + 2 * (j - 1)], KEYS[14 + 2 * (j - 1)]
+  local saga, hist = KEYS[13 + n_undo + 2 * (j - 1)], KEYS[14 + n_undo + 2 * (j - 1)]
   if item == '' then
     replies[j] = spawn(saga, hist, entry, record)
   else

@@ -66,8 +66,8 @@ local now_s = string.format('%d', now)
 local c = map_read(saga, m)
 if s[1] ~= STATE.RUNNING or s[2] ~= m or c == nil or c.epoch ~= epoch
    or item_state(s[6], epoch) ~= 'r' or s[7] ~= token then
-  fenced(saga, hist, ready, group, entry, maxlen, m .. '[' .. i .. ']', token, worker, now_s, s[8], op,
-         '')
+  fenced(saga, hist, ready, group, entry, maxlen, m .. '[' .. i .. ']', token, worker, now_s,
+         s[8], op, '')
   return {RC.LEASE_LOST, s[1]}
 end
 

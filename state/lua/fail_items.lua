@@ -3,7 +3,8 @@
 --   retry  the item waits delay_ms (the map's item retries, promote_items), still open
 --   park   like retry, the attempt refunded (a dependency was down, not the item)
 --   dead   on_failure 'partial': the item is failed, the map goes on (the last item's end
---          fans in); 'fail': the saga is dead-lettered at the map, its other items fenced
+--          fans in); 'fail': the saga is dead-lettered at the map (or compensating, see
+--          ARGV[20]), its other items fenced
 -- The item's entry is acknowledged in every case; a second fail of the same attempt
 -- returns the recorded result, writing nothing.
 --
@@ -18,6 +19,7 @@
 -- KEYS[9..14] state indexes, in SagaState order
 -- KEYS[15] retired sagas (zset; includes/retire)
 -- KEYS[16] ready stream of the step after the map (KEYS[3] again when there is none)
+-- KEYS[17..16+u] undo ready streams of ARGV[21..20+u], in that order (dead, 'fail' only)
 -- ARGV[1]  consumer group
 -- ARGV[2]  map step name
 -- ARGV[3]  item index
@@ -37,13 +39,18 @@
 -- ARGV[17] history MAXLEN
 -- ARGV[18] day of the month of KEYS[7] ("01".."31")
 -- ARGV[19] retention per state (StateLimits.retention's table)
--- Returns: {RC.OK, state, due_ms | ""}   state: running (the map goes on), failed, or the
---                                        fan-in's (pending, completed)
+-- ARGV[20] u: number of steps with a compensation (0: none), at most 32
+-- ARGV[21..20+u] those steps, latest in the pipeline first: with on_failure 'fail', an
+--          item dead enters 'compensating' when one of them has its output stored
+-- Returns: {RC.OK, state, due_ms | ""}   state: running (the map goes on), failed,
+--                                        compensating, compensated, or the fan-in's
+--                                        (pending, completed)
 --          {RC.DUPLICATE, state}          this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}         stale token: only a 'fenced' event is written
 -- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered' (i: the item), maybe
---          'fanned_in'; a dead letter ('fail'); ready entries of items released
+--          'fanned_in'; a dead letter, or 'compensating' and an undo ready entry
+--          {rid, ep, v} ('fail'); ready entries of items released
 --@include now
 --@include history
 --@include state_index
@@ -51,6 +58,7 @@
 --@include cost
 --@include retire
 --@include dead_letter
+--@include undo_plan
 --@include map_items
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
@@ -59,6 +67,8 @@ local action, ec, em, op, worker = ARGV[6], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 local maxlen = ARGV[17]
 local conc = tonumber(ARGV[14])
 if conc < 1 or conc > 100 then return redis.error_reply('fail_items: concurrency 1..100') end
+local n_undo = tonumber(ARGV[20])
+if n_undo > 32 then return redis.error_reply('fail_items: at most 32 steps to undo') end
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'uid', 'rid', item_f('mi', m, i),
                      item_f('mt', m, i), item_f('me', m, i), item_f('mc', m, i),
@@ -75,8 +85,8 @@ local now_s = string.format('%d', now)
 local c = map_read(saga, m)
 if s[1] ~= STATE.RUNNING or s[2] ~= m or c == nil or c.epoch ~= epoch
    or item_state(s[6], epoch) ~= 'r' or s[7] ~= token then
-  fenced(saga, hist, ready, group, entry, maxlen, m .. '[' .. i .. ']', token, worker, now_s, s[8], op,
-         'error ' .. ec .. ': ' .. em)
+  fenced(saga, hist, ready, group, entry, maxlen, m .. '[' .. i .. ']', token, worker, now_s,
+         s[8], op, 'error ' .. ec .. ': ' .. em)
   return {RC.LEASE_LOST, s[1]}
 end
 
@@ -96,11 +106,13 @@ if action == 'dead' then
   ev[#ev + 1] = 'dead_lettered'
   history_append(hist, maxlen, ev)
   local state = item_dead({saga = saga, hist = hist, ready = ready, next_ready = KEYS[16],
-                           index_at = 9, retired = KEYS[15], dead = KEYS[5], stats = KEYS[6]},
+                           index_at = 9, retired = KEYS[15], dead = KEYS[5], stats = KEYS[6],
+                           undo_at = 17},
                           {m = m, record = record, user = user, c = c, token = token,
                            policy = ARGV[16], next_step = ARGV[15], now_s = now_s,
                            maxlen = maxlen, op = op, ret = ARGV[19], conc = conc, ec = ec,
-                           em = em, attempt = attempt, now = now_s}, i)
+                           em = em, attempt = attempt, now = now_s, undo_args = 20,
+                           n_undo = n_undo}, i)
   return {RC.OK, state, ''}
 end
 

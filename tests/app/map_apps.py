@@ -3,7 +3,8 @@
 a comma-separated list of chunk numbers whose parse fails for good; ``PARSE_FLAKY``:
 chunks whose first attempt fails (a retry then commits); ``MAP_GATE`` (a path): each
 item waits until that file exists, so the test can see items in flight.
-``partial`` is the same saga type with ``on_failure="partial"``."""
+``partial`` is the same saga type with ``on_failure="partial"``; ``undone`` gives split a
+compensation (a failed item then undoes it)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,22 @@ pages.map(name="parse", over="split", concurrency=3, backoff=0.2)(parse_chunk)
 
 @pages.step(after="parse", calls_models=False)
 async def merge(ctx: saga.StepContext, parsed: list[Parsed]) -> Report:
+    return Report(pages=[p for x in parsed for p in x.pages], chunks=len(parsed))
+
+
+async def unsplit(ctx: saga.StepContext, d: Doc, chunks: list[Chunk], key: str) -> None:
+    """split's compensation: notes its key in the file ``UNDO_LOG`` (one line a run)."""
+    with open(os.environ["UNDO_LOG"], "a") as f:
+        f.write(f"{key} {len(chunks)}\n")
+
+
+undone = saga.App("undone")
+undone.step(name="split", calls_models=False, compensate=unsplit)(split_doc)
+undone.map(name="parse", over="split", concurrency=2)(parse_chunk)
+
+
+@undone.step(after="parse", calls_models=False)
+async def merge_undone(ctx: saga.StepContext, parsed: list[Parsed]) -> Report:
     return Report(pages=[p for x in parsed for p in x.pages], chunks=len(parsed))
 
 

@@ -14,7 +14,7 @@ import pytest
 from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
-from tests.app.map_apps import Doc, pages, partial
+from tests.app.map_apps import Doc, pages, partial, undone
 from tests.cli.inspect_support import cli, cli_json
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
@@ -22,6 +22,7 @@ from tests.executor.support import saga_and_history, states, wait_until
 pytestmark = pytest.mark.anyio
 PAGES = "tests.app.map_apps:pages"
 PARTIAL = "tests.app.map_apps:partial"
+UNDONE = "tests.app.map_apps:undone"
 
 
 async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float = 60) -> None:
@@ -134,3 +135,22 @@ async def test_partial_map_fans_in_with_the_failed_items_marked(
         assert msgspec.json.decode(saga.outputs["merge_partial"]) == {
             "pages": [], "chunks": 0, "partial": False, "failed": []
         }  # fmt: skip
+
+
+async def test_an_item_failed_for_good_compensates_the_steps_before_the_map(
+    spawn: SpawnWorker, settings: Settings, redis: Any, tmp_path: Path
+) -> None:
+    """on_failure="fail" with a compensation on split: chunk 2 fails for good, the saga
+    compensates instead of failing, and split's undo runs once, under split's key, with
+    its committed output (the chunks)."""
+    log = tmp_path / "undo.log"
+    worker = spawn(UNDONE, PARSE_FAILS="2", UNDO_LOG=str(log))
+    await worker.wait_ready(within=120)
+    async with undone.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("u1", "u1", input=Doc(pages=6))
+        await _all(redis, k, ["u1"], "compensated")
+        _, events = await saga_and_history(redis, k, "u1")
+        assert [e.event for e in events].count(EventType.COMPENSATING) == 1
+        assert not [e for e in events if e.step == "merge_undone"]
+    assert log.read_text() == "u1:split:e1 3\n"

@@ -41,9 +41,9 @@ MUTANTS = {
     "a zombie item's commit is taken": (
         "commit_items.lua",
         "or item_state(s[6], epoch) ~= 'r' or s[7] ~= token then\n  fenced(saga, hist, ready, "
-        "group, entry, maxlen, m .. '#' .. i, token, worker, now_s, s[8], op,\n         '')",
+        "group, entry, maxlen, m .. '[' .. i .. ']', token, worker, now_s,\n         s[8], op,",
         "or item_state(s[6], epoch) ~= 'r' then\n  fenced(saga, hist, ready, "
-        "group, entry, maxlen, m .. '#' .. i, token, worker, now_s, s[8], op,\n         '')",
+        "group, entry, maxlen, m .. '[' .. i .. ']', token, worker, now_s,\n         s[8], op,",
     ),
     "an item's retry ends it for good": (
         "fail_items.lua",

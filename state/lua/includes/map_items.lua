@@ -124,9 +124,13 @@ local function item_ended(k, f)
 end
 
 -- An item failed for good (its last attempt, or its lease expiries' cap): on_failure
--- 'partial' marks it failed and the map goes on; 'fail' dead-letters the saga at the map
--- (its other items are then fenced: the saga is no longer running). k as item_ended's plus
--- dead, stats; f as item_ended's plus ec, em, attempt, now. Returns the saga's new state.
+-- 'partial' marks it failed and the map goes on; 'fail' dead-letters the saga at the map,
+-- or, when a step before it with a compensation committed, enters 'compensating' (as
+-- fail_step's dead path: includes/undo_plan); its other items are then fenced (the saga
+-- is no longer running at the map). k as item_ended's plus dead, stats and undo_at (the
+-- KEYS index of the first undo ready stream); f as item_ended's plus ec, em, attempt,
+-- now, undo_args (the ARGV index before the undo steps: u, then the steps) and n_undo.
+-- Returns the saga's new state.
 local function item_dead(k, f, i)
   redis.call('HSET', k.saga, item_f('mi', f.m, i), f.c.epoch .. ':f',
              item_f('mr', f.m, i), f.ec .. ': ' .. f.em)
@@ -134,6 +138,17 @@ local function item_dead(k, f, i)
     f.c.failed = f.c.failed + 1
     return item_ended({saga = k.saga, hist = k.hist, ready = k.ready, next_ready = k.next_ready,
                        index_at = k.index_at, retired = k.retired}, f)
+  end
+  local plan, head = undo_plan(k.saga, f.undo_args, f.n_undo)
+  if head > 0 then
+    redis.call('HSET', k.saga, 'ec', f.ec, 'em', f.em)
+    redis.call('HINCRBY', k.stats, 'dead:' .. f.m, 1)
+    return begin_undo({saga = k.saga, hist = k.hist, ready_at = k.undo_at,
+                       index_at = k.index_at, record = f.record, from = STATE.RUNNING,
+                       step = f.m, epoch = tonumber(f.c.epoch), now = f.now,
+                       maxlen = f.maxlen, op = f.op, retired = k.retired, user = f.user,
+                       ret = f.ret, why = 'item ' .. i .. ' of map ' .. f.m .. ' failed for good'},
+                      plan, head)
   end
   dead_letter({saga = k.saga, dead = k.dead, stats = k.stats, first_index = k.index_at,
                retired = k.retired},
