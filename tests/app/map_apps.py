@@ -79,8 +79,8 @@ async def merge(ctx: saga.StepContext, parsed: list[Parsed]) -> Report:
 
 async def unsplit(ctx: saga.StepContext, d: Doc, chunks: list[Chunk], key: str) -> None:
     """split's compensation: notes its key in the file ``UNDO_LOG`` (one line a run)."""
-    with open(os.environ["UNDO_LOG"], "a") as f:
-        f.write(f"{key} {len(chunks)}\n")
+    async with await anyio.open_file(os.environ["UNDO_LOG"], "a") as f:
+        await f.write(f"{key} {len(chunks)}\n")
 
 
 undone = saga.App("undone")
