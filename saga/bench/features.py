@@ -234,12 +234,20 @@ async def worker_rows(n: int) -> list[Row]:
 
 
 async def measure(n: int = 20_000) -> list[Row]:
-    return [*await worker_rows(n), *await server_rows(n)]
+    from saga.bench.map_bench import map_rows
+
+    return [*await worker_rows(n), *await server_rows(n), *await map_rows()]
+
+
+def unit(name: str) -> str:
+    """``commands`` for a row that counts Redis commands (``saga.bench.map_bench``), else
+    ``us`` (µs of CPU)."""
+    return "commands" if name.endswith("(a count)") else "us"
 
 
 def render(rows: list[Row]) -> str:
     width = max(len(r[1]) for r in rows)
-    lines = ["feature costs (µs of CPU per call; one call per step transition)"]
+    lines = ["feature costs (µs of CPU per call, one call per step transition, unless a count)"]
     for side, name, us in rows:
         lines.append(f"  {side:6s}  {name:{width}s}  {us:7.2f}")
     return "\n".join(lines)

@@ -296,7 +296,8 @@ def _features(args: argparse.Namespace) -> int:
     rows = anyio.run(features.measure, args.features)
     if args.json:
         print_json({"calls": args.features, "features": [
-            {"side": side, "feature": name, "us_per_call": round(us, 3)} for side, name, us in rows
+            {"side": side, "feature": name, "us_per_call": round(us, 3),
+             "unit": features.unit(name)} for side, name, us in rows
         ]})  # fmt: skip
     else:
         print(features.render(rows))
