@@ -6,7 +6,9 @@ outputs in item order, fanned in once by the last item's commit."""
 from __future__ import annotations
 
 import base64
+import importlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +29,8 @@ pytestmark = pytest.mark.anyio
 PAGES = "tests.app.map_apps:pages"
 PARTIAL = "tests.app.map_apps:partial"
 UNDONE = "tests.app.map_apps:undone"
+REPO = Path(__file__).resolve().parents[2]
+DOC = REPO / "docs" / "sagas.md"
 
 
 async def _all(redis: Any, keys: Keys, rids: list[str], want: str, within: float = 60) -> None:
@@ -169,3 +173,29 @@ def test_a_map_refuses_to_run_under_a_data_key(base_env: dict[str, str]) -> None
     assert res.returncode == 2, res.stderr
     assert "map 'parse' cannot run with SAGA_DATA_KEY set" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+async def test_the_docs_example_runs_as_written(
+    spawn: SpawnWorker, settings: Settings, redis: Any, tmp_path: Path
+) -> None:
+    """docs/sagas.md's pages.py, taken from the page: chunk 6 fails for good, merge gets
+    MapResults marked partial and reports the other pages."""
+    code = re.search(r"```python\n(# pages\.py\n.*?)```", DOC.read_text(), re.S)
+    assert code, "docs/sagas.md lost its pages.py example"
+    (tmp_path / "pages.py").write_text(code.group(1))
+    worker = spawn("pages:app", PYTHONPATH=f"{REPO}{os.pathsep}{tmp_path}")
+    await worker.wait_ready(within=120)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        app = importlib.import_module("pages").app
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pages", None)
+    async with app.client(settings) as sagas:
+        await sagas.start("p-1", "user-7", input={"pages": 10})
+        await _all(redis, sagas.keys, ["p-1"], "completed")
+        saga = await sagas.get("p-1")
+    report = msgspec.json.decode(saga.outputs["merge"])
+    assert report == {"pages": [0, 1, 2, 3, 4, 5, 8, 9], "partial": True}
+    [run] = saga.maps
+    assert (run.items, run.done, run.failed) == (5, 4, 1)
