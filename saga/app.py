@@ -29,14 +29,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from saga.app_graph import check_edges, graph_order
 from saga.app_io import check_compensate_types, io_types
-from saga.app_maps import map_spec, settle_maps
+from saga.app_maps import MapSpec, declare_map, settle_maps
 from saga.app_types import accepts, describe
 from saga.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec, wait_step
 from saga.pipeline import (
     MAX_STEP_VERSION,
     AppError,
     CompensateFn,
-    MapSpec,
     Pipeline,
     StepSpec,
     WaitSpec,
@@ -75,8 +74,7 @@ class _Declared:
     wait: WaitSpec | None = None
     """A wait step (``saga.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
     version: int = 1
-    map: MapSpec | None = None
-    """A map step (``saga.app_maps``): ``fn`` runs once per item of ``map.over``'s list."""
+    map: MapSpec | None = None  # a map step (saga.app_maps): fn runs once per item
 
 
 class App:
@@ -165,33 +163,7 @@ class App:
 
         return register
 
-    def map(
-        self,
-        *,
-        over: str | Callable[..., Any],
-        concurrency: int = 10,
-        on_failure: str = "fail",
-        name: str | None = None,
-        retries: int | None = None,
-        timeout: float | None = None,
-        lease: float | None = None,
-        backoff: float | None = None,
-    ) -> Callable[[F], F]:
-        """Declare ``async def fn(ctx, item: In) -> Out`` a map over the list that step
-        ``over`` returns (``saga.app_maps``): one attempt per item, at most ``concurrency``
-        per saga at once; the step ``after=`` it takes ``list[Out]`` in item order, or
-        ``saga.MapResults[Out]`` with ``on_failure="partial"`` (a failed item does not
-        fail the saga). At most 1,000 items; ``retries`` etc. apply to each item."""
-
-        def register(fn: F) -> F:
-            step = self.step(name=name, after=over, retries=retries, timeout=timeout,
-                             lease=lease, backoff=backoff, calls_models=True)(fn)  # fmt: skip
-            d = self._declared[-1]
-            spec = map_spec(f"map {d.name!r}", "", concurrency, on_failure)
-            self._declared[-1] = replace(d, map=spec)
-            return step
-
-        return register
+    map = declare_map  # @app.map(over=step, concurrency=, on_failure=): saga.app_maps
 
     def wait(
         self,
@@ -319,9 +291,7 @@ class App:
         if chain:
             specs = settle_waits(specs)
             for before, step in itertools.pairwise(specs):
-                if step.map is not None:  # it takes the items (saga.app_maps)
-                    continue
-                if (why := accepts(step.input_type, before.output_type)) is not None:
+                if step.map is None and (why := accepts(step.input_type, before.output_type)):
                     raise AppError(
                         f"step {step.name!r} cannot take the output of {before.name!r} "
                         f"({describe(before.output_type)} into {describe(step.input_type)}): "

@@ -24,7 +24,7 @@ items, ``partial``, ``failed``: their indexes).
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
@@ -34,7 +34,10 @@ from saga.app_types import accepts, describe
 from saga.pipeline import AppError, MapSpec, StepSpec, lanes_of
 from saga.state.map_calls import MAX_CONCURRENCY
 
+__all__ = ["MapResults", "MapSpec", "declare_map", "map_spec", "settle_maps"]
+
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 ON_FAILURE = ("fail", "partial")
 
@@ -46,6 +49,36 @@ class MapResults(msgspec.Struct, Generic[T], frozen=True):
     results: list[T | None]
     partial: bool = False
     failed: list[int] = []
+
+
+def declare_map(
+    app: Any,
+    *,
+    over: str | Callable[..., Any],
+    concurrency: int = 10,
+    on_failure: str = "fail",
+    name: str | None = None,
+    retries: int | None = None,
+    timeout: float | None = None,
+    lease: float | None = None,
+    backoff: float | None = None,
+) -> Callable[[F], F]:
+    """``@app.map``: declare ``async def fn(ctx, item: In) -> Out`` a map over the list that
+    step ``over`` returns: one attempt per item, at most ``concurrency`` (1 to 100) per saga
+    at once; the step ``after=`` it takes ``list[Out]`` in item order, or
+    ``saga.MapResults[Out]`` with ``on_failure="partial"`` (an item that fails for good
+    does not fail the saga). At most 1,000 items; ``retries``, ``timeout``, ``lease`` and
+    ``backoff`` are each item's, as ``@app.step``'s are a step's."""
+
+    def register(fn: F) -> F:
+        label = name or str(getattr(fn, "__name__", ""))
+        spec = map_spec(f"map {label!r}", "", concurrency, on_failure)
+        step = app.step(name=name, after=over, retries=retries, timeout=timeout, lease=lease,
+                        backoff=backoff)(fn)  # fmt: skip
+        app._declared[-1] = replace(app._declared[-1], map=spec)
+        return typing.cast(F, step)
+
+    return register
 
 
 def map_spec(owner: str, over: str, concurrency: int, on_failure: str) -> MapSpec:
