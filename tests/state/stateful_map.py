@@ -6,6 +6,8 @@ extend_item, promote_items with ``includes/map_items.lua``) against a small Pyth
 Two records, x -> m (a map over x's list, 2 items open at once) -> j. Rules: start (with
 0 to 4 items); x claimed and committed (its list); m's stream read and claimed (the
 spawn, then items; claims are kept, so zombies and re-sent finishes are drawn too); a
+recovery pass of another worker over m's idle pending entries (a live item's lease is
+held, the rest dropped); a
 commit or a failure (retry now, or for good) of any item claim ever issued, in any
 order; the item retries promoted; a heartbeat of any claim; j claimed and committed;
 cancel; an operator's retry from x (a new epoch). Every rule predicts the script's reply
@@ -38,7 +40,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from saga.state import map_calls, operator
+from saga.state import map_calls, operator, recovery
 from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.errors import LeaseLostError
@@ -69,6 +71,8 @@ class Rec:
     mi: dict[int, tuple[int, str]] = field(default_factory=dict)
     """Each item's (epoch, state letter) as the hash has it: p r w d f (an item waiting
     for its retry stays 'w' after the promotion, until its new entry is claimed)."""
+    me: dict[int, str] = field(default_factory=dict)
+    """Each running item's entry (the one its claim took)."""
     mt: dict[int, str] = field(default_factory=dict)
     """Each item's last token (its claim's; kept by its commit or failure)."""
     outs: dict[int, bytes] = field(default_factory=dict)
@@ -187,7 +191,7 @@ class MapMachine(RuleBasedStateMachine):
             max_lease_expiries=3, op=uuid.uuid4().hex,
         ))  # fmt: skip
         got: list[Claim] = []
-        for (_, rid, item, ep), o in zip(rows, outs, strict=True):
+        for (entry, rid, item, ep), o in zip(rows, outs, strict=True):
             m = self.model[rid]
             if item == "":
                 fresh = m.state == "pending" and m.step == "m" and ep == m.epoch and not m.spawned
@@ -205,7 +209,7 @@ class MapMachine(RuleBasedStateMachine):
             assert o.code == (RC.OK if ok else RC.STALE_ENTRY), (o, rid, i, ep, m)
             if ok:
                 assert o.claim is not None and o.claim.input == b'{"i":%d}' % i, o
-                m.mi[i], m.mt[i] = (m.epoch, "r"), o.claim.token
+                m.mi[i], m.mt[i], m.me[i] = (m.epoch, "r"), o.claim.token, entry
                 got.append(o.claim)
         return multiple(*got)
 
@@ -256,6 +260,24 @@ class MapMachine(RuleBasedStateMachine):
         promoted = self.run(map_calls.promote_items(self.sm, "m", 0))
         assert promoted == len(self.retries), (promoted, self.retries)
         self.retries = set()  # each an entry now; the item waits ('w') until it is claimed
+
+    @precondition(lambda self: any(m.state for m in self.model.values()))
+    @rule()
+    def recover(self) -> None:
+        """Another worker's recovery pass takes the map's idle pending entries: a running
+        item keeps its live lease; anything else is dropped."""
+        rec = self.run(recovery.recover_idle(self.sm, "m", 0, worker="w-b", min_idle_ms=0))
+        rows = [(e, text(f[b"rid"]), text(f.get(b"i", b"")), int(f[b"ep"]))
+                for e, f in rec.entries]  # fmt: skip
+        outs = self.run(map_calls.claim_items(
+            self.sm, "m", 0, rows, plan=self.plan, worker="w-b", lease_ms=FAR_MS,
+            max_lease_expiries=3, op=uuid.uuid4().hex,
+        ))  # fmt: skip
+        for (entry, rid, item, ep), o in zip(rows, outs, strict=True):
+            m = self.model[rid]
+            held = (item != "" and m.mapping() and ep == m.epoch and m.at(int(item)) == "r"
+                    and m.me.get(int(item)) == entry)  # fmt: skip
+            assert o.code == (RC.LEASE_HELD if held else RC.STALE_ENTRY), (o, rid, item, m)
 
     @rule(c=claims)
     def heartbeat(self, c: Claim | None) -> None:

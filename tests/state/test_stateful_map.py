@@ -38,6 +38,11 @@ MUTANTS = {
         "local live = s[3] == STATE.RUNNING and s[4] == m and c ~= nil",
         "local live = c ~= nil",
     ),
+    "a running item's live lease is taken over": (
+        "claim_items.lua",
+        "if takeover and tonumber(s[14]) > now then",
+        "if false then",
+    ),
     "a zombie item's commit is taken": (
         "commit_items.lua",
         "or item_state(s[6], epoch) ~= 'r' or s[7] ~= token then\n  fenced(saga, hist, ready, "
@@ -94,6 +99,8 @@ def _scenario(m: MapMachine, name: str) -> None:
         return
     a, b = _items(m)
     m.redis_agrees_with_the_model()
+    if name == "a running item's live lease is taken over":
+        m.recover()
     if name == "a cancelled saga's item heartbeat extends its lease":
         m.heartbeat(a)
         m.cancel("r0")
