@@ -81,8 +81,11 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     ]
     # 'compensating' reads back in test_compensation (it needs a compensable step), the
     # review decisions in test_review_decide (they need a completed, flagged saga), the
-    # waits' in test_shapes_wait (they need a wait step), timer_fired in test_next_at.
+    # waits' in test_shapes_wait (they need a wait step), timer_fired in test_next_at, a
+    # map's in tests/app/test_map.py (spawned, fanned_in: they need a map step).
     assert set(EventType) - {e.event for e in events} == {
+        EventType.SPAWNED,
+        EventType.FANNED_IN,
         EventType.COMPENSATING,
         EventType.REVIEW_DECIDED,
         EventType.REVIEW_COMPLETED,
