@@ -6,11 +6,11 @@ replies to the workers are dropped by a proxy (the command ran, its caller never
 half the sagas are signalled, each signal sent twice with its id. Then every saga
 completed: 0 lost, each step and each item committed once, the fan-in and the join fired
 once each, each signal consumed once (or the timeout's default taken once), the timer
-fired once. The short form runs in CI; ``-m slow`` runs the long one."""
+fired once (the rig: tests/app/fault_fleet.py). The short form runs in CI; ``-m slow``
+runs the long one."""
 
 from __future__ import annotations
 
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,28 +19,18 @@ import anyio
 import msgspec
 import pytest
 
-from saga.adapters.embedded_redis import EmbeddedServer
-from saga.settings import load_settings
-from saga.state.connection import TRANSIENT_ERRORS, connect
+from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import StepConflictError
 from saga.state.keys import Keys
 from saga.state.model import EventType
+from tests.app.fault_fleet import FaultFleet
 from tests.app.map_apps import Trip, trips
-from tests.executor.support import (
-    Worker,
-    free_port,
-    saga_and_history,
-    spawn_worker,
-    states,
-    wait_until,
-    worker_base_env,
-)
-from tests.faults.proxy import Faults, Proxy
+from tests.executor.support import saga_and_history
+from tests.faults.proxy import Faults
 
 pytestmark = pytest.mark.anyio
 STEPS = ("plan", "book", "priced", "hotel", "car", "confirm", "approved", "ticket", "nap", "done")
 PLAIN = ("plan", "priced", "hotel", "car", "confirm", "ticket", "done")
-LEASES = {f"SAGA_{s.upper()}_LEASE": "1.5" for s in STEPS}
 
 
 async def test_every_shape_holds_through_faults(tmp_path: Path) -> None:
@@ -50,71 +40,41 @@ async def test_every_shape_holds_through_faults(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 async def test_every_shape_holds_through_faults_long(tmp_path: Path) -> None:
-    """60 sagas of 12 legs, 12 rounds of faults."""
+    """60 sagas of 12 legs, 12 rounds of faults (Redis restarted in 3 of them)."""
     await _run(tmp_path, sagas_n=60, legs=12, rounds=12)
 
 
 async def _run(tmp_path: Path, *, sagas_n: int, legs: int, rounds: int) -> None:
-    srv = EmbeddedServer(data_dir=tmp_path / "redis", port=free_port(), tied=True,
-                         appendfsync="always")  # fmt: skip
-    srv.start()
-    proxy = Proxy(target_port=srv.port, seed=17).start()
-    keys = Keys(prefix="fm", partitions=1)
-    env = worker_base_env(f"redis://127.0.0.1:{proxy.port}/0", keys, tmp_path / "data")
-    env.update(SAGA_PIPELINE="tests.app.map_apps:trips", LEG_DELAY="0.3", TRIP_TIMEOUT="4",
-               **LEASES, SAGA_RECOVERY_INTERVAL="0.5", SAGA_DRAIN_SECONDS="5")  # fmt: skip
-    workers: list[Worker] = []
-
-    def spawn() -> Worker:
-        w = spawn_worker(env, tmp_path / f"worker-{len(workers)}.log", STEPS)
-        workers.append(w)
-        return w
-
-    settings = load_settings({"REDIS_URL": srv.url, "SAGA_KEY_PREFIX": "fm"})
-    rids = [f"t-{i:02d}" for i in range(sagas_n)]
-    signalled = rids[::2]
-    try:
-        await spawn().wait_ready(within=120)
-        proxy.faults = Faults(drop=0.03)
-        async with trips.client(settings) as sagas:
+    with FaultFleet(tmp_path, prefix="fm", app="tests.app.map_apps:trips", steps=STEPS,
+                    proxy_seed=17, LEG_DELAY="0.3", TRIP_TIMEOUT="4") as fleet:  # fmt: skip
+        assert fleet.proxy is not None
+        rids = [f"t-{i:02d}" for i in range(sagas_n)]
+        signalled = rids[::2]
+        await fleet.spawn().wait_ready(within=120)
+        fleet.proxy.faults = Faults(drop=0.03)
+        async with trips.client(fleet.settings) as sagas:
             k = sagas.keys
             for rid in rids:
                 await sagas.start(rid, "u1", input=Trip(legs=legs))
-            for round_ in range(rounds):
-                await anyio.sleep(1.0)  # the fault's cadence (a kill a second), not a wait
-                workers[-1].kill()  # kill -9, mid-whatever
-                if round_ % 4 == 1:
-                    srv.stop(signal.SIGKILL)
-                    await anyio.sleep(1.0)  # the outage's length is the fault
-                    srv.start()
-                spawn()
+
+            async def signal_some(round_: int) -> None:
                 for rid in signalled[round_ % 4 :: 4]:
                     for _ in range(2):  # the same id twice: the second is a no-op
                         await _signal(sagas, rid)
+
+            for _ in range(rounds // 4):  # each set of 4 rounds restarts Redis once
+                await fleet.kill_rounds(4, after=signal_some)
             for rid in signalled:
                 await _signal(sagas, rid)
-        dropped = proxy.counts["dropped"]
-        proxy.faults = Faults()
-        client = connect(srv.url)
-        try:
-
-            async def done() -> bool:
-                return await states(client, k, rids) == ["completed"] * sagas_n
-
-            await wait_until(done, within=180, what="every saga completed", every=0.2)
-            seen = Counter()
+        dropped = fleet.proxy.counts["dropped"]
+        fleet.proxy.faults = Faults()
+        async with fleet.completed(k, rids) as client:
+            seen: Counter[str] = Counter()
             for rid in rids:
                 seen.update(await _check(client, k, rid, legs, signalled=rid in signalled))
-            assert dropped > 0  # the faults were applied
-            assert seen["item_taken_over"] > 0  # a kill hit an item mid-attempt
-            assert seen["signalled"] > 0 and seen["default"] > 0  # both ends of the wait
-        finally:
-            await client.aclose()
-    finally:
-        for w in workers:
-            w.kill()
-        proxy.stop()
-        srv.stop(signal.SIGKILL)
+        assert dropped > 0  # the faults were applied
+        assert seen["item_taken_over"] > 0  # a kill hit an item mid-attempt
+        assert seen["signalled"] > 0 and seen["default"] > 0  # both ends of the wait
 
 
 async def _signal(sagas: Any, rid: str) -> None:
