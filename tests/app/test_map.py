@@ -123,6 +123,26 @@ async def test_a_failed_item_fails_the_saga_and_a_retried_item_commits(
         assert [e.event for e in events].count(EventType.FANNED_IN) == 0
 
 
+async def test_a_list_over_1000_items_is_refused_in_one_sentence(
+    spawn: SpawnWorker, settings: Settings, redis: Any
+) -> None:
+    """split returns 1,001 chunks: the spawn dead-letters the saga at parse with one
+    sentence (no item runs); 1,000 is taken."""
+    worker = spawn(PAGES)
+    await worker.wait_ready(within=120)
+    async with pages.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("big", "u1", input=Doc(pages=2002))
+        await _all(redis, k, ["big"], "failed")
+        saga, events = await saga_and_history(redis, k, "big")
+        assert (saga.step, saga.error_class) == ("parse", "InvalidInputError")
+        assert saga.error_message == "step split returned 1001 items; map parse takes at most 1000"
+        assert not [e for e in events if e.event == EventType.SPAWNED]
+        await sagas.start("max", "u1", input=Doc(pages=2000))
+        await _all(redis, k, ["max"], "completed", within=120)
+        assert (await sagas.get("max")).maps[0].done == 1000
+
+
 async def test_partial_map_fans_in_with_the_failed_items_marked(
     spawn: SpawnWorker, settings: Settings, redis: Any
 ) -> None:
