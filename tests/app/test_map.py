@@ -103,7 +103,8 @@ async def test_a_failed_item_fails_the_saga_and_a_retried_item_commits(
     spawn: SpawnWorker, settings: Settings, redis: Any
 ) -> None:
     """on_failure="fail": chunk 4 fails for good, so the saga is failed at parse and merge
-    never runs; chunk 2 failed once and its retry (its own attempt 2) committed."""
+    never runs; chunk 2 failed once and its retry (its own attempt 2) committed. A retry
+    of the failed saga re-runs the map from its spawn, in a new epoch."""
     worker = spawn(PAGES, PARSE_FAILS="4", PARSE_FLAKY="2")
     await worker.wait_ready(within=120)
     async with pages.client(settings) as sagas:
@@ -121,6 +122,16 @@ async def test_a_failed_item_fails_the_saga_and_a_retried_item_commits(
         assert (saga.step, saga.error_class) == ("parse", "PermanentError")
         assert not [e for e in events if e.step == "merge"]
         assert [e.event for e in events].count(EventType.FANNED_IN) == 0
+        again = await sagas.retry("f2")  # from the map: its items spawn afresh, new epoch
+        assert (again.step, again.epoch) == ("parse", saga.epoch + 1)
+
+        async def failed_again() -> bool:
+            got, evs = await saga_and_history(redis, k, "f2")
+            return got.state == "failed" and got.epoch == again.epoch and any(
+                e.event == EventType.SPAWNED and e.epoch == again.epoch for e in evs
+            )
+
+        await wait_until(failed_again, within=60, what="f2 re-spawned and failed again")
 
 
 async def test_a_list_over_1000_items_is_refused_in_one_sentence(
