@@ -127,8 +127,10 @@ async def test_a_failed_item_fails_the_saga_and_a_retried_item_commits(
 
         async def failed_again() -> bool:
             got, evs = await saga_and_history(redis, k, "f2")
-            return got.state == "failed" and got.epoch == again.epoch and any(
-                e.event == EventType.SPAWNED and e.epoch == again.epoch for e in evs
+            return (
+                got.state == "failed"
+                and got.epoch == again.epoch
+                and any(e.event == EventType.SPAWNED and e.epoch == again.epoch for e in evs)
             )
 
         await wait_until(failed_again, within=60, what="f2 re-spawned and failed again")
