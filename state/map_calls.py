@@ -115,17 +115,19 @@ def item_call(sm: StateMachine, claim: Claim, req: CommitRequest | FailRequest, 
     if isinstance(req, CommitRequest):
         keys = [rk.saga, rk.history, ready, after, k.stats(p), k.costs(p, day[0])]
         keys += [k.spend(p, day[1]), *k.state_indexes(p), k.retired(p)]
+        keys += [k.holds(p), k.holds_due(p), *req.cost_keys[:64]]
         args = [*head, req.output, op, req.worker, repr(req.cost), req.tokens]
         args += [plan.concurrency, plan.next_step, plan.on_failure, sm.limits.history_maxlen]
-        args += [day[2], sm.limits.retention.arg()]
+        args += [day[2], sm.limits.retention.arg(), len(req.cost_keys[:64])]
         return "commit_items", keys, args
     keys = [rk.saga, rk.history, ready, k.item_retries(p, claim.step), k.dead(p, claim.step)]
     keys += [k.stats(p), k.costs(p, day[0]), k.spend(p, day[1]), *k.state_indexes(p)]
-    keys += [k.retired(p), after, *[k.ready(p, undo_of(s)) for s in plan.undo[:32]]]
+    keys += [k.retired(p), after, k.holds(p), k.holds_due(p), *req.cost_keys[:64]]
+    keys += [k.ready(p, undo_of(s)) for s in plan.undo[:32]]
     args = [*head, req.action.value, req.delay_ms, req.error_class, req.error_message[:500], op]
     args += [req.worker, repr(req.cost), req.tokens, plan.concurrency, plan.next_step]
     args += [plan.on_failure, sm.limits.history_maxlen, day[2], sm.limits.retention.arg()]
-    args += [len(plan.undo[:32]), *plan.undo[:32]]
+    args += [len(plan.undo[:32]), *plan.undo[:32], len(req.cost_keys[:64])]
     return "fail_items", keys, args
 
 

@@ -13,6 +13,9 @@
 -- KEYS[7]  month's spend per user   {p}:spend:<yyyy-mm>
 -- KEYS[8..13] state indexes, in SagaState order
 -- KEYS[14] retired sagas (zset; includes/retire)
+-- KEYS[15] budget holds {p}:holds, KEYS[16] their deadlines {p}:holds:due (includes/holds)
+-- KEYS[17..16+c] cached LLM answers the attempt used (their unattributed cost is added,
+--          the budget hold of each, if any, released)
 -- ARGV[1]  consumer group
 -- ARGV[2]  map step name
 -- ARGV[3]  item index
@@ -29,6 +32,7 @@
 -- ARGV[14] history MAXLEN
 -- ARGV[15] day of the month of KEYS[6] ("01".."31")
 -- ARGV[16] retention per state (StateLimits.retention's table)
+-- ARGV[17] c: number of cached-answer keys, at most 64
 -- Returns: {RC.OK, state, next_step}   state: running (items go on), or the fan-in's
 --                                      (pending at next_step, or completed)
 --          {RC.DUPLICATE, state}       this attempt was already committed
@@ -40,6 +44,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include holds
 --@include cost
 --@include committed_event
 --@include retire
@@ -50,6 +55,8 @@ local group, m, i, token, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local op, worker, maxlen = ARGV[7], ARGV[8], ARGV[14]
 local conc = tonumber(ARGV[11])
 if conc < 1 or conc > 100 then return redis.error_reply('commit_items: concurrency 1..100') end
+local n_cost = tonumber(ARGV[17])
+if n_cost > 64 then return redis.error_reply('commit_items: at most 64 cached answers') end
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'uid', 'rid', item_f('mi', m, i),
                      item_f('mt', m, i), item_f('me', m, i), item_f('mc', m, i),
@@ -74,7 +81,8 @@ end
 local record, user = s[5], s[4]
 local attempt = string.match(s[10] or '', ':(%d+)$') or '0'
 local duration = string.format('%d', now - (tonumber(s[9]) or now))
-local cost = tonumber(ARGV[9]) or 0
+local cost = (tonumber(ARGV[9]) or 0)
+             + attributed_cost(17, n_cost, token, {holds = KEYS[15], due = KEYS[16]})
 ack_attempt(ready, group, entry, s[8])
 redis.call('HSET', saga, item_f('mi', m, i), epoch .. ':d', item_f('mo', m, i), ARGV[6],
            item_f('mc', m, i), now_s, item_f('ml', m, i), '0', 'updated', now_s, 'op', op)

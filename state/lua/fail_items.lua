@@ -19,7 +19,11 @@
 -- KEYS[9..14] state indexes, in SagaState order
 -- KEYS[15] retired sagas (zset; includes/retire)
 -- KEYS[16] ready stream of the step after the map (KEYS[3] again when there is none)
--- KEYS[17..16+u] undo ready streams of ARGV[21..20+u], in that order (dead, 'fail' only)
+-- KEYS[17] budget holds {p}:holds, KEYS[18] their deadlines {p}:holds:due (includes/holds)
+-- KEYS[19..18+c] cached LLM answers the attempt used (their unattributed cost is added,
+--          the budget hold of each, if any, released)
+-- KEYS[19+c..18+c+u] undo ready streams of ARGV[21..20+u], in that order (dead, 'fail'
+--          only)
 -- ARGV[1]  consumer group
 -- ARGV[2]  map step name
 -- ARGV[3]  item index
@@ -42,6 +46,7 @@
 -- ARGV[20] u: number of steps with a compensation (0: none), at most 32
 -- ARGV[21..20+u] those steps, latest in the pipeline first: with on_failure 'fail', an
 --          item dead enters 'compensating' when one of them has its output stored
+-- ARGV[21+u] c: number of cached-answer keys, at most 64
 -- Returns: {RC.OK, state, due_ms | ""}   state: running (the map goes on), failed,
 --                                        compensating, compensated, or the fan-in's
 --                                        (pending, completed)
@@ -55,6 +60,7 @@
 --@include history
 --@include state_index
 --@include fence
+--@include holds
 --@include cost
 --@include retire
 --@include dead_letter
@@ -69,6 +75,8 @@ local conc = tonumber(ARGV[14])
 if conc < 1 or conc > 100 then return redis.error_reply('fail_items: concurrency 1..100') end
 local n_undo = tonumber(ARGV[20])
 if n_undo > 32 then return redis.error_reply('fail_items: at most 32 steps to undo') end
+local n_cost = tonumber(ARGV[21 + n_undo])
+if n_cost > 64 then return redis.error_reply('fail_items: at most 64 cached answers') end
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'uid', 'rid', item_f('mi', m, i),
                      item_f('mt', m, i), item_f('me', m, i), item_f('mc', m, i),
@@ -93,7 +101,8 @@ end
 local record, user = s[5], s[4]
 local attempt = tonumber(string.match(s[10] or '', ':(%d+)$') or '0')
 local duration = now - tonumber(s[9] or now)
-local cost = tonumber(ARGV[12]) or 0
+local cost = (tonumber(ARGV[12]) or 0)
+             + attributed_cost(19, n_cost, token, {holds = KEYS[17], due = KEYS[18]})
 ack_attempt(ready, group, entry, s[8])
 redis.call('HINCRBY', KEYS[6], 'failed:' .. m, 1)
 add_cost({saga = saga, costs = KEYS[7], spend = KEYS[8], dd = ARGV[18]}, user, m, cost)
@@ -107,7 +116,7 @@ if action == 'dead' then
   history_append(hist, maxlen, ev)
   local state = item_dead({saga = saga, hist = hist, ready = ready, next_ready = KEYS[16],
                            index_at = 9, retired = KEYS[15], dead = KEYS[5], stats = KEYS[6],
-                           undo_at = 17},
+                           undo_at = 19 + n_cost},
                           {m = m, record = record, user = user, c = c, token = token,
                            policy = ARGV[16], next_step = ARGV[15], now_s = now_s,
                            maxlen = maxlen, op = op, ret = ARGV[19], conc = conc, ec = ec,
