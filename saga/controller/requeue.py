@@ -71,6 +71,10 @@ class Requeuer:
         ready = self.sm.keys.ready(p, spec.name)
         pairs = []
         for entry in await idle_pending(self.sm.client, ready, min_idle_ms=idle_ms):
+            if entry.fields and b"i" in entry.fields:
+                # A map item's (saga.app_maps): requeue_idle knows only the saga's own
+                # entry and would drop it; it stays pending for a worker's recovery.
+                continue
             found = unusable(entry, self.sm.keys, p)
             if found is None:
                 continue

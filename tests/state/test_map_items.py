@@ -17,7 +17,8 @@ from saga.state.model import FailAction
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.streams import ensure_groups
-from tests.state.helpers import claim_next
+from tests.executor.support import wait_until
+from tests.state.helpers import claim_next, pending
 
 pytestmark = pytest.mark.anyio
 PLAN = MapPlan(over="router", next_step="grouper", concurrency=2)
@@ -54,3 +55,46 @@ async def test_items_bill_their_costs_and_cached_answers_once(sm: StateMachine) 
     cost = float(await sm.client.hget(sm.keys.saga("mc-1"), "cost:parser"))
     assert cost == pytest.approx(0.035)
     assert json.loads(await sm.client.get(answer))["by"] == a.token
+
+
+async def test_the_controllers_requeue_leaves_an_items_entry_to_a_worker(
+    sm: StateMachine,
+) -> None:
+    """An item whose worker died (its lease lapsed): the controller's requeue pass leaves
+    its entry pending (requeue_idle would drop it as not the saga's); a worker's recovery
+    takes it over, and its commit fans in."""
+    from saga.controller.requeue import Requeuer
+    from saga.state import recovery
+
+    sm.maps["parser"] = PLAN
+    await ensure_groups(sm.client, sm.keys, ["router", "parser", "grouper"])
+    await sm.start("mr-1", "u1", "router")
+    c = await claim_next(sm, "router", "w-a")
+    await sm.commit(c, CommitRequest(output=b"[{}]", next_step="parser"))
+    assert await _items(sm) == []  # the spawn
+    reply = await sm.client.xreadgroup(GROUP, "w-a", {sm.keys.ready(0, "parser"): ">"}, count=1)
+    [(entry, fields)] = reply[0][1]
+    row = (text(entry), "mr-1", text(fields[b"i"]), int(fields[b"ep"]))
+    [lost] = await map_calls.claim_items(sm, "parser", 0, [row], plan=PLAN, worker="w-a",
+                                         lease_ms=1, max_lease_expiries=3, op="op-2")  # fmt: skip
+    assert lost.claim is not None
+    requeuer = Requeuer(sm, [_Leased()], interval_s=0.0)
+
+    async def idle_past_the_bound() -> bool:  # the requeue's bound: lease + 1 s
+        rows = await pending(sm.client, sm.keys.ready(0, "parser"))
+        return bool(rows) and min(r["idle"] for r in rows) > 1_100
+
+    await wait_until(idle_past_the_bound, within=10, what="the item's entry idle for 1.1 s")
+    assert await requeuer.once() == 0
+    rec = await recovery.recover_idle(sm, "parser", 0, worker="w-b", min_idle_ms=0)
+    rows = [(e, text(f[b"rid"]), text(f[b"i"]), int(f[b"ep"])) for e, f in rec.entries]
+    assert [r[0] for r in rows] == [text(entry)]  # still pending: not dropped
+    [taken] = await map_calls.claim_items(sm, "parser", 0, rows, plan=PLAN, worker="w-b",
+                                          lease_ms=60_000, max_lease_expiries=3, op="op-3")  # fmt: skip
+    assert taken.claim is not None and taken.claim.attempt == 2
+    assert (await sm.commit(taken.claim, CommitRequest(output=b"{}"))).state == "pending"
+
+
+class _Leased:
+    name = "parser"
+    lease_s = 0.0
