@@ -75,8 +75,10 @@ async def test_the_controllers_requeue_leaves_an_items_entry_to_a_worker(
     reply = await sm.client.xreadgroup(GROUP, "w-a", {sm.keys.ready(0, "parser"): ">"}, count=1)
     [(entry, fields)] = reply[0][1]
     row = (text(entry), "mr-1", text(fields[b"i"]), int(fields[b"ep"]))
-    [lost] = await map_calls.claim_items(sm, "parser", 0, [row], plan=PLAN, worker="w-a",
-                                         lease_ms=1, max_lease_expiries=3, op="op-2")  # fmt: skip
+    [lost] = await map_calls.claim_items(
+        sm, "parser", 0, [row], plan=PLAN, worker="w-a", lease_ms=1, max_lease_expiries=3,
+        op="op-2",
+    )  # fmt: skip
     assert lost.claim is not None
     requeuer = Requeuer(sm, [_Leased()], interval_s=0.0)
 
@@ -89,8 +91,10 @@ async def test_the_controllers_requeue_leaves_an_items_entry_to_a_worker(
     rec = await recovery.recover_idle(sm, "parser", 0, worker="w-b", min_idle_ms=0)
     rows = [(e, text(f[b"rid"]), text(f[b"i"]), int(f[b"ep"])) for e, f in rec.entries]
     assert [r[0] for r in rows] == [text(entry)]  # still pending: not dropped
-    [taken] = await map_calls.claim_items(sm, "parser", 0, rows, plan=PLAN, worker="w-b",
-                                          lease_ms=60_000, max_lease_expiries=3, op="op-3")  # fmt: skip
+    [taken] = await map_calls.claim_items(
+        sm, "parser", 0, rows, plan=PLAN, worker="w-b", lease_ms=60_000, max_lease_expiries=3,
+        op="op-3",
+    )  # fmt: skip
     assert taken.claim is not None and taken.claim.attempt == 2
     assert (await sm.commit(taken.claim, CommitRequest(output=b"{}"))).state == "pending"
 
