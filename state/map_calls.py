@@ -141,6 +141,26 @@ async def extend_item(sm: StateMachine, claim: Claim, *, worker: str, lease_ms: 
     return num(reply[1])
 
 
+async def requeue_items(
+    sm: StateMachine,
+    step: str,
+    partition: int,
+    entries: Sequence[tuple[str, str, str, int]],
+    *,
+    min_idle_ms: int,
+) -> list[RC]:
+    """The controller's requeue of a map's idle item entries (entry id, record id, item,
+    epoch), ≤100 per call: the code of each (OK: requeued for a takeover)."""
+    if not entries:
+        return []
+    keys = [sm.keys.ready(partition, step), *[sm.keys.saga(r) for _, r, _, _ in entries]]
+    args: list[Any] = [GROUP, min_idle_ms, step]
+    for entry_id, _, item, epoch in entries:
+        args += [entry_id, item, epoch]
+    replies = await sm._resend(lambda: evalsha(sm.client, "requeue_items", keys, args))
+    return [to_code(r[0]) for r in replies]
+
+
 async def promote_items(sm: StateMachine, step: str, partition: int, most: int = 100) -> int:
     """Send a map's due item retries back to its ready stream; returns how many."""
     keys = [sm.keys.item_retries(partition, step), sm.keys.ready(partition, step)]

@@ -98,6 +98,7 @@ SCRIPT_NAMES = (
     "fail_items",
     "promote_items",
     "extend_item",
+    "requeue_items",
 )
 
 

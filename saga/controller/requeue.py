@@ -8,10 +8,11 @@ from typing import Protocol
 
 import structlog
 
-from saga.state import recovery
+from saga.state import map_calls, recovery
 from saga.state.codes import RC
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
+from saga.state.replies import num, text
 from saga.state.requeue import IdleEntry, idle_pending, requeue_idle
 from saga.worker.entries import Malformed, Newer, parse_entry
 
@@ -69,13 +70,13 @@ class Requeuer:
     async def _partition(self, spec: Leased, p: int) -> int:
         idle_ms = min_idle_ms(spec, self.interval_s)
         ready = self.sm.keys.ready(p, spec.name)
-        pairs = []
+        pairs, items = [], []
         for entry in await idle_pending(self.sm.client, ready, min_idle_ms=idle_ms):
-            if entry.fields and b"i" in entry.fields:
-                # A map item's (saga.app_maps): requeue_idle knows only the saga's own
-                # entry and would drop it; it stays pending for a worker's recovery.
-                continue
             found = unusable(entry, self.sm.keys, p)
+            if entry.fields and b"i" in entry.fields and isinstance(found, tuple):
+                # A map item's (saga.app_maps): its own script, which knows items.
+                items.append((*found, text(entry.fields[b"i"]), num(entry.fields.get(b"ep"))))
+                continue
             if found is None:
                 continue
             if isinstance(found, Malformed):
@@ -92,7 +93,8 @@ class Requeuer:
             else:
                 pairs.append(found)
         outcomes = await requeue_idle(self.sm, spec.name, p, pairs, min_idle_ms=idle_ms)
-        done = sum(1 for o in outcomes if o.code == RC.OK)
+        codes = await map_calls.requeue_items(self.sm, spec.name, p, items, min_idle_ms=idle_ms)
+        done = sum(1 for o in outcomes if o.code == RC.OK) + codes.count(RC.OK)
         missing = sum(1 for o in outcomes if o.code == RC.NOT_FOUND)  # quarantined by the script
         if missing:
             self._count(self.quarantined, spec.name, missing)

@@ -190,8 +190,9 @@ async def review_and_purge(sm: StateMachine, rec: Recording, keys: Keys) -> None
 
 async def maps(sm: StateMachine, keys: Keys, claim: Any) -> None:
     """A map over the router's list of two items: its spawn and item claims
-    (claim_items), a heartbeat (extend_item), a commit (commit_items), a failure for a
-    retry (fail_items) and its promotion (promote_items)."""
+    (claim_items), a heartbeat (extend_item), the controller's requeue (requeue_items), a
+    commit (commit_items), a failure for a retry (fail_items) and its promotion
+    (promote_items)."""
     sm.maps["parser"] = MapPlan(over="router", next_step="grouper", concurrency=2)
     await sm.commit(claim, CommitRequest(output=b"[{}, {}]", next_step="parser", worker="w"))
     p = keys.partition_of(claim.record_id)
@@ -206,6 +207,8 @@ async def maps(sm: StateMachine, keys: Keys, claim: Any) -> None:
         items += [o.claim for o in outs if o.claim is not None]
     assert [c.item for c in items] == [0, 1]
     await map_calls.extend_item(sm, items[0], worker="w", lease_ms=60_000)
+    held = [(c.entry_id, c.record_id, str(c.item), c.epoch) for c in items]
+    await map_calls.requeue_items(sm, "parser", p, held, min_idle_ms=0)  # leases live: held
     retry = FailRequest(action=FailAction.RETRY, error_class="E", error_message="x", delay_ms=0)
     await sm.finish_many([(items[0], CommitRequest(output=b"{}", worker="w")), (items[1], retry)])
     await map_calls.promote_items(sm, "parser", p)

@@ -6,8 +6,8 @@ extend_item, promote_items with ``includes/map_items.lua``) against a small Pyth
 Two records, x -> m (a map over x's list, 2 items open at once) -> j. Rules: start (with
 0 to 4 items); x claimed and committed (its list); m's stream read and claimed (the
 spawn, then items; claims are kept, so zombies and re-sent finishes are drawn too); a
-recovery pass of another worker over m's idle pending entries (a live item's lease is
-held, the rest dropped); a
+recovery pass of another worker, or the controller's requeue, over m's idle pending
+entries (a live item's lease is held, the rest dropped); a
 commit or a failure (retry now, or for good) of any item claim ever issued, in any
 order; the item retries promoted; a heartbeat of any claim; j claimed and committed;
 cancel; an operator's retry from x (a new epoch). Every rule predicts the script's reply
@@ -50,6 +50,7 @@ from saga.state.map_calls import MapPlan
 from saga.state.model import Claim, FailAction
 from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
+from saga.state.requeue import idle_pending
 from saga.state.streams import ensure_groups
 from tests.state.helpers import history, keys_under, read_ready, stream_rows
 
@@ -278,6 +279,21 @@ class MapMachine(RuleBasedStateMachine):
             held = (item != "" and m.mapping() and ep == m.epoch and m.at(int(item)) == "r"
                     and m.me.get(int(item)) == entry)  # fmt: skip
             assert o.code == (RC.LEASE_HELD if held else RC.STALE_ENTRY), (o, rid, item, m)
+
+    @precondition(lambda self: any(m.state for m in self.model.values()))
+    @rule()
+    def requeue(self) -> None:
+        """The controller's requeue of the map's idle item entries: a running item keeps
+        its live lease (and its entry); anything else is dropped."""
+        idle = self.run(idle_pending(self.client, self.keys.ready(0, "m"), min_idle_ms=0))
+        rows = [(e.entry_id, text(e.fields[b"rid"]), text(e.fields[b"i"]), int(e.fields[b"ep"]))
+                for e in idle if e.fields and b"i" in e.fields]  # fmt: skip
+        codes = self.run(map_calls.requeue_items(self.sm, "m", 0, rows, min_idle_ms=0))
+        for (entry, rid, item, ep), code in zip(rows, codes, strict=True):
+            m = self.model[rid]
+            held = m.mapping() and ep == m.epoch and m.at(int(item)) == "r" and m.me.get(
+                int(item)) == entry  # fmt: skip
+            assert code == (RC.LEASE_HELD if held else RC.STALE_ENTRY), (code, rid, item, m)
 
     @rule(c=claims)
     def heartbeat(self, c: Claim | None) -> None:

@@ -18,7 +18,7 @@ from saga.state.replies import text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.streams import ensure_groups
 from tests.executor.support import wait_until
-from tests.state.helpers import claim_next, pending
+from tests.state.helpers import claim_next, pending, pending_ids
 
 pytestmark = pytest.mark.anyio
 PLAN = MapPlan(over="router", next_step="grouper", concurrency=2)
@@ -57,46 +57,44 @@ async def test_items_bill_their_costs_and_cached_answers_once(sm: StateMachine) 
     assert json.loads(await sm.client.get(answer))["by"] == a.token
 
 
-async def test_the_controllers_requeue_leaves_an_items_entry_to_a_worker(
+async def test_the_controllers_requeue_hands_a_lapsed_item_to_the_next_worker(
     sm: StateMachine,
 ) -> None:
-    """An item whose worker died (its lease lapsed): the controller's requeue pass leaves
-    its entry pending (requeue_idle would drop it as not the saga's); a worker's recovery
-    takes it over, and its commit fans in."""
+    """An item whose worker died (its lease lapsed): the controller's requeue pass gives it
+    a new entry (the old one acknowledged), whose claim takes the item over (attempt 2), and
+    its commit fans in. A live item's entry is left alone."""
     from saga.controller.requeue import Requeuer
-    from saga.state import recovery
 
     sm.maps["parser"] = PLAN
     await ensure_groups(sm.client, sm.keys, ["router", "parser", "grouper"])
     await sm.start("mr-1", "u1", "router")
     c = await claim_next(sm, "router", "w-a")
-    await sm.commit(c, CommitRequest(output=b"[{}]", next_step="parser"))
+    await sm.commit(c, CommitRequest(output=b"[{}, {}]", next_step="parser"))
     assert await _items(sm) == []  # the spawn
-    reply = await sm.client.xreadgroup(GROUP, "w-a", {sm.keys.ready(0, "parser"): ">"}, count=1)
-    [(entry, fields)] = reply[0][1]
-    row = (text(entry), "mr-1", text(fields[b"i"]), int(fields[b"ep"]))
-    [lost] = await map_calls.claim_items(
-        sm, "parser", 0, [row], plan=PLAN, worker="w-a", lease_ms=1, max_lease_expiries=3,
+    reply = await sm.client.xreadgroup(GROUP, "w-a", {sm.keys.ready(0, "parser"): ">"}, count=2)
+    rows = [(text(e), "mr-1", text(f[b"i"]), int(f[b"ep"])) for e, f in reply[0][1]]
+    lost = await map_calls.claim_items(
+        sm, "parser", 0, rows[:1], plan=PLAN, worker="w-a", lease_ms=1, max_lease_expiries=3,
         op="op-2",
     )  # fmt: skip
-    assert lost.claim is not None
+    live = await map_calls.claim_items(
+        sm, "parser", 0, rows[1:], plan=PLAN, worker="w-a", lease_ms=600_000,
+        max_lease_expiries=3, op="op-3",
+    )  # fmt: skip
+    assert lost[0].claim is not None and live[0].claim is not None
     requeuer = Requeuer(sm, [_Leased()], interval_s=0.0)
 
     async def idle_past_the_bound() -> bool:  # the requeue's bound: lease + 1 s
-        rows = await pending(sm.client, sm.keys.ready(0, "parser"))
-        return bool(rows) and min(r["idle"] for r in rows) > 1_100
+        got = await pending(sm.client, sm.keys.ready(0, "parser"))
+        return len(got) == 2 and min(r["idle"] for r in got) > 1_100
 
-    await wait_until(idle_past_the_bound, within=10, what="the item's entry idle for 1.1 s")
-    assert await requeuer.once() == 0
-    rec = await recovery.recover_idle(sm, "parser", 0, worker="w-b", min_idle_ms=0)
-    rows = [(e, text(f[b"rid"]), text(f[b"i"]), int(f[b"ep"])) for e, f in rec.entries]
-    assert [r[0] for r in rows] == [text(entry)]  # still pending: not dropped
-    [taken] = await map_calls.claim_items(
-        sm, "parser", 0, rows, plan=PLAN, worker="w-b", lease_ms=60_000, max_lease_expiries=3,
-        op="op-3",
-    )  # fmt: skip
-    assert taken.claim is not None and taken.claim.attempt == 2
-    assert (await sm.commit(taken.claim, CommitRequest(output=b"{}"))).state == "pending"
+    await wait_until(idle_past_the_bound, within=10, what="the items' entries idle for 1.1 s")
+    assert await requeuer.once() == 1  # the lapsed one; the live one keeps its entry
+    assert await pending_ids(sm.client, sm.keys.ready(0, "parser")) == {rows[1][0]}
+    [taken] = await _items(sm)
+    assert (taken.item, taken.attempt) == (0, 2)
+    assert (await sm.commit(taken, CommitRequest(output=b"{}"))).state == "running"
+    assert (await sm.commit(live[0].claim, CommitRequest(output=b"{}"))).state == "pending"
 
 
 class _Leased:

@@ -43,6 +43,11 @@ MUTANTS = {
         "if takeover and tonumber(s[14]) > now then",
         "if false then",
     ),
+    "the controller's requeue drops a running item's entry": (
+        "requeue_items.lua",
+        "local live = s[1] == STATE.RUNNING and s[2] == m and s[3] == ep",
+        "local live = false and s[3] == ep",
+    ),
     "a zombie item's commit is taken": (
         "commit_items.lua",
         "or item_state(s[6], epoch) ~= 'r' or s[7] ~= token then\n  fenced(saga, hist, ready, "
@@ -101,6 +106,8 @@ def _scenario(m: MapMachine, name: str) -> None:
     m.redis_agrees_with_the_model()
     if name == "a running item's live lease is taken over":
         m.recover()
+    if name == "the controller's requeue drops a running item's entry":
+        m.requeue()
     if name == "a cancelled saga's item heartbeat extends its lease":
         m.heartbeat(a)
         m.cancel("r0")
