@@ -1,0 +1,102 @@
+"""A second reading of the unit beside a number, when the page reading is no unit.
+
+Tesseract's page reading loses most results of a scan not on their digits but on
+their unit: the thin ``/`` of ``U/L`` or ``mg/dL`` vanishes (``UL``, ``mg/d``), a
+caret becomes a degree sign (``10°9/L``), ``µ`` becomes ``H``. The parser then
+cannot read the row, or rejects it for a unit the analyte is not reported in.
+
+Here a word that stands just after a number and is no unit the analyte table knows
+(``analytes.KNOWN_UNITS``) is read again from its box, as one line with only the
+characters of a unit allowed (no language model to make a word of it), twice: at
+the page's scale and enlarged twice. It is replaced only when
+
+* both readings give the same text, and that text is a known unit;
+* and it looks like what the page reading saw (``SIMILAR`` share of characters in
+  common), so a stray word is never turned into a unit.
+
+A word that is already a unit is never read again, and no digit of a value is
+touched: only the unit word changes, and its confidence becomes the lower of the
+two readings'. All the crops of a page go to one ``tesseract`` run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
+from PIL import Image
+
+from saga.steps.analytes import KNOWN_UNITS, unit_key
+from saga.steps.ocr_reread import crop, numeric, read_crops
+
+if TYPE_CHECKING:  # ocr_engine imports this module
+    from saga.steps.ocr_engine import Word
+
+UNIT_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/%^*.\u00b5\u00b3-"
+"""What a unit is written with (``mL/min/1.73m2``, ``x10^9/L``, ``µmol/L``, ``/mm³``)."""
+SIMILAR = 0.5
+"""Least share of characters (``difflib`` ratio, case folded) the page reading and the
+second reading have in common: ``UL``/``U/L`` 0.8, ``mg/d``/``mg/dL`` 0.89."""
+ENLARGE = 2
+MAX_LENGTH = 16
+MAX_WORDS = 200
+"""A page with more unit words than this is not re-read past them (a lab page has ~30)."""
+EDGES = "\u2018\u2019\u201a\u201c\u201d\u201e'`\".,:;"
+
+
+def known(text: str) -> bool:
+    return bool(text) and unit_key(text) in KNOWN_UNITS
+
+
+def candidates(words: Sequence[Word]) -> list[int]:
+    """Indexes of the words that stand one or two words after a number on their line,
+    look like a unit (a ``/`` or two letters) and are not one the table knows."""
+    lines: dict[int, list[int]] = defaultdict(list)
+    for index, word in enumerate(words):
+        lines[word.line].append(index)
+    out = []
+    for members in lines.values():
+        ordered = sorted(members, key=lambda i: words[i].left)
+        for place, index in enumerate(ordered):
+            text = words[index].text.strip(EDGES)
+            if not text or len(text) > MAX_LENGTH or known(text):
+                continue
+            if "/" not in text and sum(ch.isalpha() for ch in text) < 2:
+                continue
+            before = ordered[max(place - 2, 0) : place]
+            if any(numeric(words[i].text) for i in before):
+                out.append(index)
+    return sorted(out)[:MAX_WORDS]
+
+
+def reread_units(picture: Image.Image, words: Sequence[Word]) -> list[Word]:
+    """``words`` with each misread unit after a number replaced by what two second
+    readings of its box agree on, when that is a known unit."""
+    targets = candidates(words)
+    if not targets:
+        return list(words)
+    crops = [crop(picture, words[i]) for i in targets]
+    large = [
+        c.resize((c.width * ENLARGE, c.height * ENLARGE), Image.Resampling.BICUBIC) for c in crops
+    ]
+    readings = read_crops(crops + large, allowed=UNIT_CHARS)
+    out = list(words)
+    for n, index in enumerate(targets):
+        (first, c1), (second, c2) = readings[n], readings[n + len(targets)]
+        chosen = agreed_unit(words[index].text, first, second)
+        if chosen:
+            out[index] = replace(words[index], text=chosen, confidence=min(c1, c2))
+    return out
+
+
+def agreed_unit(page_reading: str, first: str, second: str) -> str:
+    """The unit two second readings agree on, if it is known and like the page's; else ""."""
+    if first != second or not known(first):
+        return ""
+    seen = page_reading.strip(EDGES).casefold()
+    if SequenceMatcher(None, seen, first.casefold()).ratio() < SIMILAR:
+        return ""
+    return first
