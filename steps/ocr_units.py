@@ -14,6 +14,12 @@ the page's scale and enlarged twice. It is replaced only when
 * and it looks like what the page reading saw (``SIMILAR`` share of characters in
   common), so a stray word is never turned into a unit.
 
+In the sans-serif type of most reports a capital ``I`` and a small ``l`` are the same
+glyph, so OCR reads ``uIU/mL`` as ``ulU/mL`` whatever the scan. A reading that is no
+unit but becomes exactly one unit when its ``I`` and ``l`` are swapped
+(``glyph_unit``) is that unit: the same pixels, not a guess. Only those two letters
+are ever swapped, never a letter for a digit (``1``, ``0``, ``5`` stay as read).
+
 A word that is already a unit is never read again, and no digit of a value is
 touched: only the unit word changes, and its confidence becomes the lower of the
 two readings'. All the crops of a page go to one ``tesseract`` run.
@@ -51,6 +57,30 @@ def known(text: str) -> bool:
     return bool(text) and unit_key(text) in KNOWN_UNITS
 
 
+SAME_GLYPH = str.maketrans("Il", "lI")
+MAX_SWAPS = 4
+
+
+def glyph_unit(text: str) -> str:
+    """``text`` if it is a known unit; else the one known unit it becomes with some of
+    its ``I`` and ``l`` swapped (they are one glyph in sans-serif type); else ""."""
+    if known(text):
+        return text
+    places = [i for i, ch in enumerate(text) if ch in "Il"]
+    if not places or len(places) > MAX_SWAPS:
+        return ""
+    found: dict[str, str] = {}
+    for mask in range(1, 1 << len(places)):
+        chars = list(text)
+        for bit, place in enumerate(places):
+            if mask >> bit & 1:
+                chars[place] = chars[place].translate(SAME_GLYPH)
+        variant = "".join(chars)
+        if known(variant):
+            found.setdefault(unit_key(variant), variant)
+    return next(iter(found.values())) if len(found) == 1 else ""
+
+
 def candidates(words: Sequence[Word]) -> list[int]:
     """Indexes of the words that stand one or two words after a number on their line,
     look like a unit (a ``/`` or two letters) and are not one the table knows."""
@@ -85,6 +115,10 @@ def reread_units(picture: Image.Image, words: Sequence[Word]) -> list[Word]:
     readings = read_crops(crops + large, allowed=UNIT_CHARS)
     out = list(words)
     for n, index in enumerate(targets):
+        same = glyph_unit(words[index].text.strip(EDGES))
+        if same:
+            out[index] = replace(words[index], text=same)
+            continue
         (first, c1), (second, c2) = readings[n], readings[n + len(targets)]
         chosen = agreed_unit(words[index].text, first, second)
         if chosen:
@@ -94,7 +128,8 @@ def reread_units(picture: Image.Image, words: Sequence[Word]) -> list[Word]:
 
 def agreed_unit(page_reading: str, first: str, second: str) -> str:
     """The unit two second readings agree on, if it is known and like the page's; else ""."""
-    if first != second or not known(first):
+    first, second = glyph_unit(first), glyph_unit(second)
+    if first != second or not first:
         return ""
     seen = page_reading.strip(EDGES).casefold()
     if SequenceMatcher(None, seen, first.casefold()).ratio() < SIMILAR:
