@@ -14,8 +14,11 @@ confidence map) and is rejected, with the reason, when
   (``4,6`` in a document of points): a lost or added speck is the commonest
   OCR misread of a number, and ``4,6`` could be 4.6 or 46.
 
-Each rejection asks for review, naming the pages (``reasons``). Nothing here
-changes a character of the text or of a value.
+Each rejection asks for review, naming the pages (``reasons``). So does a row OCR
+lost whole: a line of an OCR page with a cell that is a known unit, from which no
+value (kept or rejected) was read, had its value misread past recognition (``ELSE``
+for 11.1); coverage counts only lines with a number, so it would not see it.
+Nothing here changes a character of the text or of a value.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
+from saga.steps.analytes import KNOWN_UNITS, unit_key
 from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance, Rejected
 from saga.steps.ocr_layout import span_confidence, span_disputed
 from saga.steps.page_layout import uses_decimal_comma
@@ -68,7 +72,7 @@ def gate(
             kept.append(replace(found, provenance=prov))
     marked = [_marked(r, lines, maps) for r in extraction.rejected]
     out = replace(extraction, biomarkers=kept, rejected=marked + rejected)
-    return out, _reasons(rejected, low_pages, ocr)
+    return out, _reasons(rejected, low_pages, ocr) + _lost_rows(out, lines)
 
 
 def why_not(
@@ -133,6 +137,27 @@ def _reasons(rejected: Sequence[Rejected], pages: set[int], ocr: Sequence[OcrPag
     if weak:
         reasons.append(f"{_pages(weak)} read by OCR at low confidence")
     return reasons
+
+
+def _lost_rows(extraction: Extraction, lines: dict[int, list[str]]) -> list[str]:
+    """A review reason for OCR lines with a unit cell but no value read from them."""
+    provenances = [b.provenance for b in extraction.biomarkers]
+    provenances += [r.provenance for r in extraction.rejected]
+    cited = {(p.page, p.line) for p in provenances if p is not None}
+    lost: dict[int, int] = {}
+    for page, texts in lines.items():
+        for text in texts:
+            cells = [c.strip() for c in text.split("  ") if c.strip()]
+            has_unit = any(unit_key(c) in KNOWN_UNITS for c in cells[1:])
+            if has_unit and (page, text.strip()) not in cited:
+                lost[page] = lost.get(page, 0) + 1
+    if not lost:
+        return []
+    count = sum(lost.values())
+    return [
+        f"{count} line{'s' if count > 1 else ''} on {_pages(sorted(lost))} with a unit"
+        " but no value OCR could read"
+    ]
 
 
 def _pages(numbers: Sequence[int]) -> str:

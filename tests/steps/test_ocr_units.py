@@ -5,9 +5,12 @@ Tesseract's reading of a real drawn unit (skipped, with the reason, without it).
 from __future__ import annotations
 
 import pytest
+from msgspec.structs import replace
 from PIL import Image, ImageDraw, ImageFont
 
+from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance
 from saga.steps.ocr_engine import Word, available
+from saga.steps.ocr_gate import gate
 from saga.steps.ocr_units import agreed_unit, candidates, glyph_unit, reread_units
 
 
@@ -70,3 +73,28 @@ def test_tesseract_reads_a_misread_unit_again_and_leaves_the_number_alone() -> N
     read = reread_units(picture, page)
     assert [w.text for w in read] == ["ALT", "41", "U/L"]
     assert read[:2] == page[:2]
+
+
+def test_a_row_with_a_unit_but_no_value_read_asks_for_review() -> None:
+    """``Hemoglobin  ELSE  L  g/dL`` (11.1 misread past recognition) has no number, so
+    coverage does not count it; the gate names it. A row whose value was read does not."""
+    page = "WBC  9.7  x10^3/uL  4.0-11.0\nHemoglobin  ELSE  L  g/dL  12.8-15.5\nNote: fasting"
+    conf = "\n".join("".join(" " if ch == " " else "9" for ch in line) for line in page.split("\n"))
+    found = Biomarker(
+        name="WBC",
+        value=9.7,
+        value_text="9.7",
+        unit="x10^3/uL",
+        provenance=Provenance(page=1, line="WBC  9.7  x10^3/uL  4.0-11.0", start=5, end=8),
+    )
+    ocr = [OcrPage(page=1, confidence=conf, mean_confidence=95)]
+    out, reasons = gate(Extraction(biomarkers=[found]), [page], ocr, threshold=80)
+    assert [b.name for b in out.biomarkers] == ["WBC"]
+    assert reasons == ["1 line on page 1 with a unit but no value OCR could read"]
+    read = page.split("\n", maxsplit=1)[0]
+    _, none = gate(Extraction(biomarkers=[found]), [read], [_all_nines(ocr[0], read)], 80)
+    assert none == []
+
+
+def _all_nines(page: OcrPage, text: str) -> OcrPage:
+    return replace(page, confidence="".join(" " if ch == " " else "9" for ch in text))
