@@ -25,6 +25,7 @@ from PIL import Image, ImageFilter, ImageOps
 
 from saga.steps.errors import OcrUnavailableError, PermanentError
 from saga.steps.ocr_reread import reread
+from saga.steps.ocr_units import reread_units
 
 OCR_DPI = 300
 """Tesseract is trained on text of ~20-30 px x-height, which 9-10 pt type reaches here."""
@@ -152,7 +153,9 @@ def read_page(
             if _confident(turned) > _confident(page.words):
                 grey, page = upright, PageWords(words=turned, rotated=turn, skew=skew)
     if second_reading:
-        page = msgspec.structs.replace(page, words=reread(grey, page.words))
+        words = reread(grey, page.words)
+        words = reread_units(grey, words)
+        page = msgspec.structs.replace(page, words=words)
     return page
 
 

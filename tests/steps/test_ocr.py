@@ -54,15 +54,29 @@ def _one(line: str, start: int, end: int, value_text: str) -> Extraction:
     return Extraction(biomarkers=[found])
 
 
-def test_a_value_read_under_the_threshold_is_rejected_and_the_page_named() -> None:
+def test_a_value_read_under_the_floor_is_rejected_and_the_page_named() -> None:
+    page = "Sodium  139  mmol/L"
+    ocr = [OcrPage(page=1, confidence="999999  555  999999", mean_confidence=80)]
+    out, reasons = gate(_one(page, 8, 11, "139"), [page], ocr, threshold=80)
+    assert not out.biomarkers
+    assert out.rejected[0].reason == "read by OCR at confidence 50 (under 60)"
+    assert out.rejected[0].provenance is not None
+    assert out.rejected[0].provenance.ocr_confidence == 50
+    assert reasons == ["1 value on page 1 not trusted as read by OCR"]
+
+
+def test_a_value_read_between_floor_and_threshold_is_kept_unverified_for_review() -> None:
     page = "Sodium  139  mmol/L"
     ocr = [OcrPage(page=1, confidence="999999  666  999999", mean_confidence=80)]
     out, reasons = gate(_one(page, 8, 11, "139"), [page], ocr, threshold=80)
-    assert not out.biomarkers
-    assert out.rejected[0].reason == "read by OCR at confidence 60 (under 80)"
-    assert out.rejected[0].provenance is not None
-    assert out.rejected[0].provenance.ocr_confidence == 60
-    assert reasons == ["1 value on page 1 not trusted as read by OCR"]
+    assert not out.rejected
+    prov = out.biomarkers[0].provenance
+    assert prov is not None and prov.unverified and prov.ocr_confidence == 60
+    assert reasons == ["1 value on page 1 read by OCR at confidence under 80, kept unverified"]
+    # a threshold at or under the floor keeps such a value as trusted
+    out, reasons = gate(_one(page, 8, 11, "139"), [page], ocr, threshold=60)
+    prov = out.biomarkers[0].provenance
+    assert prov is not None and not prov.unverified and reasons == []
 
 
 def test_a_confident_value_keeps_its_ocr_confidence() -> None:
