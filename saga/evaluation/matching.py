@@ -62,8 +62,10 @@ def fold(text: str) -> str:
 
 
 def fold_unit(unit: str) -> str:
-    """Case, spaces and the micro prefix folded (``µg/L`` = ``ug/l`` = ``mcg/L``)."""
+    """Case, spaces, the micro prefix and the power sign folded (``µg/L`` = ``ug/l`` =
+    ``mcg/L``; ``10*3/uL``, UCUM's spelling, = ``10^3/uL``)."""
     text = unicodedata.normalize("NFKC", unit).replace("μ", "u").casefold()
+    text = re.sub(r"10\*(?=\d)", "10^", text)
     return _MICRO.sub("u", "".join(text.split()))
 
 

@@ -70,6 +70,8 @@ def test_units_fold_case_spaces_and_micro() -> None:
     assert len({fold_unit(u) for u in ("µg/L", "\u03bcg/l", "ug/L", "mcg/L")}) == 1
     assert fold_unit("mL/min/1.73 m2") == fold_unit("ml/min/1.73m2")
     assert fold_unit("mmol/L") != fold_unit("umol/L")
+    assert fold_unit("x10*3/uL") == fold_unit("x10^3/uL")  # UCUM writes the power with *
+    assert fold_unit("x10*3/uL") != fold_unit("x10^6/uL")
 
 
 def test_names_fold_case_diacritics_and_whitespace() -> None:

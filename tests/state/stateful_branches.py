@@ -244,10 +244,14 @@ class BranchMachine(RuleBasedStateMachine):
         ready = self.keys.ready(0, step)
         idle = self.run(idle_pending(self.client, ready, min_idle_ms=0))
         pairs = [(e.entry_id, text(e.fields[b"rid"])) for e in idle if e.fields]
+        epochs = [int(e.fields[b"ep"]) for e in idle if e.fields]
         got = self.run(requeue_idle(self.sm, step, 0, pairs, min_idle_ms=0))
-        for (_, rid), o in zip(pairs, got, strict=True):
+        for (_, rid), ep, o in zip(pairs, epochs, got, strict=True):
             m = self.model[rid]
-            live = m.live() and m.lanes.get(step) == "running"
+            # an entry of an earlier epoch (claimed, then the saga cancelled and retried)
+            # is stale even while the lane runs again under the new epoch
+            lane_ep = m.tokens.get(step, "0:").split(":")[0]  # a token is "<epoch>:<n>"
+            live = m.live() and m.lanes.get(step) == "running" and str(ep) == lane_ep
             assert o.code == (RC.LEASE_HELD if live else RC.STALE_ENTRY), (o, m)
 
     @precondition(lambda self: self._at("j"))
