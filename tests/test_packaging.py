@@ -89,6 +89,8 @@ def test_public_api_is_pinned() -> None:
         "step",
         "wait",
         "sleep",
+        "sleep_until",
+        "map",
         "schedule",
         "build",
         "pipeline",

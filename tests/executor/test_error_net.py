@@ -63,7 +63,7 @@ async def failed(ref: str, exc: type[Exception], sealer: Sealer | None) -> Any:
         config=None,  # type: ignore[arg-type]
         _heartbeat=None,  # type: ignore[arg-type]
     )
-    spec = SimpleNamespace(name="router", retry=RetryPolicy(max_attempts=1))
+    spec = SimpleNamespace(name="router", retry=RetryPolicy(max_attempts=1), version=1)
     try:
         await ctx.documents.fetch(ref)
     except Exception as caught:
