@@ -40,6 +40,7 @@ MOVES: dict[str, str] = {
     "saga/app_io.py": "saga/api/app_io.py",
     "saga/app_types.py": "saga/api/app_types.py",
     "saga/app_waits.py": "saga/api/app_waits.py",
+    "saga/app_maps.py": "saga/api/app_maps.py",
     "saga/client.py": "saga/api/client.py",
     "saga/pipeline.py": "saga/api/pipeline.py",
     "saga/retry.py": "saga/api/retry.py",
