@@ -17,7 +17,7 @@ A worker reads a document only when the deployment allows it:
 Refusals are ``PolicyError`` (permanent: dead-lettered at once) with one sentence
 that names the setting to change and never the path, URL or host (they can name a
 patient); those go to the error's operator-only detail (``saga.steps.errors``).
-``saga.settings`` builds the policy once.
+``saga.config.settings`` builds the policy once.
 """
 
 from __future__ import annotations

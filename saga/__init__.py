@@ -15,10 +15,10 @@ from saga import lean_imports
 lean_imports.install()
 
 if TYPE_CHECKING:
-    from saga.app import App
-    from saga.app_maps import MapResults
-    from saga.client import SagaClient
-    from saga.pipeline import AppError
+    from saga.api.app import App
+    from saga.api.app_maps import MapResults
+    from saga.api.client import SagaClient
+    from saga.api.pipeline import AppError
     from saga.steps.context import StepContext
     from saga.steps.errors import (
         InvalidInputError,
@@ -42,10 +42,10 @@ __all__ = [
 ]
 
 _HOMES = {
-    "App": "saga.app",
-    "AppError": "saga.pipeline",
-    "MapResults": "saga.app_maps",
-    "SagaClient": "saga.client",
+    "App": "saga.api.app",
+    "AppError": "saga.api.pipeline",
+    "MapResults": "saga.api.app_maps",
+    "SagaClient": "saga.api.client",
     "StepContext": "saga.steps.context",
     "InvalidInputError": "saga.steps.errors",
     "NotFoundError": "saga.steps.errors",

@@ -1,6 +1,6 @@
 """A person's review of a flagged step, decision by decision (``decide_review.lua``).
 
-The decisions are opaque here: the caller (``saga.review``) builds them from the
+The decisions are opaque here: the caller (``saga.documents.review``) builds them from the
 step's output and the decisions read with it, and passes the version it read; the
 script refuses the write when another decision changed the review in between, so two
 reviewers of one saga never overwrite each other silently. Values may be patient

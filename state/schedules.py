@@ -3,7 +3,7 @@
 A schedule starts a saga of a type on a cron; its tick's saga has the record id
 ``record_id_of(name, tick)``, so starting it is idempotent (``start_saga``), and
 ``advance_schedule.lua`` moves the schedule on only from the tick it fired (fenced).
-The cron arithmetic is the caller's (``saga.schedules``): this module stores times.
+The cron arithmetic is the caller's (``saga.api.schedules``): this module stores times.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ DUE_BATCH = 100
 
 class ScheduleDefinition(msgspec.Struct, frozen=True, kw_only=True):
     cron: str
-    """Five fields, UTC (``saga.schedules`` parses it)."""
+    """Five fields, UTC (``saga.api.schedules`` parses it)."""
     saga_type: str
     user_id: str
     """The user of the sagas it starts (costs, budgets and caps are theirs)."""

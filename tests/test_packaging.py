@@ -10,7 +10,7 @@ import venv
 from pathlib import Path
 
 import saga
-import saga.client
+import saga.api.client
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,8 +96,8 @@ def test_public_api_is_pinned() -> None:
         "pipeline",
         "client",
     }
-    assert saga.client.__all__ == ["SagaClient"]
-    public = {n for n in dir(saga.client.SagaClient) if not n.startswith("_")}
+    assert saga.api.client.__all__ == ["SagaClient"]
+    public = {n for n in dir(saga.api.client.SagaClient) if not n.startswith("_")}
     assert public == {
         "start",
         "get",

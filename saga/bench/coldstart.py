@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.app import App
-from saga.pipeline import Pipeline
+from saga.api.app import App
+from saga.api.pipeline import Pipeline
 from saga.state.keys import Keys
 from saga.state.replies import num, text
 
@@ -101,9 +101,9 @@ def _ready(port: int) -> bool:
 
 
 async def _one(client: Any, url: str, kind: str) -> ColdRun:
+    from saga.api.client import SagaClient
     from saga.bench.phases import cleanup
-    from saga.client import SagaClient
-    from saga.settings import Settings
+    from saga.config.settings import Settings
 
     made = offline() if kind == "offline" else llm()
     prefix = f"bench-cold-{uuid.uuid4().hex[:8]}"

@@ -36,7 +36,7 @@ from saga.bench.report import (
 from saga.bench.system_run import run_system
 from saga.bench.systems import BatchedSeedSystem, MinimalSystem, SagaSystem, SeedSystem, System
 from saga.bench.targets import ratios, targets
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.connection import connect
 
 
@@ -55,7 +55,7 @@ def _server(settings: Settings, private: bool) -> Any:
             server.stop()
             shutil.rmtree(tmp, ignore_errors=True)
     else:
-        from saga.runtime import redis_url
+        from saga.wiring.runtime import redis_url
 
         yield redis_url(settings)
 

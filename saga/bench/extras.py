@@ -19,7 +19,7 @@ from saga.bench.measure import server_time_ms, settle_memory
 from saga.bench.procs import WorkerSet
 from saga.bench.report import ColdStart, Expiry, Recovery, Retention, StepRecovery
 from saga.bench.systems import STEPS, SagaSystem, acked
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.model import EventType, SagaState
@@ -175,7 +175,7 @@ async def expiry(
 # -- recovery of a killed worker's step ------------------------------------------------------
 def recovery_defaults(settings: Settings) -> list[StepRecovery]:
     """Per step of the document pipeline, with the effective settings."""
-    from saga.runtime import document_pipeline
+    from saga.wiring.runtime import document_pipeline
 
     out = []
     interval = settings.recovery_interval_s

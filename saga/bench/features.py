@@ -45,9 +45,9 @@ async def _log_line(n: int) -> float:
     """One ``step_committed`` line at info, through the production chain, to /dev/null."""
     import structlog
 
-    from saga.log_output import LineWriterFactory
-    from saga.logs import _json, shared_processors
     from saga.telemetry.scope import log_scope
+    from saga.wiring.log_output import LineWriterFactory
+    from saga.wiring.logs import _json, shared_processors
 
     saved = structlog.get_config()
     with open(os.devnull, "w") as sink:  # noqa: ASYNC230 (/dev/null never blocks)

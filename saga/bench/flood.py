@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.app import App
-from saga.pipeline import Pipeline
+from saga.api.app import App
+from saga.api.pipeline import Pipeline
 from saga.state.keys import DEFAULT_TYPE, Keys
 from saga.state.replies import num, text
 
@@ -165,9 +165,9 @@ async def _times(client: Any, keys: Keys, rids: list[str]) -> list[tuple[str, in
 async def _one(
     client: Any, cfg: FloodConfig, url: str, cap: int, small: int, progress: Callable[[str], None]
 ) -> FloodRun:
+    from saga.api.client import SagaClient
     from saga.bench.phases import cleanup
-    from saga.client import SagaClient
-    from saga.settings import Settings
+    from saga.config.settings import Settings
 
     prefix = f"bench-flood-{uuid.uuid4().hex[:8]}"
     keys = Keys(prefix=prefix)

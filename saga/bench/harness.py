@@ -36,7 +36,7 @@ from typing import Any
 
 import msgspec
 
-from saga.settings import load_settings
+from saga.config.settings import load_settings
 from saga.worker.gc_tuning import settle
 
 
@@ -191,10 +191,10 @@ async def serve_until_stopped(tasks: list[asyncio.Task[None]], stop: asyncio.Eve
 _SAGA_WORKER_IMPORTS = (
     "saga.cli.main",
     "saga.cli.cmd_worker",
-    "saga.logs",
-    "saga.settings",
-    "saga.runtime",
-    "saga.ports",
+    "saga.wiring.logs",
+    "saga.config.settings",
+    "saga.wiring.runtime",
+    "saga.wiring.ports",
     "saga.adapters.llm",
     "saga.worker.service",
     "saga.worker.executor",

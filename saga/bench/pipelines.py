@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.app import App
-from saga.pipeline import Pipeline, StepSpec
+from saga.api.app import App
+from saga.api.pipeline import Pipeline, StepSpec
 from saga.state.keys import DEFAULT_TYPE
 
 STEP_NAMES = ("router", "parser", "grouper")

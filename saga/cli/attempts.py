@@ -63,7 +63,7 @@ def pair(events: Sequence[HistoryEvent], now_ms: int, saga: Saga | None = None) 
     live: list[Attempt] = []
     for event in events:
         e = event
-        if e.item >= 0:  # a map's item: rows of its own, "parse[3]" (saga.app_maps)
+        if e.item >= 0:  # a map's item: rows of its own, "parse[3]" (saga.api.app_maps)
             e = msgspec.structs.replace(e, step=f"{e.step}[{e.item}]")
         if e.event == E.RECLAIMED:
             same = lambda a: a.step == e.step and a.epoch == e.epoch  # noqa: B023, E731

@@ -171,7 +171,7 @@ def main(args: argparse.Namespace) -> int:
     from saga.bench.config import SYSTEMS, BenchConfig, BenchError
     from saga.bench.driver import run_bench
     from saga.cli.common import print_json
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     if args.features is not None:
         return _features(args)
@@ -242,8 +242,8 @@ def _flood(args: argparse.Namespace) -> int:
 
     from saga.bench.flood import FloodConfig, render, run_flood
     from saga.cli.common import print_json
-    from saga.runtime import redis_url
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import redis_url
 
     cfg = FloodConfig(flood=args.sagas, small=args.small, workers=args.workers,
                       concurrency=args.concurrency, cap=args.user_cap,
@@ -269,8 +269,8 @@ def _coldstart(args: argparse.Namespace) -> int:
 
     from saga.bench.coldstart import render, run_coldstart
     from saga.cli.common import print_json
-    from saga.runtime import redis_url
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import redis_url
 
     command = shlex.join(["saga", "bench", "--scenario", "coldstart", "--runs", str(args.runs)])
 

@@ -109,13 +109,13 @@ def main_show(args: argparse.Namespace) -> int:
 
 
 def _with_client(go: Any) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
 
     async def main() -> int:
-        from saga.runtime import client_for, keys_of
         from saga.state.machine import StateMachine
+        from saga.wiring.runtime import client_for, keys_of
 
         async with client_for(settings) as client:
             return int(await go(client, StateMachine(client, keys_of(settings), settings.limits)))

@@ -36,12 +36,12 @@ def actor() -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
 
     async def go() -> int:
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             if args.compensate:

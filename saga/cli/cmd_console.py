@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 def main(args: argparse.Namespace) -> int:
     import msgspec
 
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
     if args.verb == "token":
@@ -95,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
 
 async def _check_secret(settings: Any, signer: Any) -> None:
     from saga.console.tokens import check_secret
-    from saga.runtime import client_for, keys_of
+    from saga.wiring.runtime import client_for, keys_of
 
     async with client_for(settings) as client:
         await check_secret(client, keys_of(settings), signer)
@@ -107,8 +107,8 @@ async def _tokens(settings: Any, args: argparse.Namespace) -> int:
     from saga.console.auth import verified
     from saga.console.errors import ConsoleConfigError
     from saga.console.tokens import check_secret, signer_of
-    from saga.runtime import client_for, keys_of
     from saga.state import console_auth
+    from saga.wiring.runtime import client_for, keys_of
 
     try:
         signer = signer_of(settings)

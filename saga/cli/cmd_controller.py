@@ -31,9 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.logs import configure_logging
-    from saga.runtime import document_pipeline
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.wiring.logs import configure_logging
+    from saga.wiring.runtime import document_pipeline
 
     settings = load_settings()
     pipeline = document_pipeline(settings)
@@ -55,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
 
 async def _check(settings: Any, pipeline: Any, as_json: bool) -> int:
     from saga.controller.check import Status, run_checks
-    from saga.runtime import client_for, keys_of
     from saga.state.types import registered_types
+    from saga.wiring.runtime import client_for, keys_of
 
     keys = keys_of(settings, pipeline.name)
     async with client_for(settings) as client:

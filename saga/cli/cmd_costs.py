@@ -51,7 +51,7 @@ def days_since(since_ms: int, now_s: float) -> list[str]:
 def main(args: argparse.Namespace) -> int:
     import time
 
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.ids import validate_id
 
     user = validate_id(args.user, "user id") if args.user else None
@@ -59,8 +59,8 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
         from saga.state.queries import cost_totals
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)

@@ -22,9 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.demo import run_demo
-    from saga.logs import configure_logging
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.documents.demo import run_demo
+    from saga.wiring.logs import configure_logging
 
     settings = load_settings()
     configure_logging(settings.log_format, "error")
@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
 
     code = run(go)
     if not settings.redis_url:  # started (or reused) here, and left for the next commands
-        from saga.runtime import embedded_server
+        from saga.wiring.runtime import embedded_server
 
         print(
             f"saga demo: the embedded server keeps running at {embedded_server(settings).url} "

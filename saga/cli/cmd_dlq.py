@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     if not args.verb:
         raise CliError(f"give a verb: {USAGE}", Exit.USAGE)
@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)
@@ -163,7 +163,7 @@ async def _replay(
     errors: list[dict[str, str]] = []
     if not args.dry_run and live:
         # The pipeline's order says which step's output feeds the step: imported only here.
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
 
         sagas = SagaClient(client, keys, await pipeline_of(client, settings, keys), settings)
         for d in live:

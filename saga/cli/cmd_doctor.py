@@ -27,14 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
 
     async def go() -> int:
         from saga.cli.cmd_doctor_report import examine
         from saga.cli.saga_types import pipeline_of, typed_keys
-        from saga.runtime import client_for
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)

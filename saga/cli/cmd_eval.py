@@ -86,11 +86,11 @@ def _fraction(text: str) -> float:
 def main(args: argparse.Namespace) -> int:
     import anyio
 
+    from saga.config.settings import load_settings
     from saga.evaluation.evaluate import evaluate
     from saga.evaluation.report import render
     from saga.evaluation.score import Limits
     from saga.evaluation.truth import TruthError
-    from saga.settings import load_settings
 
     if args.grouping:
         if args.directory:
@@ -121,9 +121,9 @@ def main(args: argparse.Namespace) -> int:
 def _grouping(args: argparse.Namespace) -> int:
     import anyio
 
+    from saga.config.settings import load_settings
     from saga.evaluation.grouping import DirectEmbedder, evaluate_grouping, render
-    from saga.logs import configure_logging
-    from saga.settings import load_settings
+    from saga.wiring.logs import configure_logging
 
     settings = load_settings()
     configure_logging(settings.log_format, "warning")  # on stderr: stdout is the report

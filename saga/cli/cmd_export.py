@@ -64,7 +64,7 @@ def since_ms(raw: str | None, now_s: float) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.archive import ExportCursor, Selection
     from saga.state.ids import validate_id
 
@@ -100,7 +100,7 @@ def main(args: argparse.Namespace) -> int:
     selection = Selection(since_ms=low, user_id=args.user or "", after=after)
 
     async def go() -> int:
-        from saga.runtime import client_for
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             count, last = await export_to(client, settings, args, selection, out)

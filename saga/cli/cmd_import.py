@@ -46,7 +46,7 @@ def lines(f: BinaryIO) -> Iterator[Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
     try:
@@ -55,9 +55,9 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.file}: {exc.strerror}.", Exit.USAGE) from None
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
         from saga.state.archive_import import ImportReport, import_one, keyspace_in_use
         from saga.state.machine import new_op
+        from saga.wiring.runtime import client_for, keys_of
 
         async with client_for(settings) as client:
             keys = keys_of(settings)

@@ -28,14 +28,14 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def main(args: argparse.Namespace) -> int:
     from saga.adapters.breaker import ensure_loaded as load_adapter_scripts
+    from saga.api.pipeline import Pipeline
     from saga.cli.saga_types import pipeline_of, typed_keys
-    from saga.pipeline import Pipeline
-    from saga.runtime import client_for
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state import scripts, streams
     from saga.state.migrations import migrate
     from saga.state.types import register_type
     from saga.state.upgrade import upgrade_keys
+    from saga.wiring.runtime import client_for
 
     settings = load_settings()
 

@@ -33,16 +33,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
     if not (settings.data_keys or settings.data_key):
         raise CliError("no data key is set: name the keys in SAGA_DATA_KEYS.", Exit.USAGE)
 
     async def go() -> int:
-        from saga.runtime import client_for, keys_of
         from saga.state.rotation import rotate
         from saga.state.sealing import SealError
+        from saga.wiring.runtime import client_for, keys_of
 
         async with client_for(settings) as client:
             try:

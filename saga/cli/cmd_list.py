@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.ids import validate_id, validate_step
     from saga.state.listing import ListQuery
     from saga.state.model import SagaState
@@ -75,8 +75,8 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
         from saga.state.listing import list_page
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)

@@ -26,9 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.runtime import client_for, keys_of
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.migrations import MigrateReport, Migration, migrate
+    from saga.wiring.runtime import client_for, keys_of
 
     if not 1 <= args.batch <= 100_000:
         raise CliError(f"--batch must be between 1 and 100000, not {args.batch}.", Exit.USAGE)

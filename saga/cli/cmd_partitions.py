@@ -36,9 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main_show(args: argparse.Namespace) -> int:
-    from saga.runtime import keys_of, open_client
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.partitions import stored_count
+    from saga.wiring.runtime import keys_of, open_client
 
     settings = load_settings()
     keys = keys_of(settings)
@@ -67,9 +67,9 @@ def main_show(args: argparse.Namespace) -> int:
 
 
 def main_migrate(args: argparse.Namespace) -> int:
-    from saga.runtime import document_pipeline, keys_of, open_client
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.repartition import migrate
+    from saga.wiring.runtime import document_pipeline, keys_of, open_client
 
     if not 1 <= args.to <= 1024:
         raise CliError("--to must be between 1 and 1024.", Exit.USAGE)

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.ids import validate_id
 
     if bool(args.record_id) == bool(args.user):
@@ -45,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             doc = await (

@@ -29,13 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main_show(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
         from saga.state.retention import retired_counts
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     if args.record_id is None and not args.step:
         raise CliError("give a record id, or --step for the bulk retry of dead letters", Exit.USAGE)
@@ -60,8 +60,8 @@ def main(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
 
     async def go() -> int:
+        from saga.api.client import SagaClient
         from saga.cli.cmd_cancel import actor
-        from saga.client import SagaClient
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             if args.step:
@@ -106,7 +106,7 @@ def _moved_back(asked: str, step: str, before: object) -> str:
 
 
 def _known_step(sagas: object, step: str) -> None:
-    from saga.client import SagaClient
+    from saga.api.client import SagaClient
 
     assert isinstance(sagas, SagaClient)
     if step not in sagas.type_info.steps:
@@ -120,7 +120,7 @@ async def _bulk(sagas: object, args: argparse.Namespace, since: int, who: str) -
     """Re-run the sagas dead-lettered at --step whose dead letter is still there (the set
     `saga dlq list --step S` shows: a purged letter's saga stays failed, left out), or
     with --review the sagas flagged for review, from --step."""
-    from saga.client import SagaClient
+    from saga.api.client import SagaClient
     from saga.state.dead_letters import have_dead_letters
     from saga.state.errors import StateError
     from saga.state.listing import ListQuery, list_sagas

@@ -11,7 +11,7 @@ from saga.cli.common import CliError, Exit, print_json, run
 from saga.cli.saga_types import add_type_option
 
 if TYPE_CHECKING:
-    from saga.client import SagaClient
+    from saga.api.client import SagaClient
 
 EPILOG = (
     "Exit codes: 0 done, 1 not flagged, complete already, or another reviewer decided "
@@ -101,7 +101,7 @@ def _common(p: argparse.ArgumentParser, decide: bool = True) -> None:
 
 
 def main_show(args: argparse.Namespace) -> int:
-    from saga import review
+    from saga.documents import review
 
     async def go(sagas: SagaClient) -> int:
         view = await review.load(sagas.redis, sagas.keys, args.record_id, sagas.type_info.steps)
@@ -128,8 +128,8 @@ def main_accept(args: argparse.Namespace) -> int:
 
 
 def main_decide(args: argparse.Namespace) -> int:
-    from saga import review
     from saga.cli.cmd_cancel import actor
+    from saga.documents import review
     from saga.steps.review import Fix, Kind
 
     fix = None
@@ -160,14 +160,14 @@ def main_decide(args: argparse.Namespace) -> int:
 
 
 def _with_client(args: argparse.Namespace, go: Callable[[SagaClient], Awaitable[int]]) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.ids import validate_id
 
     validate_id(args.record_id, "record id")
     settings = load_settings()
 
     async def main() -> int:
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             return await go(sagas)

@@ -47,12 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def _with_client(go: Any) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     settings = load_settings()
 
     async def main() -> int:
-        from saga.runtime import client_for, keys_of
+        from saga.wiring.runtime import client_for, keys_of
 
         async with client_for(settings) as client:
             return int(await go(client, keys_of(settings), settings))
@@ -61,7 +61,7 @@ def _with_client(go: Any) -> int:
 
 
 def main_add(args: argparse.Namespace) -> int:
-    from saga.schedules import check_cron, next_fire
+    from saga.api.schedules import check_cron, next_fire
     from saga.state import schedules as store
     from saga.state.ids import validate_id
 
@@ -73,7 +73,7 @@ def main_add(args: argparse.Namespace) -> int:
     validate_id(args.user, "--user")
 
     async def go(client: Any, keys: Any, settings: Any) -> int:
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             saga_type = sagas.keys.saga_type
@@ -118,7 +118,7 @@ def main_change(args: argparse.Namespace) -> int:
     name, verb = store.validate_name(args.name), args.verb_name
 
     async def go(client: Any, keys: Any, settings: Any) -> int:
-        from saga.schedules import next_fire
+        from saga.api.schedules import next_fire
         from saga.state.errors import SagaNotFoundError
 
         try:

@@ -15,8 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.runtime import embedded_server, ensure_embedded
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import embedded_server, ensure_embedded
 
     settings = load_settings()
     if settings.redis_url:

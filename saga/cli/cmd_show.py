@@ -51,16 +51,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.state.ids import validate_id
 
     validate_id(args.record_id, "record id")
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
         from saga.state.reads import get_saga_and_history
         from saga.state.types import type_info
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)
@@ -144,7 +144,7 @@ def render(saga: Any, events: list[Any], now_ms: int, info: Any = None) -> str:
     labels = step_labels(info.parents, info.lanes, fancy=tty()) if info is not None else {}
     if saga.lanes:  # branches in flight, each with its own state
         head.append(("lanes", ", ".join(f"{x.step} {x.state}" for x in saga.lanes)))
-    for mapped in saga.maps:  # a map's items (saga.app_maps)
+    for mapped in saga.maps:  # a map's items (saga.api.app_maps)
         head += map_lines(mapped)
     lines = [line for k, v in head for line in wrap(k, v or "-", columns)]
     headers, rows = layout(saga, events, now_ms, fancy=tty(), columns=columns, labels=labels)

@@ -39,13 +39,13 @@ def _data(text: str) -> bytes:
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     data = _data(args.data)
     settings = load_settings()
 
     async def go() -> int:
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             res = await sagas.signal(args.record_id, args.event, data=data,

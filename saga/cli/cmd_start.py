@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
     from saga.telemetry.tracing import configure_tracing
 
     if args.timeout < 0:
@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     stop_tracing = configure_tracing(settings.otel_endpoint, "saga-cli", announce=False)
 
     async def go() -> int:
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
 
         async with await SagaClient.for_type(settings, args.saga_type) as sagas:
             first = args.input.encode() if args.input else None

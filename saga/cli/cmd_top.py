@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     if args.interval < 0 or args.interval > 3600 or (args.interval == 0 and not args.once):
         raise CliError(
@@ -58,8 +58,8 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
 
     async def go() -> int:
-        from saga.runtime import client_for
         from saga.state.types import type_names
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings) as client:
             keys = await typed_keys(client, settings, args.saga_type)

@@ -11,7 +11,7 @@ from saga.cli.common import CliError, Exit, check_redis, run
 UP_TOKEN_HOURS = 12
 
 if TYPE_CHECKING:
-    from saga.up import Unit
+    from saga.wiring.up import Unit
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -45,9 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.runtime import redis_url
-    from saga.settings import load_settings
-    from saga.up import run_up
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import redis_url
+    from saga.wiring.up import run_up
 
     settings = load_settings()
     if args.dev and not args.console:
@@ -69,8 +69,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _units(args: argparse.Namespace, settings: Any) -> list[Unit]:
     """One unit per step of each app named (the document pipeline without one)."""
-    from saga.runtime import document_pipeline, load_pipeline
-    from saga.up import Unit
+    from saga.wiring.runtime import document_pipeline, load_pipeline
+    from saga.wiring.up import Unit
 
     if args.workers_per_step < 1:
         raise CliError("--workers-per-step must be at least 1.", Exit.USAGE)
@@ -134,8 +134,8 @@ async def _mint(settings: Any) -> tuple[str, str]:
     import time
 
     from saga.console.tokens import Role, add_stored_token, signer_of
-    from saga.runtime import client_for, keys_of
     from saga.state.console_auth import revoke_token
+    from saga.wiring.runtime import client_for, keys_of
 
     name = "up-" + re.sub(r"[^A-Za-z0-9._-]", "-", getpass.getuser())[:60]
     from saga.console.errors import ConsoleConfigError
@@ -155,8 +155,8 @@ async def _mint(settings: Any) -> tuple[str, str]:
 
 
 async def _revoke(settings: Any, name: str) -> None:
-    from saga.runtime import client_for, keys_of
     from saga.state.console_auth import revoke_token
+    from saga.wiring.runtime import client_for, keys_of
 
     async with client_for(settings) as client:
         await revoke_token(client, keys_of(settings), name)

@@ -63,8 +63,8 @@ def steps_of(steps: list[str], app: str, names: tuple[str, ...]) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from saga.logs import configure_logging
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.wiring.logs import configure_logging
     from saga.worker.gc_tuning import settle
     from saga.worker.health import HealthPortError
     from saga.worker.service import serve
@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
     app, named = split_targets(args.targets)
     configure_logging(settings.log_format, settings.log_level)
-    from saga.runtime import document_pipeline, load_pipeline
+    from saga.wiring.runtime import document_pipeline, load_pipeline
 
     pipeline = load_pipeline(app, settings) if app else document_pipeline(settings)
     steps = steps_of(named, app, pipeline.names)

@@ -122,7 +122,7 @@ def check_redis(settings: Any) -> None:
     for every other command, not a traceback in a log line after a URL was printed."""
 
     async def go() -> None:
-        from saga.runtime import client_for
+        from saga.wiring.runtime import client_for
 
         async with client_for(settings):
             pass

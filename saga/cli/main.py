@@ -151,7 +151,7 @@ def quiet_exit_on_closed_stdout() -> int:
 def classify(exc: BaseException) -> tuple[Exit, str]:
     """The exit code and the one sentence for an error."""
     from saga.adapters.embedded_redis import EmbeddedServerError
-    from saga.settings import SettingsError
+    from saga.config.settings import SettingsError
     from saga.state.connection import connection_failure
     from saga.state.errors import (
         DurabilityError,

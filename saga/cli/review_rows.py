@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from saga.review import ReviewView
+from saga.documents.review import ReviewView
 from saga.steps.models import Biomarker
 from saga.steps.review import Item
 

@@ -26,14 +26,14 @@ def own_type(settings: Any) -> str:
 
     if not settings.pipeline:
         return DEFAULT_TYPE
-    from saga.runtime import document_pipeline
+    from saga.wiring.runtime import document_pipeline
 
     return document_pipeline(settings).name
 
 
 async def typed_keys(client: Any, settings: Any, saga_type: str | None) -> Any:
     """The keys of ``saga_type`` (default: this deployment's), which must be registered."""
-    from saga.runtime import keys_of
+    from saga.wiring.runtime import keys_of
 
     own = own_type(settings)
     keys = keys_of(settings, own)
@@ -61,7 +61,7 @@ async def registered(client: Any, keys: Any, saga_type: str) -> Any:
 async def pipeline_of(client: Any, settings: Any, keys: Any) -> Any:
     """What a client of ``keys``' type needs: this deployment's pipeline for its own
     type, else the type's registered steps."""
-    from saga.runtime import document_pipeline
+    from saga.wiring.runtime import document_pipeline
 
     own = document_pipeline(settings)
     if keys.saga_type == own.name:

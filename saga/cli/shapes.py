@@ -27,9 +27,9 @@ from saga.cli.shapes_saga import (
     ShowOutputDocument,
     StartDocument,
 )
+from saga.config.settings import Settings
 from saga.controller.check import Check
-from saga.review import DecideResult, ReviewView
-from saga.settings import Settings
+from saga.documents.review import DecideResult, ReviewView
 from saga.state.archive import ArchivedSaga
 from saga.state.archive_import import ImportReport
 from saga.state.budgets import BudgetStatus

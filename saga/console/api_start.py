@@ -118,7 +118,7 @@ def _input(value: Any) -> bytes | None:
 async def _client(request: Request, saga_type: str | None) -> Any:
     """A SagaClient of ``saga_type`` (default: the console's own), which must be registered;
     one per type and registration, kept for the app's life."""
-    from saga.client import SagaClient
+    from saga.api.client import SagaClient
     from saga.console.responses import service
     from saga.state.keys import validate_type
     from saga.state.types import type_info

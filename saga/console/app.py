@@ -16,18 +16,18 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from saga.config.settings import Settings
 from saga.console import api, api_schedules, budget_pages, pages, review_pages, saga_detail
 from saga.console.api_start_rate import RateLimiter
 from saga.console.auth import Access
 from saga.console.config import ConsoleConfig
 from saga.console.headers import SecurityHeaders
 from saga.console.service import Service
-from saga.settings import Settings
 
 
 def create_app(settings: Settings, config: ConsoleConfig, redis: Any | None = None) -> Starlette:
     """The app; ``redis`` is a client to use (else one is opened from ``settings``)."""
-    from saga.runtime import document_pipeline, keys_of, open_client
+    from saga.wiring.runtime import document_pipeline, keys_of, open_client
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

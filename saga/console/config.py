@@ -7,9 +7,9 @@ import ipaddress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from saga.config.groups import ConsoleSettings
 from saga.console.errors import ConsoleConfigError
 from saga.console.tokens import FileToken, Signer, load_secret, read_token_file
-from saga.settings_groups import ConsoleSettings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 

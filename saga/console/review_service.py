@@ -2,7 +2,7 @@
 version read), one decision as a reviewer (audited, with the person as the author in
 history), the source page of an item, and the review queue.
 
-Decisions go through ``saga.review`` (so through ``decide_review.lua`` and its version
+Decisions go through ``saga.documents.review`` (so through ``decide_review.lua`` and its version
 check): a reviewer who decided on a version another reviewer has moved past gets a
 conflict, never an overwrite.
 """
@@ -13,11 +13,11 @@ from typing import Any
 
 import msgspec
 
-from saga import review
 from saga.console import review_source as source
 from saga.console.auth import Identity
 from saga.console.errors import ConsoleError
 from saga.console.service import Service, _audited
+from saga.documents import review
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.steps.models import Biomarker

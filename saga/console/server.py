@@ -9,8 +9,8 @@ import sys
 
 import structlog
 
+from saga.config.settings import Settings
 from saga.console.config import ConsoleConfig
-from saga.settings import Settings
 
 log = structlog.get_logger("saga.console")
 
@@ -37,7 +37,7 @@ def serve(settings: Settings, config: ConsoleConfig) -> int:
     import uvicorn
 
     from saga.console.app import create_app
-    from saga.logs import configure_logging
+    from saga.wiring.logs import configure_logging
 
     configure_logging(settings.log_format, settings.log_level)
     sock = bind(config.settings.host, config.settings.port)

@@ -17,14 +17,14 @@ from typing import Any
 
 import structlog
 
+from saga.api.client import SagaClient
+from saga.api.pipeline import Pipeline
 from saga.cli import shapes
 from saga.cli.cmd_top import Sample
-from saga.client import SagaClient
+from saga.config.settings import Settings
 from saga.console.auth import Identity
 from saga.console.errors import ConsoleError
 from saga.console.tokens import Role
-from saga.pipeline import Pipeline
-from saga.settings import Settings
 from saga.state.ids import validate_step
 from saga.state.keys import Keys
 from saga.state.listing import ListQuery, SagaPage, list_page

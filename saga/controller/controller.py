@@ -19,11 +19,11 @@ import anyio
 import structlog
 from redis.exceptions import ResponseError
 
+from saga.api.pipeline import StepSpec
+from saga.config.settings import Settings
 from saga.controller.firing import Firing
 from saga.controller.requeue import Requeuer
 from saga.controller.types import TypeWork, leases_of, prepared, type_work, with_undos
-from saga.pipeline import StepSpec
-from saga.settings import Settings
 from saga.state import partitions, streams
 from saga.state.backoff import resending
 from saga.state.connection import TRANSIENT_ERRORS

@@ -1,4 +1,4 @@
-"""The fire pass the controller runs over the schedules of ``saga.schedules``.
+"""The fire pass the controller runs over the schedules of ``saga.api.schedules``.
 
 A pass finds the schedules whose next tick has come, starts each tick's saga under
 ``record_id_of(name, tick)`` (``start_saga`` is idempotent by record id), then moves the
@@ -14,7 +14,7 @@ from typing import Any
 
 import structlog
 
-from saga.schedules import ScheduleSpec, next_fire
+from saga.api.schedules import ScheduleSpec, next_fire
 from saga.state import schedules as store
 from saga.state.keys import Keys
 
@@ -43,7 +43,7 @@ class Firing:
         self.client, self.keys, self.settings = client, keys, settings
         self._clients: dict[str, Any] = {}
         if own is not None:
-            from saga.client import SagaClient
+            from saga.api.client import SagaClient
 
             self._clients[own.name] = SagaClient(client, keys, own, settings)
 
@@ -84,7 +84,7 @@ class Firing:
         return created
 
     async def _sagas(self, saga_type: str) -> Any:
-        from saga.client import SagaClient
+        from saga.api.client import SagaClient
         from saga.state.types import type_info
 
         found = self._clients.get(saga_type)

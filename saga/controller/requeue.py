@@ -74,7 +74,7 @@ class Requeuer:
         for entry in await idle_pending(self.sm.client, ready, min_idle_ms=idle_ms):
             found = unusable(entry, self.sm.keys, p)
             if entry.fields and b"i" in entry.fields and isinstance(found, tuple):
-                # A map item's (saga.app_maps): its own script, which knows items.
+                # A map item's (saga.api.app_maps): its own script, which knows items.
                 items.append((*found, text(entry.fields[b"i"]), num(entry.fields.get(b"ep"))))
                 continue
             if found is None:

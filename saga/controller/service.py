@@ -8,10 +8,10 @@ import signal
 import anyio
 import structlog
 
+from saga.api.pipeline import Pipeline
+from saga.config.settings import Settings
 from saga.controller.controller import Controller
 from saga.controller.metrics import ControllerCounters
-from saga.pipeline import Pipeline
-from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.telemetry.snapshot import REFRESH_S
 from saga.worker.health import HealthState, bound_port, listen, serve_listener
@@ -22,8 +22,8 @@ log = structlog.get_logger("saga.controller")
 
 async def serve(settings: Settings, pipeline: Pipeline, *, health_port: int | None = None) -> None:
     """Run the controller until SIGTERM/SIGINT, then finish the passes under way."""
-    from saga.runtime import keys_of, open_client
     from saga.telemetry.metrics import Metrics
+    from saga.wiring.runtime import keys_of, open_client
 
     client = open_client(settings)
     keys = keys_of(settings, pipeline.name)  # this deployment's type; the others it finds

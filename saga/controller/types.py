@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from saga.api.pipeline import StepSpec
+from saga.config.settings import Settings
 from saga.controller.requeue import Requeuer
-from saga.pipeline import StepSpec
-from saga.settings import Settings
 from saga.state import streams
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
@@ -93,7 +93,7 @@ def leases_of(info: TypeInfo, settings: Settings) -> list[StepLease]:
 def with_undos(specs: Sequence[StepSpec]) -> list[StepSpec]:
     """This deployment's steps, then the undo step of each that has a compensation (as
     its workers serve them: ``Executor.specs``)."""
-    from saga.undo import undo_spec
+    from saga.api.undo import undo_spec
 
     return [*specs, *(undo_spec(s) for s in specs if s.compensate is not None)]
 

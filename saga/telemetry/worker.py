@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import DEFAULT_TYPE, Keys
 from saga.telemetry.metrics import Metrics
 from saga.telemetry.snapshot import REFRESH_S

@@ -13,9 +13,10 @@ import msgspec
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.pipeline import Pipeline, StepSpec, join_input
-from saga.retry import decide
-from saga.settings import Settings
+from saga.api.pipeline import Pipeline, StepSpec, join_input
+from saga.api.retry import decide
+from saga.api.undo import next_undo
+from saga.config.settings import Settings
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.errors import LeaseLostError
@@ -29,7 +30,6 @@ from saga.steps.errors import InvalidInputError, PayloadTooLargeError, StepTimeo
 from saga.telemetry import tracing
 from saga.telemetry.redact import error_detail_of, safe_error, without_references
 from saga.telemetry.scope import log_scope
-from saga.undo import next_undo
 from saga.worker.committer import Committer
 from saga.worker.context import AttemptContext, SeenDocuments
 from saga.worker.observer import Observer

@@ -13,8 +13,8 @@ import anyio
 import structlog
 from redis.exceptions import ResponseError
 
-from saga.pipeline import Pipeline, StepSpec
-from saga.settings import Settings
+from saga.api.pipeline import Pipeline, StepSpec
+from saga.config.settings import Settings
 from saga.state import partitions, recovery, streams
 from saga.state.backoff import resending
 from saga.state.codes import RC

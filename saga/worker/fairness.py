@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 
 if TYPE_CHECKING:
     from saga.state.machine import StateMachine

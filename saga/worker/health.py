@@ -16,7 +16,7 @@ import anyio
 import structlog
 from anyio.abc import SocketStream
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 
 log = structlog.get_logger("saga.worker")
 

@@ -1,4 +1,4 @@
-"""A map step's reads (``saga.app_maps``): entries are the map's own (its parent
+"""A map step's reads (``saga.api.app_maps``): entries are the map's own (its parent
 committed: the claim spawns the items) or one item's (``i``: its index), claimed by
 ``claim_items``; the map's due item retries go back to its stream here too."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import structlog
 
-from saga.pipeline import Pipeline, StepSpec
-from saga.settings import SettingsError
+from saga.api.pipeline import Pipeline, StepSpec
+from saga.config.settings import SettingsError
 from saga.state import map_calls
 from saga.state.codes import RC
 from saga.state.machine import StateMachine, new_op

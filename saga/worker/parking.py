@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 
-from saga.pipeline import StepSpec
+from saga.api.pipeline import StepSpec
 from saga.state import signals
 from saga.state.codes import RC
 from saga.state.model import Claim, FailAction

@@ -100,7 +100,7 @@ def _child(index: int, child: Callable[[int], int]) -> None:
         traceback.print_exc()
     finally:
         try:
-            atexit._run_exitfuncs()  # buffered log lines (saga.log_output), as at a normal exit
+            atexit._run_exitfuncs()  # buffered log lines (saga.wiring.log_output), as at exit
             sys.stdout.flush()
             sys.stderr.flush()
         finally:

@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 
-from saga.pipeline import StepSpec
+from saga.api.pipeline import StepSpec
 from saga.state.keys import Keys
 from saga.state.model import is_undo
 from saga.state.step_changes import refuse_stranded, removed_in_flight

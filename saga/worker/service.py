@@ -9,8 +9,8 @@ from dataclasses import replace
 import anyio
 import structlog
 
-from saga.pipeline import Pipeline
-from saga.settings import Settings
+from saga.api.pipeline import Pipeline
+from saga.config.settings import Settings
 from saga.worker.executor import Executor
 from saga.worker.health import HealthState, bound_port, listen, serve_listener
 from saga.worker.naming import worker_name
@@ -40,9 +40,9 @@ async def serve(
     up and its scripts and consumer groups are in place, right before the first read
     (the CLI settles the garbage collector there; ``saga bench`` holds its workers there
     until it says go)."""
-    from saga.ports import DefaultPorts
-    from saga.runtime import document_pipeline, keys_of, open_client
     from saga.telemetry.worker import WorkerTelemetry
+    from saga.wiring.ports import DefaultPorts
+    from saga.wiring.runtime import document_pipeline, keys_of, open_client
 
     pipeline = pipeline or document_pipeline(settings)
     if concurrency:

@@ -1,14 +1,14 @@
 """The executor's side of compensations (the ``undo:<step>`` pseudo-step itself is
-saga/undo.py): a step's worker serves the step's undo too, and a claim that
+saga/api/undo.py): a step's worker serves the step's undo too, and a claim that
 dead-letters a saga hands the saga on to compensation (in the claim script itself)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from saga.pipeline import Pipeline, StepSpec
+from saga.api.pipeline import Pipeline, StepSpec
+from saga.api.undo import undo_spec
 from saga.state.model import is_undo, undone_step
-from saga.undo import undo_spec
 
 
 def with_undos(specs: Sequence[StepSpec]) -> list[StepSpec]:

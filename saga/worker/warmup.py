@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import anyio
 import structlog
 
-from saga.pipeline import StepSpec
+from saga.api.pipeline import StepSpec
 from saga.worker.health import HealthState
 
 log = structlog.get_logger("saga.worker")

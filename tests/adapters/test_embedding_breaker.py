@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from saga.adapters.breaker import EMBEDDING, LLM, NAMES, BreakerState, read_all
-from saga.ports import DefaultPorts
-from saga.settings import Settings
-from saga.settings_groups import BreakerSettings
+from saga.config.groups import BreakerSettings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import Claim
 from saga.steps.config import StepConfig
 from saga.steps.errors import CircuitOpenError, RetryableError
+from saga.wiring.ports import DefaultPorts
 from saga.worker.ports import AttemptPorts
 from tests.adapters.support import Reply, Request, chat_reply, embeddings_reply, error_reply, serve
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from saga.adapters.fetch_policy import FetchPolicy, build_policy, template_prefix
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 from saga.steps.errors import PermanentError, PolicyError
 
 RECORDS = "https://records.internal/api/records/{record_id}/document"

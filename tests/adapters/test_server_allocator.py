@@ -17,7 +17,7 @@ from saga.adapters.server_allocator import (
     choose,
     find_jemalloc,
 )
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 
 JE = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from saga.settings import Settings, load_settings
+from saga.config.settings import Settings, load_settings
 from saga.state.keys import Keys
 from tests.executor.conftest import base_env, spawn
 

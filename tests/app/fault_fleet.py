@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.settings import Settings, load_settings
+from saga.config.settings import Settings, load_settings
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from tests.executor.support import (

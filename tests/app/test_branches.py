@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.branch_apps import Claim, claims

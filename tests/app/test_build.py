@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 import saga
-from saga.pipeline import Pipeline
-from saga.settings import load_settings
+from saga.api.pipeline import Pipeline
+from saga.config.settings import load_settings
 from tests.app import apps
 
 
@@ -225,7 +225,7 @@ def test_public_names_load_lazily() -> None:
     import subprocess
     import sys
 
-    probe = ("saga.app", "saga.client", "redis")
+    probe = ("saga.api.app", "saga.api.client", "redis")
     code = f"import sys, saga; print(sorted(m for m in {probe!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from saga.pipeline import Pipeline
-from saga.runtime import document_pipeline, load_pipeline
-from saga.settings import SettingsError, load_settings
+from saga.api.pipeline import Pipeline
+from saga.config.settings import SettingsError, load_settings
 from saga.state.keys import Keys
+from saga.wiring.runtime import document_pipeline, load_pipeline
 from tests.cli.inspect_support import cli
 from tests.executor import pipelines
 

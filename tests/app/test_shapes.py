@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.pipeline import AppError
-from saga.settings import Settings
+from saga.api.pipeline import AppError
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.shapes_apps import Doc, reviews

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.timer_apps import Job, timed

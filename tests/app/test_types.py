@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 import pytest
 
-from saga.app_types import accepts
+from saga.api.app_types import accepts
 
 
 class Base(msgspec.Struct):

@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from tests.app import apps
 from tests.executor.support import REPO, states, wait_until

@@ -13,7 +13,7 @@ from saga.bench.pipelines import PAGE_CHARS, page_texts
 from saga.bench.systems import saga_timing
 from saga.bench.targets import ratios, targets
 from saga.cli.cmd_bench import canonical
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.model import EventType, HistoryEvent
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from saga.cli.main import COMMANDS, build_parser
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", ROOT / "deploy" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # load_settings and the modules it reads the step overrides and Redis checks with
-SETTINGS_SOURCE = "".join(p.read_text() for p in sorted((ROOT / "saga").glob("settings*.py")))
+SETTINGS_SOURCE = "".join(p.read_text() for p in sorted((ROOT / "saga" / "config").glob("*.py")))
 VARIABLES = sorted(set(re.findall(r'"((?:SAGA|OTEL|REDIS)_[A-Z0-9_]+)"', SETTINGS_SOURCE)))
 
 
@@ -37,7 +37,7 @@ def configuration_table() -> set[str]:
 
 
 def test_every_setting_is_in_the_readme_table() -> None:
-    """Each variable saga/settings*.py reads has a row in the README's table."""
+    """Each variable saga/config/*.py reads has a row in the README's table."""
     assert len(VARIABLES) > 30
     missing = [v for v in VARIABLES if v not in configuration_table()]
     assert not missing

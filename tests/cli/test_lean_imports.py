@@ -61,7 +61,7 @@ def test_an_sdk_already_loaded_is_left_alone() -> None:
 def test_reading_the_settings_imports_no_redis_anyio_or_structlog() -> None:
     """Every command reads the settings first; what it then needs it imports itself."""
     probe = (
-        "import sys, saga.settings; "
+        "import sys, saga.config.settings; "
         "print([m for m in ('redis', 'anyio', 'structlog') if m in sys.modules])"
     )
     assert run(probe) == "[]"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from saga.retry import RetryPolicy, decide
+from saga.api.retry import RetryPolicy, decide
 from saga.state.keys import Keys
 from saga.state.model import FailAction
 from saga.state.requests import FailRequest

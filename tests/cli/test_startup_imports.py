@@ -33,8 +33,8 @@ HEAVY = (
     "anyio",  # saga.cli.common.run starts asyncio itself
     "tenacity",
     "saga.cli.shapes",  # the registry of every command's shapes (not shapes_saga)
-    "saga.pipeline",
-    "saga.documents",
+    "saga.api.pipeline",
+    "saga.documents.pipeline",
     "saga.steps.parser",
 )
 PROBE = """

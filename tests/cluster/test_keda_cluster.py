@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from redis.asyncio.connection import SSLConnection
 
-from saga.runtime import keys_of, open_client
-from saga.settings import load_settings
+from saga.config.settings import load_settings
 from saga.state.keys import GROUP
+from saga.wiring.runtime import keys_of, open_client
 from tests.deploy.chart import container, env_of, example, merged, of_kind, render
 
 pytestmark = pytest.mark.anyio

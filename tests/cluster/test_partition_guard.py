@@ -14,8 +14,8 @@ import anyio
 import msgspec
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import load_settings
+from saga.api.client import SagaClient
+from saga.config.settings import load_settings
 from saga.state.errors import PartitionCountError
 from saga.state.keys import Keys
 from saga.state.partitions import guard, stored_count

@@ -14,12 +14,12 @@ import httpx
 import jsonschema
 import uvicorn
 
+from saga.config.settings import load_settings
 from saga.console.app import create_app
 from saga.console.config import build_config
 from saga.console.openapi import document
 from saga.console.server import bind
 from saga.console.tokens import Signer
-from saga.settings import load_settings
 from saga.state.keys import Keys
 
 REPO = Path(__file__).resolve().parents[2]

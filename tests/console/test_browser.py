@@ -15,12 +15,12 @@ import anyio
 import pytest
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.client import SagaClient
-from saga.runtime import document_pipeline
-from saga.settings import load_settings
+from saga.api.client import SagaClient
+from saga.config.settings import load_settings
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from saga.state.reads import get_saga_and_history
+from saga.wiring.runtime import document_pipeline
 from tests.console.browser import (
     CHROMIUM_ARGS,
     DOCS_SHOT,

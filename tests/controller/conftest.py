@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.streams import ensure_groups

@@ -16,9 +16,9 @@ from pathlib import Path
 import structlog
 
 from saga.adapters.embedded_redis import EmbeddedServer
+from saga.config.settings import Settings
 from saga.controller import requeue
 from saga.controller.controller import Controller
-from saga.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
+from saga.api.pipeline import StepSpec
 from saga.controller.requeue import Requeuer
-from saga.pipeline import StepSpec
 from saga.state.codes import RC
 from saga.state.connection import connect
 from saga.state.keys import Keys

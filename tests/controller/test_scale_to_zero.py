@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state.keys import Keys
 from tests.controller.support import Procs, lag, metric, pending_count
 from tests.executor.support import (

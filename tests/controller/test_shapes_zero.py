@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.settings import load_settings
+from saga.config.settings import load_settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.shapes_apps import Doc, reviews

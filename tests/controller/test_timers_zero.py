@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from saga.settings import load_settings
+from saga.config.settings import load_settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app.timer_apps import Job, timed

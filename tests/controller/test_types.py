@@ -12,8 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.codes import RC
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from saga.settings import Settings, StepSettings
+from saga.config.settings import Settings, StepSettings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.app import undo_apps

@@ -12,8 +12,8 @@ import promql_parser
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from tests.controller.support import Procs
 from tests.deploy.promql import chart_expressions, grouped_by, metric_names

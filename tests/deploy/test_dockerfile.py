@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from saga.settings import load_settings
+from saga.config.settings import load_settings
 from tests.deploy.chart import REPO
 
 DOCKERFILE = REPO / "deploy" / "Dockerfile"

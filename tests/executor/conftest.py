@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from tests.executor import pipelines
 from tests.executor.support import Worker, spawn_worker, worker_base_env, worker_env

@@ -25,8 +25,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.pipeline import Pipeline, StepRegistration, StepSpec
-from saga.retry import RetryPolicy
+from saga.api.pipeline import Pipeline, StepRegistration, StepSpec
+from saga.api.retry import RetryPolicy
 from saga.steps.errors import InvalidInputError
 from saga.steps.models import Biomarker, Extraction, ParserOutput
 

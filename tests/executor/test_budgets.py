@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state.budgets import next_day
 from saga.state.keys import Keys
 from saga.state.model import EventType

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.executor.conftest import SpawnWorker

@@ -22,11 +22,11 @@ from saga.adapters.breaker import (
     CircuitBreaker,
     read_all,
 )
-from saga.client import SagaClient
-from saga.runtime import document_pipeline
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.steps.models import GrouperOutput, JoinedBy
+from saga.wiring.runtime import document_pipeline
 from tests.adapters.support import (
     Reply,
     Request,

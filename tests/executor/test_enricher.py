@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
-from saga.pipeline import with_registrations
-from saga.runtime import document_pipeline
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.api.pipeline import with_registrations
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
+from saga.wiring.runtime import document_pipeline
 from tests.executor import pipelines
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import (

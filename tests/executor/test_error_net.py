@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from saga.retry import RetryPolicy
+from saga.api.retry import RetryPolicy
 from saga.state.keys import Keys
 from saga.state.sealing import Sealer, error_detail, error_field, error_message
 from saga.steps.context import Document

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from tests.adapters.support import Reply, Request, chat_reply, error_reply, serve

@@ -15,12 +15,12 @@ import msgspec
 import psutil
 import pytest
 
-from saga.client import SagaClient
-from saga.runtime import document_pipeline
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import EventType
 from saga.steps.models import ParserOutput
+from saga.wiring.runtime import document_pipeline
 from tests.adapters.support import Reply, Request, chat_reply, reading_model, serve
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state.keys import Keys
 from saga.state.replies import text
 from tests.executor.conftest import SpawnWorker

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from saga.pipeline import StepSpec
+from saga.api.pipeline import StepSpec
 from saga.state.keys import Keys
 from saga.state.model import SagaState
 from saga.state.reads import get_saga

@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import GROUP, Keys
 from tests.executor import pipelines

@@ -17,8 +17,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.connection import TRANSIENT_ERRORS, connect
 from saga.state.keys import Keys
 from saga.state.scripts import load_all

@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state import budget_holds, budgets
 from saga.state.keys import Keys
 from saga.state.replies import text

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
 from saga.state.keys import Keys
 from tests.executor.support import REPO, states, wait_until
 

@@ -111,10 +111,10 @@ async def test_the_offline_pipeline_never_imports_litellm(
 ) -> None:
     """A sample PDF through router, parser (rules) and grouper, no model configured:
     the worker never imports litellm."""
-    from saga.client import SagaClient
-    from saga.runtime import document_pipeline, keys_of
+    from saga.api.client import SagaClient
+    from saga.config.settings import load_settings
     from saga.samples import list_samples
-    from saga.settings import load_settings
+    from saga.wiring.runtime import document_pipeline, keys_of
 
     env = document_env(redis_url, keys, tmp_path)
     flag = tmp_path / "litellm.json"

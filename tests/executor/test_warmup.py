@@ -8,7 +8,7 @@ import anyio
 import msgspec
 import pytest
 
-from saga.app import App
+from saga.api.app import App
 from saga.worker.health import HealthState
 from saga.worker.warmup import warm_before_ready, warm_modules, warm_plan
 
@@ -93,7 +93,7 @@ async def test_a_stop_while_warming_returns_at_once() -> None:
 
 def test_ports_with_no_model_configured_warm_nothing() -> None:
     """With no key, billing or mock response the ports import nothing (no litellm)."""
-    from saga.ports import DefaultPorts
+    from saga.wiring.ports import DefaultPorts
 
     ports = DefaultPorts.__new__(DefaultPorts)
     ports.llm_enabled = ports.embedding_enabled = False
@@ -102,7 +102,7 @@ def test_ports_with_no_model_configured_warm_nothing() -> None:
 
 def test_the_document_router_calls_no_model() -> None:
     """A router-only worker of the document pipeline never imports litellm to be ready."""
-    from saga.documents import app
+    from saga.documents.pipeline import app
 
     calls = {s.name: s.calls_models for s in app.build().steps}
     assert calls == {"router": False, "parser": True, "grouper": True}

@@ -18,8 +18,8 @@ from typing import Any
 import psutil
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from saga.state.model import SagaState

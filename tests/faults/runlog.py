@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from saga.pipeline import Pipeline, StepSpec
-from saga.retry import RetryPolicy
+from saga.api.pipeline import Pipeline, StepSpec
+from saga.api.retry import RetryPolicy
 from tests.executor import pipelines
 
 STEPS = pipelines.STEPS

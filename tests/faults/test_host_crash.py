@@ -28,8 +28,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.connection import connect
 from saga.state.limits import StateLimits
 from tests.executor.support import count_committed, wait_until

@@ -85,9 +85,9 @@ async def test_no_phi_anywhere_with_a_data_key(run: FaultRun) -> None:
     run.workers.append(worker)
     await worker.wait_ready(within=120)
     rids = [f"phi-{i}" for i in range(3)]
-    from saga.client import SagaClient
-    from saga.runtime import document_pipeline, keys_of
-    from saga.settings import load_settings
+    from saga.api.client import SagaClient
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import document_pipeline, keys_of
 
     settings = load_settings(env)
     keys = keys_of(settings)
@@ -126,9 +126,9 @@ async def test_slowlog_holds_page_text_without_a_data_key(run: FaultRun) -> None
     worker = spawn_worker(env, run.tmp / "worker-clear.log", ["router"])
     run.workers.append(worker)
     await worker.wait_ready(within=120)
-    from saga.client import SagaClient
-    from saga.runtime import document_pipeline
-    from saga.settings import load_settings
+    from saga.api.client import SagaClient
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import document_pipeline
 
     settings = load_settings(env)
     sagas = SagaClient(run.redis, run.keys, document_pipeline(settings), settings)

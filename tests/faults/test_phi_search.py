@@ -111,9 +111,9 @@ async def test_a_patients_name_in_a_document_is_found_only_where_sealed_or_shown
         worker = spawn_worker(env, logs / "worker.log", ["router", "parser", "grouper"])
         run.workers.append(worker)
         await worker.wait_ready(within=120)
-        from saga.client import SagaClient
-        from saga.runtime import document_pipeline, keys_of
-        from saga.settings import load_settings
+        from saga.api.client import SagaClient
+        from saga.config.settings import load_settings
+        from saga.wiring.runtime import document_pipeline, keys_of
 
         settings = load_settings(env)
         keys = keys_of(settings)

@@ -184,8 +184,8 @@ async def test_a_patients_name_in_a_file_name_reaches_no_review_api_export_or_ke
     and call, the producer API and the CLI's review, export and key commands, as each
     role: the file name nowhere; the text only on a reviewer's (or operator's) review
     page; roles without review rights refused, with nothing in the refusal."""
-    from saga.runtime import keys_of
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
+    from saga.wiring.runtime import keys_of
 
     docs = Path(env["SAGA_DOCUMENT_ROOTS"])
     document = docs / f"{NAME} labs.pdf"

@@ -11,8 +11,8 @@ import time
 import anyio
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.connection import connect
 from saga.state.errors import SagaExistsError
 from saga.state.model import EventType, SagaState

@@ -19,8 +19,8 @@ import anyio
 import psutil
 import pytest
 
-from saga.client import SagaClient
-from saga.settings import load_settings
+from saga.api.client import SagaClient
+from saga.config.settings import load_settings
 from saga.state.model import SagaState
 from tests.executor.support import SOAK, wait_until
 from tests.faults import runlog

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 from saga.state.rotation import resealed
 from saga.state.sealing import Sealer, SealError, error_detail, error_field, parse_keys, sealer_of
 

@@ -20,9 +20,9 @@ import pytest
 from redis.exceptions import RedisError
 
 from saga.adapters.embedded_redis import EmbeddedServer, server_binary
-from saga.client import SagaClient
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.lifecycle.backup import backup_aof, backup_rdb
-from saga.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from saga.state.model import EventType

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
-from saga.runtime import document_pipeline
-from saga.settings import load_settings
+from saga.api.client import SagaClient
+from saga.config.settings import load_settings
 from saga.state.keys import Keys
 from saga.state.model import FailAction
 from saga.state.requests import CommitRequest, FailRequest
+from saga.wiring.runtime import document_pipeline
 from tests.state.helpers import claim_next
 
 pytestmark = pytest.mark.anyio

@@ -8,15 +8,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from saga.pipeline import (
+from saga.api.pipeline import (
     Pipeline,
     StepRegistration,
     StepSpec,
     apply_overrides,
     discovered_registrations,
 )
-from saga.runtime import document_pipeline
-from saga.settings import load_settings
+from saga.config.settings import load_settings
+from saga.wiring.runtime import document_pipeline
 
 
 class Doc(msgspec.Struct):

@@ -12,9 +12,9 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.pipeline import StepSpec
-from saga.runtime import open_client
-from saga.settings import Settings, load_settings
+from saga.api.pipeline import StepSpec
+from saga.config.settings import Settings, load_settings
+from saga.wiring.runtime import open_client
 from saga.worker.executor import drain_seconds
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from saga.retry import RetryPolicy, backoff_s, decide
+from saga.api.retry import RetryPolicy, backoff_s, decide
 from saga.state.model import FailAction
 from saga.steps.errors import (
     CircuitOpenError,

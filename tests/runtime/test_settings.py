@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 
 
 def test_defaults() -> None:

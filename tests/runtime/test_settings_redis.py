@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 
 BASE = {"SAGA_DATA_DIR": "/t"}
 

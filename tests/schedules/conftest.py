@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.controller.firing import Firing
-from saga.settings import Settings
 from saga.state.keys import Keys
 from saga.state.streams import ensure_groups
 from saga.state.types import register_type

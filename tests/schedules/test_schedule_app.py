@@ -10,9 +10,9 @@ import msgspec
 import pytest
 
 import saga
+from saga.api.pipeline import AppError
+from saga.api.schedules import next_fire
 from saga.controller.firing import register
-from saga.pipeline import AppError
-from saga.schedules import next_fire
 from saga.state import schedules as store
 from saga.state.keys import Keys
 from tests.schedules.apps import Panel, labs

@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from saga.api.schedules import next_fire
 from saga.cli.shapes import schema
-from saga.schedules import next_fire
 from saga.state.keys import Keys
 from tests.console.support import run_cli, settings_env
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from saga.api.schedules import check_cron, next_fire
+from saga.config.settings import Settings
 from saga.controller.firing import Firing
-from saga.schedules import check_cron, next_fire
-from saga.settings import Settings
 from saga.state import schedules as store
 from saga.state.keys import Keys
 from saga.state.reads import get_saga
@@ -71,7 +71,7 @@ async def test_a_fire_killed_after_the_start_is_redone_without_a_second_saga(
 ) -> None:
     """The saga started but the schedule was not moved (the process died between the two
     scripts): the next pass finds the saga (start is idempotent) and moves it on."""
-    from saga.client import SagaClient
+    from saga.api.client import SagaClient
     from tests.executor import pipelines
 
     await add(redis, keys, "hourly", T0)

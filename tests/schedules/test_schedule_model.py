@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from saga.client import SagaClient
+from saga.api.client import SagaClient
+from saga.api.schedules import next_fire
+from saga.config.settings import Settings
 from saga.controller.firing import Firing
-from saga.schedules import next_fire
-from saga.settings import Settings
 from saga.state import schedules as store
 from saga.state.connection import connect
 from saga.state.errors import SagaNotFoundError

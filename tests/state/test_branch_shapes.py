@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 import saga
-from saga.pipeline import Pipeline
+from saga.api.pipeline import Pipeline
 from saga.state.codes import RC
 from saga.state.machine import StateMachine
 from saga.state.requests import CommitRequest

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 from saga.state.connection import NotReplicatedError, connect
 from saga.state.durability import check_durability
 from saga.state.errors import DurabilityError
@@ -174,7 +174,7 @@ def test_the_embedded_server_runs_always_under_fsync(tmp_path: Path) -> None:
     ``everysec`` (started for local) is switched when a fsync command reuses it."""
     import redis
 
-    from saga.runtime import ensure_embedded
+    from saga.wiring.runtime import ensure_embedded
 
     local = load_settings({"SAGA_DATA_DIR": str(tmp_path)})
     fsync = load_settings({"SAGA_DATA_DIR": str(tmp_path), "SAGA_COMMIT_DURABILITY": "fsync"})

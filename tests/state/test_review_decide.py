@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from saga import review
+from saga.documents import review
 from saga.state.errors import ReviewConflictError, SagaNotFoundError, StepConflictError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from saga.settings import SettingsError, load_settings
+from saga.config.settings import SettingsError, load_settings
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.reads import get_saga

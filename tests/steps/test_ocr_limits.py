@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from saga.pipeline import StepSpec
+from saga.api.pipeline import StepSpec
 from saga.steps.config import StepConfig
 from saga.steps.ocr_engine import available
 from saga.steps.pdf_process import extract_pdf

@@ -10,10 +10,10 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.client import SagaClient
-from saga.pipeline import Pipeline, StepSpec
-from saga.retry import RetryPolicy
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.api.pipeline import Pipeline, StepSpec
+from saga.api.retry import RetryPolicy
+from saga.config.settings import Settings
 from saga.state import reads
 from saga.state.keys import Keys
 from saga.state.model import Saga

@@ -57,7 +57,7 @@ def test_tracing_off_takes_the_no_op_path() -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        "import saga.cli.cmd_show, saga.cli.cmd_top, saga.client, saga.telemetry.tracing",
+        "import saga.cli.cmd_show, saga.cli.cmd_top, saga.api.client, saga.telemetry.tracing",
         "import saga.adapters.llm, saga.adapters.billing, saga.worker.attempt",
     ],
 )

@@ -9,7 +9,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from saga.pipeline import Pipeline
+from saga.api.pipeline import Pipeline
 from saga.state import reads
 from saga.state.keys import Keys
 from saga.telemetry.redact import redact

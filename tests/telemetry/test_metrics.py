@@ -14,9 +14,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from structlog.testing import capture_logs
 
+from saga.api.pipeline import Pipeline
 from saga.cli.cmd_top import document, sample
-from saga.pipeline import Pipeline
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.queries import queue_stats
 from saga.steps.config import StepConfig

@@ -114,7 +114,7 @@ def test_configured_process_logs_json_through_redaction() -> None:
     stdlib records included, litellm's loggers silenced."""
     code = f"""
 import logging, structlog
-from saga.logs import configure_logging
+from saga.wiring.logs import configure_logging
 configure_logging("json", "info")
 log = structlog.get_logger("saga.worker")
 log.info("step_failed", record_id="mr-1", error="echo {KEY}", prompt="{PAGE}")

@@ -77,7 +77,7 @@ def test_an_attempt_span_is_encoded_as_the_sdk_does(
         "saga.epoch": 0,
         "saga.offset": -5,  # a negative int64: ten bytes of varint
         "saga.cost_usd": 0.00123,
-        "saga.retry": False,
+        "saga.api.retry": False,
         "saga.final": True,
         "saga.empty": "",
         "saga.steps": ("router", "parser"),

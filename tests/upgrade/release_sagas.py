@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until

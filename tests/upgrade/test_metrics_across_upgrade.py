@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from saga.client import SagaClient
-from saga.settings import Settings
+from saga.api.client import SagaClient
+from saga.config.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import Keys
 from tests.deploy.promql import chart_expressions, grouped_by, metric_names, upgrade_rules

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from tests.executor.conftest import SpawnWorker
 from tests.upgrade.release_sagas import finished_by, taken_by

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import SagaState
 from saga.state.presence import Presence, announce, withdraw

@@ -1,6 +1,6 @@
 """Per-step overrides: ``SAGA_<STEP>_CONCURRENCY|MAX_ATTEMPTS|...`` into StepSettings.
 
-Read by ``saga.settings.load_settings``, which passes in its checked number reader.
+Read by ``saga.config.settings.load_settings``, which passes in its checked number reader.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A pipeline is data: a saga type's name and its ordered tuple of step specs.
 
-``saga.App`` builds one from decorated functions (``saga/app.py``); the executor,
+``saga.App`` builds one from decorated functions (``saga/api/app.py``); the executor,
 the client and the CLI read only this. The document pipeline is router → parser
 → grouper. Other packages add steps to it through the ``saga.steps`` entry-point
 group: each entry point names a ``StepRegistration`` (or a callable returning
@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from saga.retry import RetryPolicy
+from saga.api.retry import RetryPolicy
 from saga.state.ids import validate_step, validate_work
 from saga.state.keys import DEFAULT_TYPE, validate_type
 from saga.state.types import TypeInfo
 
 if TYPE_CHECKING:
-    from saga.settings import Settings
+    from saga.config.settings import Settings
 
 ENTRY_POINT_GROUP = "saga.steps"
 MAX_STEP_VERSION = 1_000_000
@@ -74,7 +74,7 @@ class WaitSpec:
 
 @dataclass(frozen=True, slots=True)
 class MapSpec:
-    """A map step (``@app.map``, ``saga.app_maps``): one child attempt per item of the
+    """A map step (``@app.map``, ``saga.api.app_maps``): one child attempt per item of the
     list its parent ``over`` returned; the fan-in gathers their outputs in item order."""
 
     over: str
@@ -105,7 +105,7 @@ class StepSpec:
     """The commit deletes the pages blob (it is no longer needed)."""
     compensate: CompensateFn | None = None
     """Undoes the step's committed effect (``check_compensate`` says the shape); None
-    for a step with nothing to undo. Its workers run it as ``undo:<step>`` (saga.undo)."""
+    for a step with nothing to undo. Its workers run it as ``undo:<step>`` (saga.api.undo)."""
     previous_output: bool = False
     """The claim also returns the output this step committed before, in an earlier epoch
     (``ctx.previous_output``): a step whose effect must be replaced on a re-run."""
@@ -161,7 +161,7 @@ def check_compensate(step: str, fn: object) -> None:
 @runtime_checkable
 class PipelineSource(Protocol):
     """What builds a checked Pipeline from settings: ``saga.App``. The wiring loads an
-    app by ``module:attr`` through this, so it never imports ``saga.app`` (which would
+    app by ``module:attr`` through this, so it never imports ``saga.api.app`` (which would
     close a circle: the App's client is built by the wiring)."""
 
     def pipeline(self, settings: Settings | None = None) -> Pipeline: ...
@@ -183,7 +183,7 @@ class Pipeline:
     name: str = DEFAULT_TYPE
     """The saga type (``saga.App``'s name); the document pipeline's is ``documents``."""
     schedules: tuple[Any, ...] = ()
-    """``@app.schedule``s (``saga.schedules.ScheduleSpec``), registered by the controller."""
+    """``@app.schedule``s (``saga.api.schedules.ScheduleSpec``), registered by the controller."""
     graph: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Each step's parents when the steps are not one chain (branches, joins); () for a
     chain, whose ``steps`` order says it all. ``steps`` is then a topological order."""

@@ -12,7 +12,7 @@ import structlog
 from saga.adapters.billing import BillingClient, KeyProvider, Secret, StaticKey
 from saga.adapters.breaker import BILLING, EMBEDDING, LLM, BreakerPolicy, CircuitBreaker
 from saga.adapters.documents import DocumentFetcher
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.keys import Keys
 from saga.state.model import Claim
 from saga.steps.context import DocumentSource, Embedder

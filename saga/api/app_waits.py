@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from saga.pipeline import AppError, StepSpec, WaitSpec
+from saga.api.pipeline import AppError, StepSpec, WaitSpec
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
 

@@ -2,9 +2,9 @@
 
 Nothing reads the environment elsewhere, and nothing reads it at import time:
 ``load_settings()`` is called by the CLI and passed down explicitly. The per-step
-overrides are parsed in ``saga.settings_steps`` (``StepSettings`` is re-exported here),
-the Redis connection checks (TLS, timeouts) are in ``saga.settings_redis``, the console's
-and the breakers' groups in ``saga.settings_groups``.
+overrides are parsed in ``saga.config.step_overrides`` (``StepSettings`` is re-exported here),
+the Redis connection checks (TLS, timeouts) are in ``saga.config.redis_checks``, the console's
+and the breakers' groups in ``saga.config.groups``.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import msgspec
 from saga.adapters.breaker_names import BILLING, EMBEDDING, LLM
 from saga.adapters.fetch_policy import FetchPolicy, build_policy
 from saga.adapters.server_allocator import CHOICES as MALLOC_CHOICES
-from saga.settings_data import retention_from
-from saga.settings_groups import BreakerSettings, ConsoleSettings, console_settings
-from saga.settings_redis import check_reply_timeout, redis_tls
-from saga.settings_steps import StepSettings, step_settings
+from saga.config.data import retention_from
+from saga.config.groups import BreakerSettings, ConsoleSettings, console_settings
+from saga.config.redis_checks import check_reply_timeout, redis_tls
+from saga.config.step_overrides import StepSettings, step_settings
 from saga.state.limits import StateLimits
 from saga.steps.config import ExtractorKind, StepConfig
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from saga.pipeline import StepSpec
+from saga.api.pipeline import StepSpec
 from saga.state.model import Claim, undo_of, undone_step
 from saga.steps.errors import InvalidInputError
 

@@ -17,9 +17,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from saga.log_output import LineWriterFactory
 from saga.telemetry.redact import redact
 from saga.telemetry.scope import merge_scope
+from saga.wiring.log_output import LineWriterFactory
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")

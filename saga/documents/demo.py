@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import msgspec
 
-from saga.settings import Settings
+from saga.config.settings import Settings
 
 MOCK_NAMES = '{"names": {}}'
 DEMO_SUFFIX = "-demo"
@@ -55,10 +55,10 @@ def replace_struct(obj: Any, **changes: Any) -> Any:
 
 async def run_demo(settings: Settings, *, timeout_s: float = 60.0, out: Any = None) -> int:
     """Run the demo; returns the number of sagas that did not end as expected."""
-    from saga.client import SagaClient
-    from saga.ports import DefaultPorts
-    from saga.runtime import document_pipeline, keys_of, open_client
+    from saga.api.client import SagaClient
     from saga.samples import list_samples
+    from saga.wiring.ports import DefaultPorts
+    from saga.wiring.runtime import document_pipeline, keys_of, open_client
     from saga.worker.executor import Executor
     from saga.worker.naming import worker_name
 

@@ -12,9 +12,9 @@
 
 Input and output types are read from the annotations (msgspec Structs). When the
 app is built (``app.pipeline()``, ``app.client()``, ``saga worker module:app``) the
-steps must form a graph from one first step through ``after=`` (``saga.app_graph``:
+steps must form a graph from one first step through ``after=`` (``saga.api.app_graph``:
 two steps after one run in parallel, ``after=[a, b]`` joins them), and each step's
-input type must accept its parent's output (``saga.app_types``; a join's input is a
+input type must accept its parent's output (``saga.api.app_types``; a join's input is a
 Struct with a field per parent). Every mistake fails there with one sentence (``AppError``).
 """
 
@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from saga.app_graph import check_edges, graph_order
-from saga.app_io import check_compensate_types, io_types
-from saga.app_maps import MapSpec, declare_map, settle_maps
-from saga.app_types import accepts, describe
-from saga.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec, wait_step
-from saga.pipeline import (
+from saga.api.app_graph import check_edges, graph_order
+from saga.api.app_io import check_compensate_types, io_types
+from saga.api.app_maps import MapSpec, declare_map, settle_maps
+from saga.api.app_types import accepts, describe
+from saga.api.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec, wait_step
+from saga.api.pipeline import (
     MAX_STEP_VERSION,
     AppError,
     CompensateFn,
@@ -46,8 +46,8 @@ from saga.state.ids import validate_step
 from saga.state.keys import validate_type
 
 if TYPE_CHECKING:
-    from saga.client import SagaClient
-    from saga.settings import Settings
+    from saga.api.client import SagaClient
+    from saga.config.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -72,9 +72,9 @@ class _Declared:
     calls_models: bool = True
     warm: tuple[str, ...] = ()
     wait: WaitSpec | None = None
-    """A wait step (``saga.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
+    """A wait step (``saga.api.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
     version: int = 1
-    map: MapSpec | None = None  # a map step (saga.app_maps): fn runs once per item
+    map: MapSpec | None = None  # a map step (saga.api.app_maps): fn runs once per item
 
 
 class App:
@@ -163,7 +163,7 @@ class App:
 
         return register
 
-    map = declare_map  # @app.map(over=step, concurrency=, on_failure=): saga.app_maps
+    map = declare_map  # @app.map(over=step, concurrency=, on_failure=): saga.api.app_maps
 
     def wait(
         self,
@@ -242,7 +242,7 @@ class App:
         (``SAGA_PIPELINE=module:app saga controller``) registers the schedules and fires
         them, with or without workers running; ``saga schedule`` lists and pauses them.
         """
-        from saga.schedules import check_cron
+        from saga.api.schedules import check_cron
         from saga.state.ids import validate_id
         from saga.state.schedules import validate_name
 
@@ -268,10 +268,10 @@ class App:
     def pipeline(self, settings: Settings | None = None) -> Pipeline:
         """The checked chain of steps with ``SAGA_<STEP>_*`` applied (read from the
         environment when no settings are given). Raises AppError when it cannot run."""
-        from saga.pipeline import apply_overrides
+        from saga.api.pipeline import apply_overrides
 
         if settings is None:
-            from saga.settings import load_settings
+            from saga.config.settings import load_settings
 
             settings = load_settings()
         return apply_overrides(self.build(), settings)
@@ -305,7 +305,7 @@ class App:
 
     def _schedule_specs(self, first: StepSpec) -> tuple[Any, ...]:
         """Each ``@app.schedule`` with its input made and checked against the first step."""
-        from saga.schedules import ScheduleSpec, input_json
+        from saga.api.schedules import ScheduleSpec, input_json
 
         out = []
         for label, cron, user, fn in self._schedules:
@@ -324,8 +324,8 @@ class App:
         async with app.client() as sagas:
             await sagas.start("order-1", "user-7", input=Order(...))
         """
-        from saga.client import SagaClient
-        from saga.settings import load_settings
+        from saga.api.client import SagaClient
+        from saga.config.settings import load_settings
 
         settings = settings or load_settings()
         return SagaClient.from_settings(settings, self.pipeline(settings))

@@ -8,7 +8,7 @@ and may be slow; the others are quick. ``SAGA_<STEP>_*`` override these values.
 
 from __future__ import annotations
 
-from saga.app import App
+from saga.api.app import App
 from saga.state.keys import DEFAULT_TYPE
 from saga.steps.pipeline_steps import STEPS
 

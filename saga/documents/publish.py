@@ -16,9 +16,9 @@ from typing import Any
 import msgspec
 
 from saga.adapters.results import ResultsEndpoint
-from saga.app_types import accepts
-from saga.pipeline import AppError, Pipeline, StepSpec
-from saga.retry import RetryPolicy
+from saga.api.app_types import accepts
+from saga.api.pipeline import AppError, Pipeline, StepSpec
+from saga.api.retry import RetryPolicy
 from saga.steps.models import GrouperOutput
 
 NAME = "publish"

@@ -2,7 +2,7 @@
 TLS files only with ``rediss://``, certificate checks not switched off from the URL by
 accident, and a reply timeout longer than a blocking read.
 
-They raise ValueError; ``saga.settings.load_settings`` turns it into SettingsError."""
+They raise ValueError; ``saga.config.settings.load_settings`` turns it into SettingsError."""
 
 from __future__ import annotations
 

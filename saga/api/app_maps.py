@@ -30,8 +30,8 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
-from saga.app_types import accepts, describe
-from saga.pipeline import AppError, MapSpec, StepSpec, lanes_of
+from saga.api.app_types import accepts, describe
+from saga.api.pipeline import AppError, MapSpec, StepSpec, lanes_of
 from saga.state.map_calls import MAX_CONCURRENCY
 
 __all__ = ["MapResults", "MapSpec", "declare_map", "map_spec", "settle_maps"]

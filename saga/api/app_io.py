@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from saga.app_types import accepts, describe
-from saga.pipeline import AppError, CompensateFn
+from saga.api.app_types import accepts, describe
+from saga.api.pipeline import AppError, CompensateFn
 
 
 def io_types(step: str, fn: Callable[..., Any]) -> tuple[type, type]:

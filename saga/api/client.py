@@ -26,8 +26,8 @@ from typing import Any
 
 import msgspec
 
-from saga.pipeline import Pipeline
-from saga.settings import Settings
+from saga.api.pipeline import Pipeline
+from saga.config.settings import Settings
 from saga.state import budgets, operator, partitions, reads, signals, streams
 from saga.state.budgets import BudgetStatus
 from saga.state.durability import check_durability
@@ -88,7 +88,7 @@ class SagaClient:
     def from_settings(cls, settings: Settings, pipeline: Pipeline | None = None) -> SagaClient:
         """A client of ``pipeline``'s type (default: this deployment's, the document
         pipeline unless SAGA_PIPELINE names another) that closes its connection."""
-        from saga.runtime import document_pipeline, keys_of, open_client
+        from saga.wiring.runtime import document_pipeline, keys_of, open_client
 
         self = cls(
             open_client(settings),
@@ -103,7 +103,7 @@ class SagaClient:
     async def for_type(cls, settings: Settings, saga_type: str | None) -> SagaClient:
         """A client of the registered type ``saga_type``, from the registry of types (the
         CLI's ``--type``); None or this deployment's own type is ``from_settings``."""
-        from saga.runtime import document_pipeline
+        from saga.wiring.runtime import document_pipeline
 
         own = document_pipeline(settings)
         if saga_type is None or saga_type == own.name:

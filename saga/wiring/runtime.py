@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from saga.adapters.embedded_redis import EmbeddedServer
-from saga.settings import Settings
+from saga.config.settings import Settings
 from saga.state.connection import connect
 from saga.state.keys import DEFAULT_TYPE, Keys
 
 if TYPE_CHECKING:  # imported where used: `saga show` and `saga list` need no pipeline
-    from saga.pipeline import Pipeline
+    from saga.api.pipeline import Pipeline
 
 
 def keys_of(settings: Settings, saga_type: str = DEFAULT_TYPE) -> Keys:
@@ -108,22 +108,22 @@ async def client_for(settings: Settings, *, migrating: bool = False) -> AsyncIte
 
 
 def document_pipeline(settings: Settings) -> Pipeline:
-    """This deployment's saga type: the document pipeline (``saga.documents``, type
+    """This deployment's saga type: the document pipeline (``saga.documents.pipeline``, type
     ``documents``) plus steps from entry points, with SAGA_<STEP>_* applied; or, with
     ``SAGA_PIPELINE=module:attr``, the App or Pipeline it names."""
     if settings.pipeline:
         return load_pipeline(settings.pipeline, settings, what="SAGA_PIPELINE")
-    from saga.pipeline import apply_overrides, discovered_registrations, with_registrations
+    from saga.api.pipeline import apply_overrides, discovered_registrations, with_registrations
 
     pipeline = with_registrations(_documents_app().build(), discovered_registrations())
     if settings.results_url:  # the optional fourth step
-        from saga.publish import with_publish
+        from saga.documents.publish import with_publish
 
         pipeline = with_publish(pipeline, settings.results_url)
     return apply_overrides(pipeline, settings)
 
 
-DOCUMENTS_APP = "saga.documents:app"
+DOCUMENTS_APP = "saga.documents.pipeline:app"
 """The document pipeline's App, named as SAGA_PIPELINE names any other: by reference,
 so this wiring (which ``SagaClient.from_settings`` and ``App.client`` use) imports no
 App and the public API stays free of circles (tests/test_import_graph.py)."""
@@ -144,8 +144,8 @@ def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pip
     import os
     import sys
 
-    from saga.pipeline import AppError, Pipeline, PipelineSource, apply_overrides
-    from saga.settings import SettingsError
+    from saga.api.pipeline import AppError, Pipeline, PipelineSource, apply_overrides
+    from saga.config.settings import SettingsError
 
     module, _, attr = ref.partition(":")
     if not module or not attr:
@@ -172,6 +172,6 @@ def load_pipeline(ref: str, settings: Settings, *, what: str = "the app") -> Pip
 
 def custom_pipeline(ref: str) -> Pipeline:
     """``SAGA_PIPELINE``'s target without overrides (kept for callers of old releases)."""
-    from saga.settings import load_settings
+    from saga.config.settings import load_settings
 
     return load_pipeline(ref, load_settings(), what="SAGA_PIPELINE")

@@ -1,6 +1,6 @@
 """Settings of the data's life: ``SAGA_RETENTION_DAYS`` per terminal state.
 
-Read by ``saga.settings.load_settings``; raises ValueError with one sentence for a value
+Read by ``saga.config.settings.load_settings``; raises ValueError with one sentence for a value
 it cannot use.
 """
 

@@ -1,5 +1,5 @@
 """The nested groups of ``Settings``: the breakers' policy and the console's settings,
-with the reader of ``SAGA_CONSOLE_*`` (``saga.settings.load_settings`` calls it)."""
+with the reader of ``SAGA_CONSOLE_*`` (``saga.config.settings.load_settings`` calls it)."""
 
 from __future__ import annotations
 

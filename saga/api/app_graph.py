@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from saga.pipeline import AppError, StepSpec, lanes_of
+from saga.api.pipeline import AppError, StepSpec, lanes_of
 
 
 def graph_order(app: str, after: Mapping[str, Sequence[str]]) -> list[str]:
@@ -67,7 +67,7 @@ def check_edges(specs: list[StepSpec], parents: Mapping[str, tuple[str, ...]]) -
     cannot (in a branch, as a join, or before branches: it ends on one next step)."""
     import msgspec
 
-    from saga.app_types import accepts, describe
+    from saga.api.app_types import accepts, describe
 
     by_name = {s.name: s for s in specs}
     order = [s.name for s in specs]
@@ -87,7 +87,7 @@ def check_edges(specs: list[StepSpec], parents: Mapping[str, tuple[str, ...]]) -
                     raise AppError(f"sleep {spec.name!r} cannot be the first step")
                 spec = replace(spec, output_type=by_name[ps[0]].output_type)
                 by_name[spec.name] = spec
-        if len(ps) == 1 and spec.map is None:  # a map takes items (saga.app_maps)
+        if len(ps) == 1 and spec.map is None:  # a map takes items (saga.api.app_maps)
             before = by_name[ps[0]]
             if (why := accepts(spec.input_type, before.output_type)) is not None:
                 raise AppError(

@@ -1,0 +1,2 @@
+"""The wiring: settings -> Redis clients and ports -> worker processes, and
+the logging set-up they share."""
