@@ -114,3 +114,11 @@ def test_a_clash_is_one_sentence_and_exit_2(tree: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "saga/api/app.py" in done.stderr
     assert (tree / "saga/app.py").is_file()
+
+
+def test_the_documents_app_keeps_its_old_reference() -> None:
+    """SAGA_PIPELINE=saga.documents:app, as set before the move, names the same App."""
+    import saga.documents
+    from saga.documents.pipeline import app
+
+    assert saga.documents.app is app
