@@ -7,6 +7,7 @@ import contextlib
 import errno
 import signal
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,17 +22,23 @@ pytestmark = pytest.mark.anyio
 
 
 @contextlib.contextmanager
-def held(port: int, host: str = "0.0.0.0") -> Iterator[None]:
-    """Hold ``port`` as another process would (a first worker, say); if someone else
-    already holds it, it is taken all the same."""
+def held(port: int, host: str = "0.0.0.0", within: float = 180) -> Iterator[None]:
+    """Hold ``port`` ourselves, as another process would (a first worker, say). While
+    someone else holds it (a worker of a parallel test on the default 8080, which may let
+    it go at any moment) keep trying until the deadline: only our own hold is known to
+    last for the test."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    deadline = time.monotonic() + within
     try:
-        try:
-            sock.bind((host, port))
-            sock.listen(1)
-        except OSError as exc:
-            if exc.errno != errno.EADDRINUSE:
-                raise
+        while True:
+            try:
+                sock.bind((host, port))
+                break
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        sock.listen(1)
         yield
     finally:
         sock.close()
