@@ -15,17 +15,13 @@ from redis.exceptions import ResponseError
 
 from saga.api.pipeline import Pipeline, StepSpec
 from saga.config.settings import Settings
-from saga.state import partitions, recovery, streams
-from saga.state.backoff import resending
+from saga.state import recovery, streams
 from saga.state.codes import RC
 from saga.state.connection import TRANSIENT_ERRORS
-from saga.state.durability import check_durability
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.presence import PRESENCE_EVERY_S
-from saga.state.scripts import ensure_loaded
-from saga.state.types import register_type
-from saga.worker import timers
+from saga.worker import startup, timers
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
 from saga.worker.fairness import release_idle, user_caps
@@ -36,7 +32,7 @@ from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
 from saga.worker.refusals import log_refused
-from saga.worker.release_steps import claim_extras, refuse_removed_steps
+from saga.worker.release_steps import claim_extras
 from saga.worker.slots import Slots
 from saga.worker.undo_handoff import UndoHandoff, previous_steps, with_undos
 from saga.worker.upkeep import Upkeep
@@ -170,60 +166,15 @@ class Executor:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _prepare(self) -> bool:
-        """Load scripts and create groups, retrying (at most ~1/s) until Redis answers;
-        False if ``stop()`` came first (a SIGTERM must not wait for Redis)."""
-        waiting: list[str] = []
-
-        def down(exc: BaseException) -> None:
-            if not waiting:  # once: the health endpoint says it for as long as it lasts
-                waiting.append(type(exc).__name__)
-                log.warning("waiting_for_redis", worker=self.worker, error=waiting[0])
-            self.health.redis_down(exc)
-
-        async def prepare() -> None:
-            await partitions.guard(self.client, self.keys)  # refuses a different count
-            await check_durability(self.client, self.settings.limits)  # fsync: or refuse
-            await ensure_loaded(self.client)
-            self.health.scripts_loaded = True
-            await refuse_removed_steps(self.client, self.keys, self.type_info.steps)
-            await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
-            await register_type(self.client, self.keys, self.type_info)  # for `saga top`
-            self.health.groups_present = True
-            await self.upkeep.sync_clock()
-
-        ready = False
-        async with anyio.create_task_group() as tg:
-
-            async def cancel_on_stop() -> None:
-                await self.stopping.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(cancel_on_stop)
-            await resending(attempts=None, on_retry=down)(prepare)
-            ready = True
-            tg.cancel_scope.cancel()
-        if not ready:
-            return False
-        self.health.redis_up()
-        log.info("worker_started", worker=self.worker, steps=[s.name for s in self.specs])
-        return True
+        names = [s.name for s in self.specs]
+        return await startup.prepare(
+            self.client, self.keys, self.settings, self.health, self.upkeep,
+            self.type_info, names, self.worker, self.stopping,
+        )  # fmt: skip
 
     async def _regroup(self, spec: StepSpec) -> None:
-        """A ready stream's consumer group is gone (``XGROUP DESTROY``, a server restarted
-        empty): not ready until the groups are back, recreated at ID 0 so nothing
-        enqueued meanwhile is skipped (entries already done are refused as stale)."""
-        if self.health.groups_present:
-            self.health.groups_present = False
-            log.warning(
-                "consumer_group_missing",
-                step=spec.name,
-                detail="recreating the consumer groups at 0 (a group was destroyed, or "
-                "Redis restarted empty)",
-            )
-        await streams.ensure_groups(self.client, self.keys, [s.name for s in self.specs])
-        if not self.health.groups_present:
-            self.health.groups_present = True
-            log.info("consumer_groups_recreated", steps=[s.name for s in self.specs])
+        names = [s.name for s in self.specs]
+        await startup.regroup(self.client, self.keys, self.health, names, spec.name)
 
     # -- reading and claiming ---------------------------------------------------
     async def _read_loop(self, spec: StepSpec) -> None:
