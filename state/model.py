@@ -88,6 +88,9 @@ class EventType(StrEnum):
     """The saga parked at a wait (for its event, until its timer is due, or both)."""
     SIGNAL_KEPT = "signal_kept"
     """A signal arrived before the saga reached its wait: kept, consumed there."""
+    SIGNAL_EXPIRED = "signal_expired"
+    """A kept signal was older than its bound when the saga reached the wait: dropped, not
+    consumed (``detail``: the event and the signal's id); the saga waits for a new one."""
     SIGNALLED = "signalled"
     """A signal ended the wait (received then, or kept before); ``next_step`` runs on it."""
     WAIT_TIMED_OUT = "wait_timed_out"

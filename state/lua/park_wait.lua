@@ -31,7 +31,8 @@
 --          {RC.DUPLICATE, state}                   this attempt was already parked or ended
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}                  stale token: only a 'fenced' event
--- Emits:   history 'waiting' (x: event, due) or 'signalled' (x: signal id); a ready entry
+-- Emits:   history 'waiting' (x: event, due) or 'signalled' (x: signal id), after a
+--          'signal_expired' (x: event and id) for a kept signal too old; a ready entry
 --          {rid, ep, v} for the next step when a kept signal was consumed
 --@include now
 --@include history
@@ -66,6 +67,10 @@ if event ~= '' then
     redis.call('HDEL', saga, 'sig:' .. event, 'sgi:' .. event, 'sgt:' .. event)
     redis.call('HINCRBY', saga, 'nsk', -1)
     if now - (tonumber(kept[3]) or now) > (tonumber(ARGV[14]) or 604800000) then kept[1] = nil end
+    if not kept[1] then  -- said in its history: a sender can see why the saga still waits
+      history_append(hist, maxlen, {'e', 'signal_expired', 's', step, 'ep', epoch, 't', now,
+                                    'x', event .. ' ' .. (kept[2] or ''), 'op', op})
+    end
   end
   if kept[1] then
     local next_entry = end_wait({saga = saga, next_ready = next_ready, record = record,

@@ -13,6 +13,8 @@ from saga.state import signals
 from saga.state.errors import StepConflictError
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
+from saga.state.model import EventType
+from saga.state.reads import get_saga_and_history
 from saga.state.requests import CommitRequest
 from saga.state.signals import KEPT_MAX, SEEN_MAX, WaitPlan
 from tests.state.helpers import claim_next, saga_hash, snapshot
@@ -99,3 +101,9 @@ async def test_a_kept_signal_too_old_is_dropped_at_the_wait(
         return
     assert (out.state, h["state"], h["nsk"]) == ("waiting", "waiting", "0")
     assert "sig:approved" not in h and "sgt:approved" not in h
+    _, events = await get_saga_and_history(sm.client, keys, "r1")
+    expired, waiting = events[-2:]
+    assert (expired.event, expired.step, expired.detail) == (
+        EventType.SIGNAL_EXPIRED, "parser", "approved s-old",
+    )  # fmt: skip
+    assert waiting.event == EventType.WAITING
