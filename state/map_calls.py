@@ -103,6 +103,29 @@ def _outcome(reply: list[Any], step: str) -> ClaimOutcome:
     return ClaimOutcome(code, entry, record, claim)
 
 
+async def with_pages(sm: StateMachine, outcomes: list[ClaimOutcome]) -> list[ClaimOutcome]:
+    """The item claims among ``outcomes`` with the record's pages blob (``Claim.pages``),
+    read in one pipeline: claim_items returns no blob, and an item's step may read the
+    pages (``@app.map(loads_pages=True)``). A blob gone (expired) stays None."""
+    claimed = [(i, o) for i, o in enumerate(outcomes) if o.claim is not None]
+    if not claimed:
+        return outcomes
+
+    async def read() -> list[Any]:
+        pipe = sm.client.pipeline(transaction=False)
+        for _, o in claimed:
+            pipe.get(sm.keys.pages(o.record_id))
+        return list(await pipe.execute())
+
+    blobs = await sm._resend(read)
+    out = list(outcomes)
+    for (i, o), blob in zip(claimed, blobs, strict=True):
+        assert o.claim is not None
+        pages = sm.keys.unseal(bytes(blob)) if blob else None
+        out[i] = msgspec.structs.replace(o, claim=msgspec.structs.replace(o.claim, pages=pages))
+    return out
+
+
 def item_call(sm: StateMachine, claim: Claim, req: CommitRequest | FailRequest, op: str) -> Call:
     """The commit_items or fail_items call of an item's attempt."""
     plan = sm.maps[claim.step]

@@ -154,6 +154,11 @@ class StepContext(Protocol):
         """The record's page texts, loaded with the claim for steps that ask for them."""
         ...
 
+    def output_of(self, step: str) -> bytes:
+        """The output (JSON) an earlier step committed, when this step reads it
+        (``@app.step(reads=...)``); b"" otherwise."""
+        ...
+
     def store_pages(self, pages: list[str]) -> None:
         """Stage the pages blob; it is written (with its TTL) by this step's commit."""
         ...

@@ -22,7 +22,7 @@ Neither page text nor completion text ever reaches an error message or a log lin
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -58,7 +58,16 @@ from saga.steps.ocr_images import PageImage
 from saga.steps.page_layout import uses_decimal_comma
 from saga.steps.vision import image_content, unverified
 
-__all__ = ["PURPOSE", "REPAIR_PURPOSE", "extract_llm", "json_part", "merge"]
+__all__ = [
+    "PURPOSE",
+    "REPAIR_PURPOSE",
+    "ask",
+    "combine",
+    "extract_llm",
+    "ground_chunk",
+    "json_part",
+    "merge",
+]
 
 CONCURRENT_REQUESTS = 4
 """Requests of one document in flight at once: a long report finishes within the
@@ -134,7 +143,7 @@ async def _ask_all(ctx: StepContext, llm: LLM, chunks: Sequence[Chunk]) -> list[
         async def one(index: int) -> None:
             async with limiter:
                 try:
-                    answers[index] = await _ask(ctx, llm, chunks[index])
+                    answers[index] = await ask(ctx, llm, chunks[index])
                 except Exception as exc:  # raised below, as itself, not as a group
                     failures.append(exc)
                     tg.cancel_scope.cancel()
@@ -146,7 +155,7 @@ async def _ask_all(ctx: StepContext, llm: LLM, chunks: Sequence[Chunk]) -> list[
     return answers
 
 
-async def _ask(ctx: StepContext, llm: LLM, chunk: Chunk) -> Answer:
+async def ask(ctx: StepContext, llm: LLM, chunk: Chunk) -> Answer:
     """One chunk's answer; one repair; PermanentError after that."""
     content: Any = chunk.message()
     if chunk.picture is not None:
@@ -177,30 +186,54 @@ async def _ask(ctx: StepContext, llm: LLM, chunk: Chunk) -> Answer:
 def merge(pages: Sequence[str], chunks: Sequence[Chunk], answers: Sequence[Answer]) -> Extraction:
     """The answers grounded on their pages, each result once, in document order."""
     decimal_comma = uses_decimal_comma(pages)
+    return combine(
+        ground_chunk(pages, chunk, answer, decimal_comma=decimal_comma)
+        for chunk, answer in zip(chunks, answers, strict=True)
+    )
+
+
+def ground_chunk(
+    pages: Sequence[str], chunk: Chunk, answer: Answer, *, decimal_comma: bool
+) -> Extraction:
+    """One answer grounded in the lines its request carried; each result once."""
+    seen = lines_seen(pages, chunk)
+    outcomes = [ground(r, seen, decimal_comma=decimal_comma) for r in answer.biomarkers]
+    accepted = [o for o in outcomes if isinstance(o, Biomarker)]
+    misplaced = crossed(accepted)
+    accepted_in = [result for i, result in enumerate(accepted) if i not in misplaced]
+    refused = [o for o in outcomes if isinstance(o, Rejected)]
+    if chunk.picture is not None:  # read off a picture: the OCR text did not back it
+        refused = [replace(o, reason=unverified(o.reason)) for o in refused]
+    refused_in = [*refused, *(cross_rejected(accepted[i]) for i in sorted(misplaced))]
+    return combine([Extraction(
+        biomarkers=accepted_in,
+        diagnoses=list(answer.diagnoses),
+        procedures=list(answer.procedures),
+        genetics=list(answer.genetics),
+        rejected=refused_in,
+    )])  # fmt: skip
+
+
+def combine(parts: Iterable[Extraction]) -> Extraction:
+    """Grounded extractions of a document's chunks, in order, as one: a result repeated
+    across chunks (the same analyte, value, unit and page; the same diagnosis, procedure
+    or finding; the same refusal) is kept once, where it first appeared."""
     found: dict[Hashable, Biomarker] = {}
     rejected: dict[Hashable, Rejected] = {}
     others: dict[str, dict[Hashable, Any]] = {"diagnoses": {}, "procedures": {}, "genetics": {}}
-    for chunk, answer in zip(chunks, answers, strict=True):
-        seen = lines_seen(pages, chunk)
-        outcomes = [ground(r, seen, decimal_comma=decimal_comma) for r in answer.biomarkers]
-        accepted = [o for o in outcomes if isinstance(o, Biomarker)]
-        misplaced = crossed(accepted)
-        for i, result in enumerate(accepted):
-            if i not in misplaced:
-                found.setdefault(_result_key(result), result)
-        refused = [o for o in outcomes if isinstance(o, Rejected)]
-        if chunk.picture is not None:  # read off a picture: the OCR text did not back it
-            refused = [replace(o, reason=unverified(o.reason)) for o in refused]
-        for outcome in [*refused, *(cross_rejected(accepted[i]) for i in sorted(misplaced))]:
+    for part in parts:
+        for result in part.biomarkers:
+            found.setdefault(_result_key(result), result)
+        for outcome in part.rejected:
             why = (outcome.name.casefold(), outcome.value_text, outcome.unit, outcome.reason)
             rejected.setdefault(why, outcome)
-        for diagnosis in answer.diagnoses:
+        for diagnosis in part.diagnoses:
             key = (_fold(diagnosis.name), _fold(diagnosis.code))
             others["diagnoses"].setdefault(key, diagnosis)
-        for procedure in answer.procedures:
+        for procedure in part.procedures:
             key = (_fold(procedure.name), _fold(procedure.date))
             others["procedures"].setdefault(key, procedure)
-        for finding in answer.genetics:
+        for finding in part.genetics:
             key = (_fold(finding.gene), _fold(finding.variant))
             others["genetics"].setdefault(key, finding)
     return Extraction(

@@ -41,7 +41,15 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
         ctx.log.warning(
             "page count differs from the router's", expected=inp.page_count, got=len(pages)
         )
-    raw = await _extract(ctx, pages, inp)
+    return await finish(ctx, await _extract(ctx, pages, inp), pages, inp)
+
+
+async def finish(
+    ctx: StepContext, raw: Extraction, pages: list[str], inp: RouterOutput, *, more: str = ""
+) -> ParserOutput:
+    """What either extractor found, grounded, checked, gated and measured: the parser's
+    output (also the chunked pipeline's merge, ``saga.steps.chunk_steps``); ``more``: a
+    review reason of the caller's own."""
     extraction = await anyio.to_thread.run_sync(settle, raw, pages)
     extraction, ocr_reasons = gate(extraction, pages, inp.ocr_pages, ctx.config.ocr_min_confidence)
     size = len(msgspec.json.encode(extraction))
@@ -50,6 +58,7 @@ async def parse(ctx: StepContext, inp: RouterOutput) -> ParserOutput:
     review = "; ".join(
         r
         for r in (
+            more,
             review_reason(extraction, textless(inp, pages), ctx.config.min_coverage),
             *ocr_reasons,
         )

@@ -135,6 +135,8 @@ class ManualContext:
     heartbeats: int = 0
     run_next: list[tuple[str, float]] = field(default_factory=list)
     """``run_next_at`` / ``run_next_after`` calls: ("at", epoch s) or ("after", s)."""
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    """Earlier steps' outputs (JSON) for ``output_of``."""
 
     def __post_init__(self) -> None:
         if not self.idempotency_key:
@@ -143,6 +145,9 @@ class ManualContext:
             self.log = structlog.get_logger("saga.steps").bind(
                 record_id=self.record_id, user_id=self.user_id, step=self.step, attempt=self.attempt
             )
+
+    def output_of(self, step: str) -> bytes:
+        return self.outputs.get(step, b"")
 
     def store_pages(self, pages: list[str]) -> None:
         self.stored_pages.append(list(pages))

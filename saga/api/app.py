@@ -74,6 +74,7 @@ class _Declared:
     wait: WaitSpec | None = None
     """A wait step (``saga.api.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
     version: int = 1
+    reads: tuple[str, ...] = ()
     map: MapSpec | None = None  # a map step (saga.api.app_maps): fn runs once per item
 
 
@@ -112,6 +113,7 @@ class App:
         calls_models: bool = True,
         warm: tuple[str, ...] = (),
         version: int = 1,
+        reads: tuple[str, ...] = (),
     ) -> Callable[[F], F]:
         """Declare ``async def fn(ctx, inp: In) -> Out`` a step; returns ``fn`` unchanged.
 
@@ -135,6 +137,9 @@ class App:
           step's behaviour or output changes with sagas in flight: each commit records
           it, ``saga show`` and ``saga list --step-version`` show it, and the next step
           reads it as ``ctx.input_version`` to branch on the shape it was given.
+        - ``reads``: names of earlier steps whose outputs the claim also returns, as
+          ``ctx.output_of(name)`` (JSON): a step after a map reads what its items did
+          not carry.
 
         Unset settings take the defaults of ``StepSpec``; ``SAGA_<STEP>_*``
         environment variables override them all, as for the document pipeline.
@@ -156,6 +161,7 @@ class App:
                 calls_models=calls_models,
                 warm=tuple(warm),
                 version=version,
+                reads=tuple(reads),
             )
             _check(step)
             self._declared.append(step)
@@ -284,6 +290,9 @@ class App:
             raise AppError(f"app {self._name!r} has two steps named {twice[0]!r}")
         edges = {d.name: self._after_names(d) for d in self._declared}
         order = graph_order(self._name, edges)
+        for d in self._declared:  # reads=: outputs of steps before it
+            for r in (r for r in d.reads if order.index(d.name) <= [*order, r].index(r)):
+                raise AppError(f"step {d.name!r} reads {r!r}, which is no step before it")
         chain = all(len(ps) <= 1 for ps in edges.values()) and len(
             [p for ps in edges.values() for p in ps]
         ) == len({p for ps in edges.values() for p in ps})
@@ -400,5 +409,6 @@ def _spec(d: _Declared, edges: dict[str, tuple[str, ...]]) -> StepSpec:
         calls_models=d.calls_models,
         warm=d.warm,
         version=d.version,
+        reads=d.reads,
         map=replace(d.map, over=edges[d.name][0]) if d.map is not None else None,
     )

@@ -62,19 +62,22 @@ def declare_map(
     timeout: float | None = None,
     lease: float | None = None,
     backoff: float | None = None,
+    loads_pages: bool = False,
 ) -> Callable[[F], F]:
     """``@app.map``: declare ``async def fn(ctx, item: In) -> Out`` a map over the list that
     step ``over`` returns: one attempt per item, at most ``concurrency`` (1 to 100) per saga
     at once; the step ``after=`` it takes ``list[Out]`` in item order, or
     ``saga.MapResults[Out]`` with ``on_failure="partial"`` (an item that fails for good
     does not fail the saga). At most 1,000 items; ``retries``, ``timeout``, ``lease`` and
-    ``backoff`` are each item's, as ``@app.step``'s are a step's."""
+    ``backoff`` are each item's, as ``@app.step``'s are a step's; ``loads_pages``: each
+    item's attempt reads the record's pages blob into ``ctx.pages`` (one GET after its
+    claim; the blob stays for the steps after the map)."""
 
     def register(fn: F) -> F:
         label = name or str(getattr(fn, "__name__", ""))
         spec = map_spec(f"map {label!r}", "", concurrency, on_failure)
         step = app.step(name=name, after=over, retries=retries, timeout=timeout, lease=lease,
-                        backoff=backoff)(fn)  # fmt: skip
+                        backoff=backoff, loads_pages=loads_pages)(fn)  # fmt: skip
         app._declared[-1] = replace(app._declared[-1], map=spec)
         return typing.cast(F, step)
 

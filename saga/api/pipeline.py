@@ -106,6 +106,9 @@ class StepSpec:
     compensate: CompensateFn | None = None
     """Undoes the step's committed effect (``check_compensate`` says the shape); None
     for a step with nothing to undo. Its workers run it as ``undo:<step>`` (saga.api.undo)."""
+    reads: tuple[str, ...] = ()
+    """Earlier steps whose outputs the claim also returns (``ctx.output_of(step)``): a
+    step after a map that needs what the map's items did not carry."""
     previous_output: bool = False
     """The claim also returns the output this step committed before, in an earlier epoch
     (``ctx.previous_output``): a step whose effect must be replaced on a re-run."""
@@ -298,8 +301,9 @@ class Pipeline:
 
 
 def apply_overrides(pipeline: Pipeline, settings: Settings) -> Pipeline:
-    """``SAGA_<STEP>_*`` (concurrency, attempts, lease expiries, timeout, lease, backoff)
-    over the specs' own values (a step name's overrides apply to it in every saga type)."""
+    """``SAGA_<STEP>_*`` (concurrency, attempts, lease expiries, timeout, lease, backoff,
+    a map's items at once) over the specs' own values (a step name's overrides apply to
+    it in every saga type)."""
 
     def override(spec: StepSpec) -> StepSpec:
         o = settings.for_step(spec.name)
@@ -310,6 +314,8 @@ def apply_overrides(pipeline: Pipeline, settings: Settings) -> Pipeline:
             retry = replace(retry, max_lease_expiries=o.max_lease_expiries)
         if o.backoff_s:
             retry = replace(retry, base_s=o.backoff_s)
+        if spec.map is not None and o.map_concurrency:
+            spec = replace(spec, map=replace(spec.map, concurrency=min(o.map_concurrency, 100)))
         return replace(
             spec,
             retry=retry,

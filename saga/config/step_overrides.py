@@ -29,15 +29,18 @@ class StepSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Base of the retry delay: ``min(2^attempt * base, 300)`` seconds (default 2)."""
     user_max_inflight: int | None = None
     """Attempts of this step one user may have running at once (``SAGA_USER_MAX_INFLIGHT``)."""
+    map_concurrency: int | None = None
+    """A map step's items of one saga open at once (``@app.map(concurrency=)``, 1-100)."""
 
 
 _STEP_VAR = re.compile(
-    r"SAGA_([A-Z][A-Z0-9_]*?)_(CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF|USER_MAX_INFLIGHT)"
+    r"SAGA_([A-Z][A-Z0-9_]*?)_(MAP_CONCURRENCY|CONCURRENCY|MAX_ATTEMPTS|MAX_LEASE_EXPIRIES|TIMEOUT|LEASE|BACKOFF|USER_MAX_INFLIGHT)"
 )
 _NOT_STEP_VARS = frozenset({"SAGA_LLM_TIMEOUT", "SAGA_REDIS_TIMEOUT", "SAGA_OCR_CONCURRENCY"})
 """Settings of their own whose names look like a step's override (step ``llm``, ``ocr``)."""
 _STEP_FIELD = {
     "CONCURRENCY": "concurrency",
+    "MAP_CONCURRENCY": "map_concurrency",
     "MAX_ATTEMPTS": "max_attempts",
     "MAX_LEASE_EXPIRIES": "max_lease_expiries",
     "TIMEOUT": "timeout_s",

@@ -95,6 +95,11 @@ class AttemptContext:
         it), when its spec asks for it (``StepSpec.previous_output``); b"" otherwise."""
         return self.claim.extra.get(f"out:{self.claim.step}", b"")
 
+    def output_of(self, step: str) -> bytes:
+        """The output an earlier step committed, when this step's spec reads it
+        (``StepSpec.reads``); b"" otherwise."""
+        return self.claim.extra.get(f"out:{step}", b"")
+
     @property
     def pages(self) -> list[str] | None:
         if self._pages is None and self.claim.pages is not None:

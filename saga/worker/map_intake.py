@@ -70,6 +70,8 @@ async def claim_map_entries(
             max_lease_expiries=spec.retry.max_lease_expiries,
             op=new_op(),
         )
+    if spec.loads_pages:
+        outcomes = await map_calls.with_pages(sm, outcomes)
     for out in outcomes:
         if out.code == RC.SPAWNED:
             log.info("map_spawned", step=spec.name, record_id=out.record_id, items=out.detail)

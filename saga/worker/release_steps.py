@@ -33,6 +33,7 @@ def claim_extras(spec: StepSpec, prev: dict[str, str], versioned: bool) -> tuple
     commit)."""
     extras: tuple[str, ...] = (f"out:{spec.name}",) if spec.previous_output else ()
     extras += tuple(f"out:{p}" for p in spec.joins)  # a join's input: its parents' outputs
+    extras += tuple(f"out:{r}" for r in spec.reads if r not in spec.joins)
     before = prev.get(spec.name, "_input").lstrip("|")  # a lane's is marked (claim_guess)
     if versioned and before != "_input" and not is_undo(spec.name):
         extras += (f"sv:{before}",)
