@@ -191,3 +191,55 @@ async def test_a_chunk_failing_for_good_flags_the_document(
     assert "4" in unread and len(unread) <= 2
     assert "pages not read" in saga.review.get("merge", ""), saga.review
     assert not any(b.provenance and b.provenance.page == 4 for b in out.extraction.biomarkers)
+
+
+async def test_sagas_at_the_old_parser_step_finish_after_the_switch(
+    spawn: SpawnWorker, base_env: dict[str, str], redis: Any, keys: Keys, tmp_path: Path,
+    client: SagaClient,
+) -> None:  # fmt: skip
+    """Switching a deployment to the chunked pipeline with a saga waiting at ``parser``:
+    the chunked workers refuse to start while nothing serves ``parser`` (one sentence,
+    exit 2); beside a worker of the default pipeline for ``parser`` they start, the old
+    saga finishes through parser -> the chunked app's grouper, and a new one through the
+    map: the same extraction (rules) both ways."""
+    text = "Lab report\nGlucose  95 mg/dL  70 - 99\nSodium  139 mmol/L  135-145\n"
+    (tmp_path / "lab.txt").write_text(text)
+    default = {k: v for k, v in base_env.items() if k != "SAGA_PIPELINE"}
+    default.update(SAGA_PARSER="rules", SAGA_DOCUMENT_ROOTS=str(tmp_path))
+    chunked = dict(default, SAGA_PIPELINE="saga.documents.chunked:app")
+    for steps in (("parser",), ("router",)):  # the parser's group exists, its workers gone
+        old = spawn(*steps, env=default)
+        await old.wait_ready()
+        if steps == ("parser",):
+            old.signal(signal.SIGTERM)
+            assert await old.wait_exit(within=30) == 0, old.tail()
+    await client.start("at-parser", "u1", document=str(tmp_path / "lab.txt"))
+
+    async def at_parser() -> bool:
+        saga, _ = await saga_and_history(redis, keys, "at-parser")
+        return "router" in saga.outputs and saga.step == "parser"
+
+    await wait_until(at_parser, within=60, what="the saga to wait at parser", on_timeout=old.tail)
+    old.signal(signal.SIGTERM)
+    assert await old.wait_exit(within=30) == 0, old.tail()
+
+    refused = spawn(*STEPS, env=chunked)
+    assert await refused.wait_exit(within=90) == 2, refused.tail()
+    assert "wait at step 'parser', which this release removed" in refused.tail(), refused.tail()
+
+    keeper = spawn("parser", env=default)
+    await keeper.wait_ready()
+    spawn(*STEPS, env=chunked)
+    await client.start("new", "u1", document=str(tmp_path / "lab.txt"))
+    await ended(redis, keys, "at-parser")
+    await ended(redis, keys, "new")
+    was, _ = await saga_and_history(redis, keys, "at-parser")
+    now, _ = await saga_and_history(redis, keys, "new")
+    assert (was.state, now.state) == ("completed", "completed"), (
+        was.error_message,
+        now.error_message,
+    )
+    assert "parser" in was.outputs and "merge" not in was.outputs and "grouper" in was.outputs
+    assert "parser" not in now.outputs and "merge" in now.outputs and now.maps[0].items == 1
+    assert now.outputs["merge"] == was.outputs["parser"]
+    assert now.outputs["grouper"] == was.outputs["grouper"]
