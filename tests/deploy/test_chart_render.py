@@ -29,6 +29,12 @@ CASES: dict[str, tuple[dict[str, Any], set[str], int, bool]] = {
     "defaults": ({}, {"router", "parser", "grouper"}, 1, False),
     "small": (example("small"), {"router", "parser", "grouper"}, 1, False),
     "large": (example("large"), {"router", "parser", "enricher", "grouper"}, 4, False),
+    "chunked": (
+        example("chunked"),
+        {"router", "plan", "parse_chunk", "merge", "grouper", "parser"},
+        1,
+        False,
+    ),
     "large-cluster": (
         merged(example("large"), {"redis": {"cluster": True}}),
         {"router", "parser", "enricher", "grouper"},
@@ -61,6 +67,11 @@ KEDA_PARAMS = {
     | {"addresses", "hosts", "ports", "addressesFromEnv", "hostsFromEnv", "portsFromEnv"},
 }
 FULL = f"{RELEASE}-saga"
+
+
+def named(step: str) -> str:
+    """A step's object name: Kubernetes names take no ``_`` (``parse_chunk``)."""
+    return f"{FULL}-{step.replace('_', '-')}"
 
 
 def objects(case: str) -> list[dict[str, Any]]:
@@ -115,11 +126,14 @@ def test_each_step_has_a_deployment_running_it(case: str) -> None:
     """One Deployment per enabled step, running `saga worker <step>`."""
     _, steps, _, _ = CASES[case]
     deployments = of_kind(objects(case), "Deployment")
-    assert set(deployments) == {f"{FULL}-{s}" for s in steps} | {f"{FULL}-controller"}
+    assert set(deployments) == {named(s) for s in steps} | {f"{FULL}-controller"}
     for step in steps:
-        ctr = container(deployments[f"{FULL}-{step}"])
+        ctr = container(deployments[named(step)])
         assert ctr["args"] == ["worker", step]
         assert env_of(ctr)["SAGA_STEP"]["value"] == step
+        pipeline = env_of(ctr).get("SAGA_PIPELINE", {}).get("value")  # the last one wins
+        if case == "chunked":  # parser drains on the default pipeline, the rest: chunked
+            assert pipeline == ("" if step == "parser" else "saga.documents.chunked:app")
         assert ctr["envFrom"][0] == {"configMapRef": {"name": FULL}}
 
 
@@ -128,11 +142,11 @@ def test_each_step_has_a_scaledobject_on_its_streams(case: str) -> None:
     """Per step and partition: a lag trigger that wakes from zero and a pending trigger."""
     _, steps, partitions, cluster = CASES[case]
     scaled = of_kind(objects(case), "ScaledObject")
-    assert set(scaled) == {f"{FULL}-{s}" for s in steps}
+    assert set(scaled) == {named(s) for s in steps}
     kind = "redis-cluster-streams" if cluster else "redis-streams"
     for step in steps:
-        spec = scaled[f"{FULL}-{step}"]["spec"]
-        assert spec["scaleTargetRef"]["name"] == f"{FULL}-{step}"
+        spec = scaled[named(step)]["spec"]
+        assert spec["scaleTargetRef"]["name"] == named(step)
         assert spec["minReplicaCount"] <= spec["maxReplicaCount"]
         lag = {t["metadata"]["stream"]: t for t in spec["triggers"] if "lagCount" in t["metadata"]}
         pending = {
@@ -183,7 +197,7 @@ def test_grace_period_is_the_drain_plus_the_margin(case: str) -> None:
     config = settings(objs)
     margin = values.get("terminationGraceMarginSeconds", 15)
     for step in CASES[case][1]:
-        dep = of_kind(objs, "Deployment")[f"{FULL}-{step}"]
+        dep = of_kind(objs, "Deployment")[named(step)]
         drain = int(env_of(container(dep))["SAGA_DRAIN_SECONDS"]["value"])
         own = {**values.get("stepDefaults", {}), **values.get("steps", {}).get(step, {})}
         if "drainSeconds" not in own and "drainSeconds" not in values.get("config", {}):

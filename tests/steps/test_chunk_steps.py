@@ -18,11 +18,11 @@ from saga.steps.chunking import plan_chunks
 from saga.steps.config import ExtractorKind, StepConfig
 from saga.steps.context import Completion, Document, Tokenizer
 from saga.steps.errors import PermanentError
-from saga.steps.models import ParserOutput, RouterInput, RouterOutput
+from saga.steps.models import RouterInput, RouterOutput
 from saga.steps.parser import parse
 from saga.steps.router import route
-from saga.steps.testing import ManualContext, MemoryDocuments, make_context
-from tests.steps.chunk_support import answer_json, row_pages
+from saga.steps.testing import MemoryDocuments, make_context
+from tests.steps.chunk_support import answer_json, chunked, ctx, row_pages
 
 pytestmark = pytest.mark.anyio
 
@@ -60,25 +60,8 @@ def pages_of_rows(n: int, per_page: int = 12) -> list[str]:
     return ["\n".join(page) for page in row_pages(n, per_page)]
 
 
-def ctx(pages: list[str], llm: Any = None, **more: Any) -> ManualContext:
-    config = LLM_CONFIG if llm is not None else StepConfig()
-    c = make_context(step="parse_chunk", pages=pages, config=config, llm=llm)
-    c.outputs.update(more)
-    return c
-
-
 def routed(pages: list[str]) -> RouterOutput:
     return RouterOutput(document_name="doc.txt", media_type="text/plain", page_count=len(pages))
-
-
-async def chunked(pages: list[str], inp: RouterOutput, llm: Any = None) -> ParserOutput:
-    """plan -> parse_chunk (each item, through its JSON as the map stores it) -> merge."""
-    items = await chunk_steps.plan_items(ctx(pages, llm), inp)
-    stored = msgspec.json.encode(items)
-    decoded = msgspec.json.decode(stored, type=list[chunk_steps.ChunkItem])
-    results = [await chunk_steps.parse_chunk(ctx(pages, llm), item) for item in decoded]
-    merged = ctx(pages, llm, router=msgspec.json.encode(inp), plan=stored)
-    return await chunk_steps.merge(merged, results)
 
 
 def test_the_plan_names_ranges_and_rebuilds_every_chunk_exactly() -> None:
