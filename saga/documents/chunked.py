@@ -44,7 +44,8 @@ async def parse_chunk(ctx: StepContext, item: ChunkItem) -> ChunkResult:
 
 
 @app.step(name="merge", after=parse_chunk, timeout=300, lease=60, concurrency=4, retries=4,
-          loads_pages=True, deletes_pages=True, reads=("router", "plan"))  # fmt: skip
+          loads_pages=True, deletes_pages=True, reads=("router", "plan"),
+          calls_models=False)  # fmt: skip
 async def merge(ctx: StepContext, results: MapResults[ChunkResult]) -> ParserOutput:
     return await chunk_steps.merge(ctx, results.results)
 

@@ -229,3 +229,30 @@ def test_public_names_load_lazily() -> None:
     code = f"import sys, saga; print(sorted(m for m in {probe!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_reads_names_a_step_before_it_and_map_concurrency_is_a_setting() -> None:
+    """``reads=`` of a step that is not before it is refused in one sentence; the chunked
+    document pipeline reads router and plan; SAGA_PARSE_CHUNK_MAP_CONCURRENCY sets how many
+    items of one saga its map opens (capped at 100), SAGA_PARSE_CHUNK_CONCURRENCY stays
+    the worker's."""
+    from saga.documents.chunked import app as chunked
+
+    bad = saga.App("badreads")
+    bad.step(name="first")(a_to_b)
+    bad.step(name="second", after="first", reads=("third",))(b_to_a)
+    bad.step(name="third", after="second")(a_to_b)
+    with pytest.raises(
+        saga.AppError, match=r"^step 'second' reads 'third', which is no step before it$"
+    ):
+        bad.build()
+    built = {s.name: s for s in chunked.build().steps}
+    assert built["merge"].reads == ("router", "plan") and built["parse_chunk"].loads_pages
+    env = {"SAGA_DATA_DIR": "/t", "SAGA_PARSE_CHUNK_MAP_CONCURRENCY": "7",
+           "SAGA_PARSE_CHUNK_CONCURRENCY": "3"}  # fmt: skip
+    spec = {s.name: s for s in chunked.pipeline(load_settings(env)).steps}["parse_chunk"]
+    assert spec.map is not None and (spec.map.concurrency, spec.concurrency) == (7, 3)
+    env["SAGA_PARSE_CHUNK_MAP_CONCURRENCY"] = "500"
+    spec = {s.name: s for s in chunked.pipeline(load_settings(env)).steps}["parse_chunk"]
+    assert spec.map is not None and spec.map.concurrency == 100
+    assert load_settings(env).for_step("parse_chunk_map").concurrency is None
