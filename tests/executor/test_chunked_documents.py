@@ -28,6 +28,7 @@ from saga.steps.models import ParserOutput
 from tests.adapters.support import Reply, Request, Stub, chat_reply, serve
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
+from tests.executor.test_llm_worker import litellm_libraries
 from tests.steps.chunk_support import MARK, answer_json, row_pages
 
 pytestmark = pytest.mark.anyio
@@ -201,7 +202,7 @@ async def test_sagas_at_the_old_parser_step_finish_after_the_switch(
     the chunked workers refuse to start while nothing serves ``parser`` (one sentence,
     exit 2); beside a worker of the default pipeline for ``parser`` they start, the old
     saga finishes through parser -> the chunked app's grouper, and a new one through the
-    map: the same extraction (rules) both ways."""
+    map: the same extraction (rules) both ways, and litellm never loaded."""
     text = "Lab report\nGlucose  95 mg/dL  70 - 99\nSodium  139 mmol/L  135-145\n"
     (tmp_path / "lab.txt").write_text(text)
     default = {k: v for k, v in base_env.items() if k != "SAGA_PIPELINE"}
@@ -229,7 +230,7 @@ async def test_sagas_at_the_old_parser_step_finish_after_the_switch(
 
     keeper = spawn("parser", env=default)
     await keeper.wait_ready()
-    spawn(*STEPS, env=chunked)
+    fresh = spawn(*STEPS, env=chunked)
     await client.start("new", "u1", document=str(tmp_path / "lab.txt"))
     await ended(redis, keys, "at-parser")
     await ended(redis, keys, "new")
@@ -243,3 +244,4 @@ async def test_sagas_at_the_old_parser_step_finish_after_the_switch(
     assert "parser" not in now.outputs and "merge" in now.outputs and now.maps[0].items == 1
     assert now.outputs["merge"] == was.outputs["parser"]
     assert now.outputs["grouper"] == was.outputs["grouper"]
+    assert litellm_libraries(fresh) == []  # the offline path never loads litellm
