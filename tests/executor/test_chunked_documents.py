@@ -26,6 +26,7 @@ from saga.state.keys import Keys
 from saga.state.model import EventType
 from saga.steps.models import ParserOutput
 from tests.adapters.support import Reply, Request, Stub, chat_reply, serve
+from tests.cli.inspect_support import cli
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import saga_and_history, states, wait_until
 from tests.executor.test_llm_worker import litellm_libraries
@@ -108,13 +109,15 @@ def model() -> Iterator[tuple[Stub, threading.Event, list[tuple[int, ...]]]]:
 
 async def test_a_long_document_is_one_attempt_per_chunk_and_survives_a_kill(
     spawn: SpawnWorker, base_env: dict[str, str], redis: Any, keys: Keys, tmp_path: Path,
+    redis_url: str,
     client: SagaClient, model: tuple[Stub, threading.Event, list[tuple[int, ...]]],
 ) -> None:  # fmt: skip
     """Twelve pages over a 250-token budget: N >= 6 items, each committed once as its own
     attempt with its own history row and cost; the worker is SIGKILLed while three items
     wait on the model; a new worker finishes the map without asking a committed chunk
     again, the cost is counted once per chunk, every row is found once on its page, the
-    diagnosis all chunks repeat is kept once, and no page text reaches a log line."""
+    diagnosis all chunks repeat is kept once, ``saga show`` has a row per item, and no page
+    text reaches a log line."""
     stub, gate, asked = model
     env = env_of(base_env, stub, tmp_path)
     first = spawn(*STEPS, env=env)
@@ -158,6 +161,10 @@ async def test_a_long_document_is_one_attempt_per_chunk_and_survives_a_kill(
     assert len(out.extraction.diagnoses) == 1
     assert "grouper" in saga.outputs
     assert await redis.exists(keys.pages(rid)) == 0  # merge's commit deleted the blob
+    shown = cli(keys, redis_url, "show", rid, env={"SAGA_PIPELINE": "saga.documents.chunked:app"})
+    assert shown.returncode == 0, shown.stderr
+    assert f"parse_chunk: {run.items} items, {run.items} done" in shown.stdout, shown.stdout
+    assert "parse_chunk[0]" in shown.stdout and f"parse_chunk[{run.items - 1}]" in shown.stdout
     for w in (first, second):
         assert SECRET not in w.log.read_text()
 
