@@ -63,7 +63,7 @@ def env_of(base_env: dict[str, str], stub: Stub, tmp_path: Path, **more: str) ->
                SAGA_LLM_API_BASE=f"{stub.url}/v1", SAGA_LLM_API_KEY="sk-test-key",
                SAGA_LLM_MODEL="openai/gpt-4o-mini", SAGA_LLM_MAX_INPUT_TOKENS="3000",
                SAGA_LLM_MAX_TOKENS="750", SAGA_DOCUMENT_ROOTS=str(tmp_path),
-               SAGA_PARSE_CHUNK_MAP_CONCURRENCY="3", SAGA_PARSE_CHUNK_LEASE="2",
+               SAGA_PARSE_CHUNK_MAP_CONCURRENCY="3", SAGA_PARSE_CHUNK_LEASE="4",
                SAGA_PARSE_CHUNK_BACKOFF="0.1")  # fmt: skip
     env.update(more)
     return env
