@@ -203,13 +203,15 @@ async def test_a_chunk_failing_for_good_flags_the_document(
 
 async def test_sagas_at_the_old_parser_step_finish_after_the_switch(
     spawn: SpawnWorker, base_env: dict[str, str], redis: Any, keys: Keys, tmp_path: Path,
+    redis_url: str,
     client: SagaClient,
 ) -> None:  # fmt: skip
     """Switching a deployment to the chunked pipeline with a saga waiting at ``parser``:
     the chunked workers refuse to start while nothing serves ``parser`` (one sentence,
-    exit 2); beside a worker of the default pipeline for ``parser`` they start, the old
-    saga finishes through parser -> the chunked app's grouper, and a new one through the
-    map: the same extraction (rules) both ways, and litellm never loaded."""
+    exit 2) and ``saga doctor`` names it (exit 1); beside a worker of the default pipeline
+    for ``parser`` they start, the old saga finishes through parser -> the chunked app's
+    grouper, and a new one through the map: the same extraction (rules) both ways, and
+    litellm never loaded."""
     text = "Lab report\nGlucose  95 mg/dL  70 - 99\nSodium  139 mmol/L  135-145\n"
     (tmp_path / "lab.txt").write_text(text)
     default = {k: v for k, v in base_env.items() if k != "SAGA_PIPELINE"}
@@ -234,6 +236,9 @@ async def test_sagas_at_the_old_parser_step_finish_after_the_switch(
     refused = spawn(*STEPS, env=chunked)
     assert await refused.wait_exit(within=90) == 2, refused.tail()
     assert "wait at step 'parser', which this release removed" in refused.tail(), refused.tail()
+
+    doctor = cli(keys, redis_url, "doctor", env={"SAGA_PIPELINE": "saga.documents.chunked:app"})
+    assert doctor.returncode == 1 and "'parser'" in doctor.stdout, doctor.stdout + doctor.stderr
 
     keeper = spawn("parser", env=default)
     await keeper.wait_ready()
