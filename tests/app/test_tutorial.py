@@ -1,6 +1,8 @@
 """The README's tutorial runs as written: its ``trip.py`` and its shell lines, taken
 from README.md itself (so the two cannot drift), against the embedded server in an
-empty directory, with the clone's virtualenv on the PATH."""
+empty directory, with the clone's virtualenv on the PATH. The tutorial shows every
+shape in one saga (a branch and its join, a map, a wait, a kill -9 takeover and a
+compensation), so its cap is under 55 lines of code (it was 40 for the chain alone)."""
 
 from __future__ import annotations
 
@@ -23,16 +25,18 @@ def tutorial() -> tuple[str, str]:
 
 
 def test_the_tutorial_is_short() -> None:
-    """Under 40 lines of code (blank lines aside), Python and shell together."""
+    """Under 55 lines of code (blank lines aside), Python and shell together."""
     code, shell = tutorial()
     lines = [line for line in (code + shell).splitlines() if line.strip()]
-    assert len(lines) < 40, len(lines)
+    assert len(lines) < 55, len(lines)
 
 
 def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     """The worker is killed mid-hotel (the car, its parallel branch, commits); another
-    takes over; the join, pay, fails; the flight is undone under its own key, once; show
-    draws the lost attempt, the branches with their parents and the undo row."""
+    takes over; the join runs, the map books a seat per traveller, each item once, the
+    wait consumes the approval sent early (kept, then signalled once), pay fails with the
+    approval's data; the flight is undone under its own key, once; show draws the lost
+    attempt, the branches with their parents, the map's rows, the wait and the undo row."""
     code, shell = tutorial()
     (tmp_path / "trip.py").write_text(code)
     env = {k: v for k, v in os.environ.items()
@@ -55,10 +59,17 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     out = res.stdout
     assert "cancelled flight LH-123 of alice (booked under t-1:flight:e1)" in out, res.stderr
     assert out.count("cancelled flight") == 1
-    show = out[out.index("t-1") :]
-    for expected in ("compensated", "lease expired", "undo:flight", "card declined",
-                     "|| car <- flight", "pay <- hotel, car"):  # fmt: skip
+    assert "kept until the saga reaches its wait" in out, out[-3000:]
+    show = out[out.index("record   t-1") :]
+    for expected in ("compensated", "lease expired", "undo:flight",
+                     "card declined (approved by carol)", "|| car <- flight",
+                     "travellers <- hotel, car", "seat <- travellers", "2 items",
+                     "fanned_in", "2 items, 0 failed", "signal_kept", "approved <- seat",
+                     "pay <- approved"):  # fmt: skip
         assert expected in show, (expected, show[-3000:])
+    rows = [line.split()[0] for line in show.splitlines() if line.strip()]
+    assert (rows.count("seat[0]"), rows.count("seat[1]")) == (1, 1), show[-3000:]
+    assert sum(" signalled " in line for line in show.splitlines()) == 1, show[-3000:]
 
 
 WORKER_CUE = "start a worker in a second shell"
