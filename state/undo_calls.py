@@ -74,8 +74,15 @@ def commit_undo_call(sm: StateMachine, claim: Claim, req: CommitRequest, op: str
     args += [op, sm.limits.history_maxlen, req.worker]
     bill_keys, bill_args = _billing(sm, p, req)
     keys += bill_keys
-    args += bill_args
+    args += [*bill_args, _item(claim)]
     return "commit_undo", keys, args
+
+
+def _item(claim: Claim) -> str:
+    """The map item the claim's plan head names ("" for a step): '<map>[<i>]'."""
+    head = (claim.extra.get("undo") or b"").decode().split(",", 1)[0]
+    _, bracket, rest = head.partition("[")
+    return rest[:-1] if bracket and rest.endswith("]") and rest[:-1].isdigit() else ""
 
 
 def fail_undo_call(sm: StateMachine, claim: Claim, req: FailRequest, op: str) -> Call:

@@ -63,6 +63,7 @@ def declare_map(
     lease: float | None = None,
     backoff: float | None = None,
     loads_pages: bool = False,
+    compensate: Callable[..., Any] | None = None,
 ) -> Callable[[F], F]:
     """``@app.map``: declare ``async def fn(ctx, item: In) -> Out`` a map over the list that
     step ``over`` returns: one attempt per item, at most ``concurrency`` (1 to 100) per saga
@@ -71,13 +72,16 @@ def declare_map(
     does not fail the saga). At most 1,000 items; ``retries``, ``timeout``, ``lease`` and
     ``backoff`` are each item's, as ``@app.step``'s are a step's; ``loads_pages``: each
     item's attempt reads the record's pages blob into ``ctx.pages`` (one GET after its
-    claim; the blob stays for the steps after the map)."""
+    claim; the blob stays for the steps after the map). ``compensate``,
+    an ``async def undo(ctx, item: In, output: Out, idempotency_key)``, undoes each item
+    that committed, once, latest first, when the saga compensates (docs/sagas.md, Maps)."""
 
     def register(fn: F) -> F:
         label = name or str(getattr(fn, "__name__", ""))
         spec = map_spec(f"map {label!r}", "", concurrency, on_failure)
         step = app.step(name=name, after=over, retries=retries, timeout=timeout, lease=lease,
-                        backoff=backoff, loads_pages=loads_pages)(fn)  # fmt: skip
+                        backoff=backoff, loads_pages=loads_pages,
+                        compensate=compensate)(fn)  # fmt: skip
         app._declared[-1] = replace(app._declared[-1], map=spec)
         return typing.cast(F, step)
 
@@ -142,4 +146,4 @@ def _settled(
     result: Any = list[spec.output_type]  # type: ignore[name-defined]
     if spec.map.on_failure == "partial":
         result = MapResults[spec.output_type]  # type: ignore[name-defined]
-    return replace(spec, output_type=result)
+    return replace(spec, output_type=result, map=replace(spec.map, item_output=spec.output_type))

@@ -83,6 +83,9 @@ class MapSpec:
     on_failure: str = "fail"
     """``fail`` (an item failed for good fails the saga) | ``partial`` (the fan-in marks
     it: ``saga.MapResults``)."""
+    item_output: Any = None
+    """What one item returns (the function's own output type; set when the app is built):
+    a compensation of the map undoes each committed item with its input and this output."""
 
 
 @dataclass(frozen=True, slots=True)

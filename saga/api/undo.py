@@ -6,6 +6,11 @@ A saga that fails for good (or that an operator cancels with ``--compensate``) e
 first, each undo claimed with a lease and fencing token like any attempt. The plan is
 fixed in Redis when compensation begins (``compensate_saga.lua``); each undo's claim
 says what is left of it, so its commit names the next undo (``next_undo``).
+
+A map step with a compensation is undone item by item: the plan holds ``<map>[<i>]`` for
+each item that committed (``state/lua/includes/undo_plan.lua``); ``undo:<map>`` runs once
+per entry with the item's input (element i of the over= step's list), its output and the
+key the item ran under (``<record>:<map>:<i>:e<epoch>``).
 """
 
 from __future__ import annotations
@@ -32,13 +37,18 @@ def undo_spec(spec: StepSpec) -> StepSpec:
     if compensate is None:
         raise ValueError(f"step {spec.name!r} has no compensation")
 
+    out_type = spec.map.item_output if spec.map is not None else spec.output_type
+
     async def run(ctx: Any, _raw: Any) -> Undone:
         claim: Claim = ctx.claim
+        item = undone_item(claim)
         try:
-            inp: Any = msgspec.json.decode(claim.input or b"{}", type=spec.input_type)
-            out: Any = msgspec.json.decode(
-                claim.extra.get("output") or b"{}", type=spec.output_type
-            )
+            raw = claim.input or b"{}"
+            if item >= 0:  # the item's element of the over= step's list
+                items = msgspec.json.decode(raw, type=list[msgspec.Raw])
+                raw = bytes(items[item]) if item < len(items) else b"null"
+            inp: Any = msgspec.json.decode(raw, type=spec.input_type)
+            out: Any = msgspec.json.decode(claim.extra.get("output") or b"{}", type=out_type)
         except msgspec.DecodeError as exc:
             raise InvalidInputError(f"undo of step {spec.name!r}: {exc}") from None
         await compensate(ctx, inp, out, step_key(claim))
@@ -54,16 +64,35 @@ def undo_spec(spec: StepSpec) -> StepSpec:
         loads_pages=False,
         deletes_pages=False,
         previous_output=False,
+        map=None,
     )
 
 
 def step_key(claim: Claim) -> str:
-    """The idempotency key the undone step ran with: its commit's epoch, not the undo's."""
+    """The idempotency key the undone step (or item) ran with: its commit's epoch, not
+    the undo's."""
     epoch = (claim.extra.get("done") or b"").split(b":", 1)[0].decode() or str(claim.epoch)
+    item = undone_item(claim)
+    if item >= 0:
+        return f"{claim.record_id}:{undone_step(claim.step)}:{item}:e{epoch}"
     return f"{claim.record_id}:{undone_step(claim.step)}:e{epoch}"
+
+
+def plan_entry(entry: str) -> tuple[str, int]:
+    """A compensation plan's entry: the step, and the item of a map's (-1 for a step)."""
+    step, bracket, rest = entry.partition("[")
+    if bracket and rest.endswith("]") and rest[:-1].isdigit():
+        return step, int(rest[:-1])
+    return entry, -1
+
+
+def undone_item(claim: Claim) -> int:
+    """The map item an undo's claim undoes (the head of its plan), -1 for a step."""
+    head = (claim.extra.get("undo") or b"").decode().split(",", 1)[0]
+    return plan_entry(head)[1]
 
 
 def next_undo(claim: Claim) -> str:
     """The undo after this one in the plan the claim read ("" when it is the last)."""
     later = (claim.extra.get("undo") or b"").decode().split(",")[1:]
-    return undo_of(later[0]) if later and later[0] else ""
+    return undo_of(plan_entry(later[0])[0]) if later and later[0] else ""

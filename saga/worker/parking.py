@@ -71,7 +71,7 @@ async def park_wait(runner: AttemptRunner, spec: StepSpec, claim: Claim) -> Outc
     elif outcome.code == RC.OK:
         runner.observer.committed(spec.name, time.monotonic() - started)
         log.info("saga_waiting" if outcome.state == "waiting" else "signal_consumed",
-                 event=wait.event, due_ms=outcome.detail)  # fmt: skip
+                 wait_event=wait.event, due_ms=outcome.detail)  # fmt: skip
     return outcome
 
 

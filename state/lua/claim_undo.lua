@@ -2,7 +2,10 @@
 -- trip: claim_steps for a compensating saga. The saga stays 'compensating'; its lease
 -- (token, lease, worker) says an undo attempt runs. The reply has claim_steps' layout;
 -- the input is the undone step's input, and after it come the step's committed output,
--- its commit token (its epoch keys the step's side effects) and the undo plan left.
+-- its commit token (its epoch keys the step's side effects) and the undo plan left. When
+-- the plan's head is a map's item ('<map>[<i>]', includes/undo_plan), the output and the
+-- token are that item's ('mo:<map>:<i>', 'mt:<map>:<i>'); the input is the map's over=
+-- list (ARGV[8] names its step), of which the caller takes item i.
 --
 -- KEYS[1]  ready stream of the undo step    {p}:ready:undo:<step>
 -- KEYS[2]  dead-letter stream of the undo step
@@ -37,6 +40,7 @@
 --@include schema
 --@include retire
 --@include dead_letter
+--@include undo_plan
 
 local ready = KEYS[1]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
@@ -63,6 +67,12 @@ for i = 1, n do
   local entry, record = ARGV[10 + 2 * (i - 1)], ARGV[11 + 2 * (i - 1)]
   local saga, hist = KEYS[11 + 2 * (i - 1)], KEYS[12 + 2 * (i - 1)]
   local s = redis.call('HMGET', saga, unpack(fields))
+  local _, item = undo_entry(string.match(s[21] or '', '^([^,]*)'))
+  if item then
+    local it = redis.call('HMGET', saga, 'mo:' .. undone .. ':' .. item,
+                          'mt:' .. undone .. ':' .. item)
+    s[19], s[20] = it[1] or false, it[2] or false
+  end
   local epoch = tonumber(s[5] or '0')
   local leased = s[7] and s[7] ~= ''
   if not s[2] then
@@ -108,7 +118,8 @@ for i = 1, n do
       history_append(hist, maxlen, {'e', 'reclaimed', 's', step, 'a', attempt, 'ep', epoch,
                                     'w', worker, 't', now, 'op', op,
                                     'x', 'lease of ' .. (s[10] or '?') .. ' expired',
-                                    'pa', attempt - 1, 'pw', s[10] or '', 'pt', s[17] or ''})
+                                    'pa', attempt - 1, 'pw', s[10] or '', 'pt', s[17] or '',
+                                    'i', item or ''})
     end
     replies[i] = claim_data(RC.OK, entry, record, s, attempt, expired, token, lease_until)
   end

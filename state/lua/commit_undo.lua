@@ -2,7 +2,9 @@
 -- saga). Token-checked; in one script it moves the undone step's output from out:<step>
 -- to undone:<step> (its effect no longer stands, but people still read what it was),
 -- acknowledges the entry, enqueues the next undo of the plan or ends the
--- saga 'compensated', attributes the attempt's LLM cost as commit_steps does (the saga's
+-- saga 'compensated'; an undo of a map's item ('<map>[<i>]' at the head of the plan,
+-- includes/undo_plan) marks that item undone ('mu:<map>:<i>': the commit token), and
+-- when the next undo is the same map's, its attempts count afresh; attributes the attempt's LLM cost as commit_steps does (the saga's
 -- cost:undo:<step>, the day's totals, the user's spend that budgets check), and appends
 -- the history. A second commit of the same attempt returns the recorded result, writing
 -- nothing. The error that led to the compensation
@@ -34,13 +36,15 @@
 -- ARGV[11] n: number of cached-answer keys at KEYS[14..], at most 64
 -- ARGV[12] day of the month of KEYS[12] ("01".."31"): the day's spend field in KEYS[13]
 -- ARGV[13] retention per state (StateLimits.retention's table): a compensated saga's starts
+-- ARGV[14] the item this attempt undoes, as its claim's plan said ("" for a step): a
+--          re-sent commit of an item undone already is a duplicate
 -- Returns: {RC.OK, state, next_step, next_entry}
 --          {RC.DUPLICATE, state, next_step}   this attempt was already committed
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}             stale token: nothing written but a 'fenced' event
 --          {RC.WRONG_STATE, 'plan', plan}     ARGV[5] is not the plan's next: nothing written
 -- Emits:   history 'committed' (n: the next undo step, "" when compensated; c and k only
---          when set); ready entry {rid, ep, v} for the next undo step
+--          when set; i: the item, for a map's); ready entry {rid, ep, v} for the next undo step
 --@include now
 --@include history
 --@include state_index
@@ -49,6 +53,7 @@
 --@include cost
 --@include committed_event
 --@include retire
+--@include undo_plan
 
 local saga, hist, ready, next_ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local step, token, entry, group, next_step = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -58,6 +63,13 @@ local undone = string.sub(step, 6)
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'rid',
                      'claimed', 'done:' .. step, 'att:' .. step, 'undo', 'uid')
 if not s[1] then return {RC.NOT_FOUND} end
+local item_arg = ARGV[14] or ''
+local undone_item = ''
+if item_arg ~= '' then undone_item = 'mu:' .. undone .. ':' .. item_arg end
+if item_arg ~= '' and redis.call('HGET', saga, undone_item) == token then
+  redis.call('HSET', saga, undone_item, token)  -- replicated, as commit_steps' repeat
+  return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
+end
 if s[8] == token then
   redis.call('HSET', saga, 'done:' .. step, token)  -- replicated, as commit_steps' repeat
   return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
@@ -68,7 +80,8 @@ if s[1] ~= STATE.COMPENSATING or s[2] ~= step or s[3] ~= token then
   return {RC.LEASE_LOST, s[1]}
 end
 local rest = string.match(s[10] or '', '^[^,]*,(.*)$') or ''
-local expected = string.match(rest, '^([^,]*)') or ''
+local _, item = undo_entry(string.match(s[10] or '', '^([^,]*)'))
+local expected = undo_entry(string.match(rest, '^([^,]*)') or '')
 if expected ~= '' then expected = 'undo:' .. expected end
 if next_step ~= expected then return {RC.WRONG_STATE, 'plan', s[10] or ''} end
 
@@ -94,6 +107,10 @@ if next_step ~= '' then
   f[#f + 1] = next_step
 end
 redis.call('HSET', saga, unpack(f))
+if item then
+  redis.call('HSET', saga, 'mu:' .. undone .. ':' .. item, token)
+  if next_step == step then redis.call('HDEL', saga, 'att:' .. step, 'lx:' .. step) end
+end
 redis.call('HINCRBY', KEYS[5], 'committed:' .. step, 1)
 add_cost({saga = saga, costs = KEYS[12], spend = KEYS[13], dd = ARGV[12]}, s[11], step, cost)
 index_state(6, record, STATE.COMPENSATING, state, now)
@@ -103,5 +120,9 @@ if state == STATE.COMPENSATED then
 end
 local ev = committed_event(step, attempt, epoch, worker, now, duration, next_step, op, cost,
                            ARGV[10])
+if item then
+  ev[#ev + 1] = 'i'
+  ev[#ev + 1] = item
+end
 history_append(hist, maxlen, ev)
 return {RC.OK, state, next_step, next_entry}

@@ -41,7 +41,8 @@
 --          {RC.DUPLICATE, state}       this attempt's failure was already recorded
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}      stale token: only a 'fenced' event is written
--- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered'; a dead letter
+-- Emits:   history 'retry_scheduled' | 'parked' | 'dead_lettered' (i: the item, for an
+--          undo of a map's item: includes/undo_plan); a dead letter
 --@include now
 --@include history
 --@include state_index
@@ -50,13 +51,14 @@
 --@include cost
 --@include retire
 --@include dead_letter
+--@include undo_plan
 
 local saga, hist, ready = KEYS[1], KEYS[2], KEYS[3]
 local step, token, entry, group, action = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local ec, em, op, maxlen, worker = ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11]
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'uid', 'rid',
-                     'claimed', 'failtok', 'att:' .. step)
+                     'claimed', 'failtok', 'att:' .. step, 'undo')
 if not s[1] then return {RC.NOT_FOUND} end
 if s[9] == token then
   redis.call('HSET', saga, 'failtok', token)  -- replicated, as fail_step's repeat
@@ -80,6 +82,11 @@ add_cost({saga = saga, costs = KEYS[13], spend = KEYS[14], dd = ARGV[15]}, user,
 redis.call('HSET', saga, 'failtok', token, 'op', op)
 local ev = {'a', attempt, 'ep', epoch, 's', step, 'w', worker, 't', now, 'd', duration,
             'ec', ec, 'em', em, 'c', cost, 'k', ARGV[13] or '0', 'op', op}
+local _, item = undo_entry(string.match(s[11] or '', '^([^,]*)'))
+if item then
+  ev[#ev + 1] = 'i'
+  ev[#ev + 1] = item
+end
 
 if action == 'dead' then
   local retired = KEYS[15 + (tonumber(ARGV[14]) or 0)]

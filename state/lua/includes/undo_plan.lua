@@ -4,16 +4,69 @@
 -- undo ready stream of ARGV[at+1] (one per candidate, in the same order).
 -- Lanes (includes/lanes) committed at 'ct:<step>': a run of them (the branches between a
 -- fork and its join, side by side in the pipeline's order) is undone latest-committed first.
+-- A map step (its counters 'map:<m>', includes/map_items) is undone item by item: the plan
+-- holds '<m>[<i>]' for each item of its last run that committed ('mi' "<epoch>:d") and is
+-- not undone yet ('mu:<m>:<i>' unset; commit_undo sets it), latest commit first; failed,
+-- pending or running items are not undone (a running one's commit is fenced).
+
+-- A plan entry's step and item index (text; nil for a step that is no map's item).
+local function undo_entry(e)
+  local m, i = string.match(e or '', '^(.-)%[(%d+)%]$')
+  if m then return m, i end
+  return e or '', nil
+end
+
+-- The plan entries of map `m`'s committed items not yet undone, latest commit first
+-- (at most 1000 items: MAP_MAX_FANIN, read 200 at a time).
+local function undo_items(saga, m, counters)
+  local e, n = string.match(counters, '^(%d+) (%d+) ')
+  local got = {}
+  if not e then return got end
+  n = tonumber(n)
+  for chunk = 0, 4 do
+    local start = chunk * 200
+    if start >= n then break end
+    local names = {}
+    for j = 0, 199 do
+      if start + j >= n then break end
+      local f = m .. ':' .. (start + j)
+      names[#names + 1] = 'mi:' .. f
+      names[#names + 1] = 'mc:' .. f
+      names[#names + 1] = 'mu:' .. f
+    end
+    local r = redis.call('HMGET', saga, unpack(names))
+    for j = 0, 199 do
+      if 3 * j >= #names then break end
+      if r[3 * j + 1] == e .. ':d' and not r[3 * j + 3] then
+        got[#got + 1] = {start + j, tonumber(r[3 * j + 2]) or 0}
+      end
+    end
+  end
+  table.sort(got, function(a, b)
+    if a[2] ~= b[2] then return a[2] > b[2] end
+    return a[1] > b[1]
+  end)
+  local out = {}
+  for j = 1, 1000 do
+    if j > #got then break end
+    out[j] = m .. '[' .. got[j][1] .. ']'
+  end
+  return out
+end
+
 local function undo_plan(saga, at, n)
-  local plan, heads, done = {}, {}, {}
+  local plan, heads, done, items = {}, {}, {}, {}
   for i = 1, 32 do
     if i > n then break end
     local name = ARGV[at + i]
-    local got = redis.call('HMGET', saga, 'out:' .. name, 'ct:' .. name)
-    if got[1] then
+    local got = redis.call('HMGET', saga, 'out:' .. name, 'ct:' .. name, 'map:' .. name)
+    local its = nil
+    if got[3] then its = undo_items(saga, name, got[3]) end
+    if (its and #its > 0) or (not its and got[1]) then
       plan[#plan + 1] = name
       heads[#heads + 1] = i
       done[#done + 1] = tonumber(got[2])
+      items[name] = its
     end
   end
   -- Insertion sort inside each run of lanes (at most 32 entries): latest commit first.
@@ -26,21 +79,28 @@ local function undo_plan(saga, at, n)
       done[k], done[k - 1] = done[k - 1], done[k]
     end
   end
-  return plan, heads[1] or 0
+  -- A map's items take its place (at most 1000 each).
+  local out = {}
+  for j = 1, 32 do
+    if j > #plan then break end
+    local its = items[plan[j]]
+    if its then
+      for x = 1, 1000 do
+        if x > #its then break end
+        out[#out + 1] = its[x]
+      end
+    else
+      out[#out + 1] = plan[j]
+    end
+  end
+  return out, heads[1] or 0
 end
 
--- Enter 'compensating' in a new epoch (attempts count afresh, older tokens are fenced) and
--- enqueue the first undo; an empty plan ends 'compensated' at once. Appends the
--- 'compensating' event. A saga that had ended (failed, cancelled) is no longer due for
--- deletion; one compensated at once starts its retention (includes/retire: include it too).
--- Returns the new state, step and ready entry.
--- c = {saga, hist, ready_at, index_at, record, from, step, epoch, now, maxlen, op, why,
---      retired, user, ret}: ret is the retention table (StateLimits.retention)
 local function begin_undo(c, plan, head)
   local epoch = c.epoch + 1
   local state, step, entry = STATE.COMPENSATED, c.step, ''
   if head > 0 then
-    state, step = STATE.COMPENSATING, 'undo:' .. plan[1]
+    state, step = STATE.COMPENSATING, 'undo:' .. undo_entry(plan[1])
     entry = redis.call('XADD', KEYS[c.ready_at + head - 1], '*', 'rid', c.record, 'ep', epoch,
                        'v', SCHEMA_VERSION)
   end
