@@ -84,6 +84,10 @@ class Rec:
     failed: int = 0
     fanned: str = ""
     """out:m of the fan-in of the current epoch ("" before it)."""
+    run: int = -1
+    """The epoch of the map's last spawn (its items' epoch; -1 before any)."""
+    undone: set[int] = field(default_factory=set)
+    """Items of that run a compensation undid (stateful_map_undo.py)."""
 
     def at(self, i: int) -> str:
         e, s = self.mi.get(i, (-1, ""))
@@ -198,7 +202,7 @@ class MapMachine(RuleBasedStateMachine):
                 fresh = m.state == "pending" and m.step == "m" and ep == m.epoch and not m.spawned
                 assert o.code == (RC.SPAWNED if fresh else RC.STALE_ENTRY), (o, m)
                 if fresh:
-                    m.state, m.spawned = "running", True
+                    m.state, m.spawned, m.run = "running", True, m.epoch
                     m.next = m.open = m.done = m.failed = 0
                     self._release(m)
                     if m.n == 0:
@@ -228,6 +232,7 @@ class MapMachine(RuleBasedStateMachine):
             assert out.code == RC.LEASE_LOST, (out, m)
             return
         m.mi[c.item], m.outs[c.item], m.done = (m.epoch, "d"), output, m.done + 1
+        m.undone.discard(c.item)
         self._ended(m)
         assert (out.code, out.state) == (RC.OK, m.state), (out, m)
 
@@ -252,8 +257,14 @@ class MapMachine(RuleBasedStateMachine):
             m.mi[c.item], m.failed = (m.epoch, "f"), m.failed + 1
             self._ended(m)
         else:
-            m.mi[c.item], m.state = (m.epoch, "f"), "failed"
+            m.mi[c.item] = (m.epoch, "f")
+            self._failed_for_good(c.record_id, m)
         assert (out.code, out.state) == (RC.OK, m.state), (out, m)
+
+    def _failed_for_good(self, rid: str, m: Rec) -> None:
+        """An item failed for good under on_failure="fail": the saga is dead-lettered at
+        the map (no step before it has a compensation here)."""
+        m.state = "failed"
 
     @precondition(lambda self: any(m.state for m in self.model.values()))
     @rule()

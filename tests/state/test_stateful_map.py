@@ -16,6 +16,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from saga.state.model import Claim
 from tests.state.mutants import mutated
 from tests.state.stateful_map import MapMachine, PartialMapMachine
+from tests.state.stateful_map_undo import UndoMapMachine
 
 SOAK = os.environ.get("SAGA_SOAK", "").lower() in ("1", "true", "yes")
 SETTINGS = settings(
@@ -25,11 +26,14 @@ SETTINGS = settings(
 """``SAGA_SOAK=1`` runs more examples, each longer."""
 
 
-@pytest.mark.parametrize("machine", [MapMachine, PartialMapMachine])
+@pytest.mark.parametrize("machine", [MapMachine, PartialMapMachine, UndoMapMachine])
 def test_maps_hold_against_the_model(redis_url: str, machine: type[MapMachine]) -> None:
     """Random interleavings keep the model's word: each item commits once per epoch, at
-    most 2 are open, the fan-in fires once with the outputs in item order."""
-    run_state_machine_as_test(lambda: machine(redis_url), settings=SETTINGS)  # type: ignore[arg-type]
+    most 2 are open, the fan-in fires once with the outputs in item order; with a
+    compensation on the map, each committed item is undone once, latest first."""
+    steps = {"stateful_step_count": 80} if machine is UndoMapMachine and not SOAK else {}
+    # the undo machine's rules begin once items committed: longer runs reach them more
+    run_state_machine_as_test(lambda: machine(redis_url), settings=settings(SETTINGS, **steps))  # type: ignore[arg-type]
 
 
 MUTANTS = {
@@ -156,5 +160,85 @@ def _machine(url: str) -> Iterator[MapMachine]:
     m = MapMachine(url)
     try:
         yield m
+    finally:
+        m.teardown()
+
+
+UNDO_MUTANTS = {
+    "an item is undone twice": (
+        "includes/undo_plan.lua",
+        "if r[3 * j + 1] == e .. ':d' and not r[3 * j + 3] then",
+        "if r[3 * j + 1] == e .. ':d' then",
+    ),
+    "a failed item is undone": (
+        "includes/undo_plan.lua",
+        "if r[3 * j + 1] == e .. ':d' and not r[3 * j + 3] then",
+        "if r[3 * j + 1] and not r[3 * j + 3] then",
+    ),
+    "an undo's commit leaves its item unmarked": (
+        "commit_undo.lua",
+        "  redis.call('HSET', saga, 'mu:' .. undone .. ':' .. item, token)\n",
+        "",
+    ),
+}
+
+
+@pytest.fixture
+def undo_mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    yield from mutated(monkeypatch, UNDO_MUTANTS, request.param)
+
+
+def _undo_scenario(m: UndoMapMachine, name: str) -> None:
+    """Two items; the short run that shows the undo mutant ``name``."""
+    m.start("r0", 2)
+    m.over()
+    assert _items(m) == []
+    a, b = _items(m)
+    m.commit(a)
+    m.each_item_is_undone_once()
+    if name == "a failed item is undone":
+        m.fail(b, dead=True)  # compensating: a only (b failed)
+        m.redis_agrees_with_the_model()
+        m.each_item_is_undone_once()
+        (u,) = m.undo_claim().values  # type: ignore[attr-defined]
+        m.undo_commit(u)
+        m.each_item_is_undone_once()
+        return
+    m.commit(b)
+    m.join_fails()  # compensating: b, then a
+    m.each_item_is_undone_once()
+    (u,) = m.undo_claim().values  # type: ignore[attr-defined]
+    m.undo_commit(u)
+    m.undo_commit(u)  # re-sent: a duplicate
+    m.each_item_is_undone_once()
+    (u,) = m.undo_claim().values  # type: ignore[attr-defined]
+    m.undo_fail(u)  # compensation_failed
+    m.compensate("r0")  # resumes: the item not undone yet, only
+    m.redis_agrees_with_the_model()
+    m.each_item_is_undone_once()
+    (u,) = m.undo_claim().values  # type: ignore[attr-defined]
+    m.undo_commit(u)
+    m.redis_agrees_with_the_model()
+    m.each_item_is_undone_once()
+
+
+@pytest.mark.parametrize("undo_mutant", list(UNDO_MUTANTS), indirect=True)
+def test_each_undo_mutant_is_caught(redis_url: str, undo_mutant: str) -> None:
+    """The real scripts pass each scenario; on its mutant (an item undone twice, a failed
+    item undone, an undone item left unmarked), a rule's or the invariant's check fails."""
+    m = UndoMapMachine(redis_url)
+    try:
+        with pytest.raises(AssertionError):
+            _undo_scenario(m, undo_mutant)
+    finally:
+        m.teardown()
+
+
+@pytest.mark.parametrize("name", list(UNDO_MUTANTS))
+def test_each_undo_scenario_passes_with_the_real_scripts(redis_url: str, name: str) -> None:
+    """The scenarios the undo mutants fail hold with the real scripts."""
+    m = UndoMapMachine(redis_url)
+    try:
+        _undo_scenario(m, name)
     finally:
         m.teardown()
