@@ -4,7 +4,8 @@ a comma-separated list of chunk numbers whose parse fails for good; ``PARSE_FLAK
 chunks whose first attempt fails (a retry then commits); ``MAP_GATE`` (a path): each
 item waits until that file exists, so the test can see items in flight.
 ``partial`` is the same saga type with ``on_failure="partial"``; ``undone`` gives split a
-compensation (a failed item then undoes it)."""
+compensation (a failed item then undoes it); ``itemundo`` gives parse one too (each
+committed item undone on its own, ``UNDO_LOG``), and its merge fails with ``MERGE_FAILS``."""
 
 from __future__ import annotations
 
@@ -90,6 +91,24 @@ undone.map(name="parse", over="split", concurrency=2)(parse_chunk)
 
 @undone.step(after="parse", calls_models=False)
 async def merge_undone(ctx: saga.StepContext, parsed: list[Parsed]) -> Report:
+    return Report(pages=[p for x in parsed for p in x.pages], chunks=len(parsed))
+
+
+async def unparse(ctx: saga.StepContext, c: Chunk, parsed: Parsed, key: str) -> None:
+    """parse's compensation, once per committed item: its key, chunk and pages."""
+    async with await anyio.open_file(os.environ["UNDO_LOG"], "a") as f:
+        await f.write(f"{key} {c.first} {parsed.pages}\n")
+
+
+itemundo = saga.App("itemundo")  # each item undone on its own; MERGE_FAILS: merge fails
+itemundo.step(name="split", calls_models=False, compensate=unsplit)(split_doc)
+itemundo.map(name="parse", over="split", concurrency=2, compensate=unparse)(parse_chunk)
+
+
+@itemundo.step(after="parse", calls_models=False)
+async def merge_or_fail(ctx: saga.StepContext, parsed: list[Parsed]) -> Report:
+    if os.environ.get("MERGE_FAILS"):
+        raise saga.PermanentError("the report cannot be merged")
     return Report(pages=[p for x in parsed for p in x.pages], chunks=len(parsed))
 
 

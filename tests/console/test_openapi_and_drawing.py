@@ -4,6 +4,7 @@ geometry (pure functions, no server)."""
 from __future__ import annotations
 
 import jsonschema
+import msgspec
 
 from saga.console.api import PREFIX, routes
 from saga.console.draw import WIDTH, cost_chart, nice_max, timeline
@@ -76,3 +77,19 @@ def test_cost_chart_scales_to_a_round_top() -> None:
     assert heights[0] == 0 and heights[2] == 170.0 and heights[1] == 68.0
     assert all(b.y + b.h == 178.0 for b in chart.bars)
     assert [label for _, label in chart.labels] == ["11-01", "11-02", "11-03"]
+
+
+def test_a_maps_item_undos_have_a_row_each() -> None:
+    """A compensation of a map: each item's undo is a row of its own (undo:parse[1],
+    then undo:parse[0]), as each item's attempt is."""
+    saga = Saga(v=1, record_id="r", user_id="u", state=SagaState.COMPENSATED,
+                step="undo:parse", epoch=2, created_ms=1000, updated_ms=3000)  # fmt: skip
+
+    def done(step: str, at: int, item: int) -> HistoryEvent:
+        e = _event(EventType.COMMITTED, at, attempt=1, worker="w", duration_ms=10, item=item)
+        return msgspec.structs.replace(e, step=step)
+
+    events = [done("parse", 1000, 0), done("parse", 1100, 1), _event(EventType.COMPENSATING, 2000),
+              done("undo:parse", 2500, 1), done("undo:parse", 3000, 0)]  # fmt: skip
+    rows = [r.step for r in timeline(saga, events, now_ms=9999) if r.attempt]
+    assert rows == ["parse[0]", "parse[1]", "undo:parse[1]", "undo:parse[0]"]
