@@ -35,8 +35,9 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     """The worker is killed mid-hotel (the car, its parallel branch, commits); another
     takes over; the join runs, the map books a seat per traveller, each item once, the
     wait consumes the approval sent early (kept, then signalled once), pay fails with the
-    approval's data; the flight is undone under its own key, once; show draws the lost
-    attempt, the branches with their parents, the map's rows, the wait and the undo row."""
+    approval's data; each seat, then the flight, is undone under its own key, once; show
+    draws the lost attempt, the branches with their parents, the map's rows, the wait
+    and an undo row per seat and for the flight. No attempt crashes on the way."""
     code, shell = tutorial()
     (tmp_path / "trip.py").write_text(code)
     env = {k: v for k, v in os.environ.items()
@@ -59,7 +60,13 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
     out = res.stdout
     assert "cancelled flight LH-123 of alice (booked under t-1:flight:e1)" in out, res.stderr
     assert out.count("cancelled flight") == 1
+    for seat in ("3A of bob (booked under t-1:seat:1:e1)",
+                 "5A of alice (booked under t-1:seat:0:e1)"):  # fmt: skip
+        assert out.count(f"freed seat {seat}") == 1, out[-3000:]
+        assert out.index(f"freed seat {seat}") < out.index("cancelled flight")  # latest first
+    assert out.count("freed seat") == 2
     assert "kept until the saga reaches its wait" in out, out[-3000:]
+    assert '"attempt_crashed"' not in res.stderr and "Traceback" not in res.stderr
     show = out[out.index("record   t-1") :]
     for expected in ("compensated", "lease expired", "undo:flight",
                      "card declined (approved by carol)", "|| car <- flight",
@@ -68,7 +75,8 @@ def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
                      "pay <- approved"):  # fmt: skip
         assert expected in show, (expected, show[-3000:])
     rows = [line.split()[0] for line in show.splitlines() if line.strip()]
-    assert (rows.count("seat[0]"), rows.count("seat[1]")) == (1, 1), show[-3000:]
+    for row in ("seat[0]", "seat[1]", "undo:seat[0]", "undo:seat[1]", "undo:flight"):
+        assert rows.count(row) == 1, (row, show[-3000:])
     assert sum(" signalled " in line for line in show.splitlines()) == 1, show[-3000:]
 
 
