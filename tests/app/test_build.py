@@ -220,6 +220,25 @@ def test_a_compensation_must_accept_the_steps_input_and_output() -> None:
         app.build()
 
 
+async def many_a(ctx: saga.StepContext, inp: A) -> list[A]:
+    return [inp]
+
+
+def test_a_maps_compensation_takes_one_item_and_its_output() -> None:
+    """@app.map(compensate=) undoes one item: it takes the item (A) and the item's output
+    (B), not the lists; the map's spec keeps the item's output type for it."""
+    app = saga.App("mapundo")
+    app.step(name="many")(many_a)
+    app.map(over="many", compensate=undo)(a_to_b)  # undo(ctx, A, B, key): an item's
+    [_, spec] = app.build().steps
+    assert spec.compensate is undo and spec.map is not None and spec.map.item_output is B
+    app = saga.App("mapundo_wrong")
+    app.step(name="many")(many_a)
+    app.map(over="many", compensate=undo)(a_to_a)  # makes A: undo's B cannot take it
+    with pytest.raises(saga.AppError, match="compensate="):
+        app.build()
+
+
 def test_public_names_load_lazily() -> None:
     """`import saga` loads no App, client or Redis code until a public name is used."""
     import subprocess
