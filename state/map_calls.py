@@ -18,6 +18,7 @@ from saga.state.model import Claim, undo_of
 from saga.state.replies import ClaimOutcome, num, text
 from saga.state.requests import CommitRequest, FailRequest
 from saga.state.scripts import evalsha
+from saga.state.sealing import error_field
 
 if TYPE_CHECKING:
     from saga.state.machine import StateMachine
@@ -57,10 +58,13 @@ async def claim_items(
     op: str,
 ) -> list[ClaimOutcome]:
     """Claim (entry id, record id, item or "", the entry's epoch) of one partition, ≤100 per
-    call. An item's claim carries its element of the parent's list as ``input`` and ``item``."""
+    call. An item's claim carries its element of the parent's list as ``input`` and ``item``.
+    With a data key, the parent's sealed list is counted here for each spawn (no script
+    can open it)."""
     if not entries:
         return []
     k = sm.keys
+    counts = await _sealed_counts(sm, plan.over, entries)
     ready = k.ready(partition, step)
     keys = [ready, k.quarantine(partition), k.dead(partition, step), k.stats(partition)]
     keys += [*k.state_indexes(partition), k.retired(partition)]
@@ -72,18 +76,39 @@ async def claim_items(
     for entry_id, record_id, item, epoch in entries:
         rk = k.record(record_id)
         keys += [rk.saga, rk.history]
-        args += [entry_id, record_id, item, epoch]
+        args += [entry_id, record_id, item, epoch, counts.get(record_id, "")]
     replies = await sm._resend(lambda: evalsha(sm.client, "claim_items", keys, args))
-    return [_outcome(r, step) for r in replies]
+    unseal = k.unseal if k.sealer is not None else None
+    return [_outcome(r, step, unseal) for r in replies]
 
 
-def _outcome(reply: list[Any], step: str) -> ClaimOutcome:
+async def _sealed_counts(
+    sm: StateMachine, over: str, entries: Sequence[tuple[str, str, str, int]]
+) -> dict[str, str]:
+    """How many items the parent's sealed output holds, per record of a spawn entry ("-1":
+    no list); nothing without a data key (the script counts them itself)."""
+    spawns = sorted({rid for _, rid, item, _ in entries if item == ""})
+    if sm.keys.sealer is None or not spawns:
+        return {}
+    out = {}
+    for rid in spawns:  # one read per spawn (not per item), only with a data key
+        raw = await sm.client.hget(sm.keys.saga(rid), f"out:{over}")
+        try:
+            items = msgspec.json.decode(sm.keys.unseal(bytes(raw or b"")), type=list[msgspec.Raw])
+            out[rid] = str(len(items))
+        except (msgspec.DecodeError, ValueError):
+            out[rid] = "-1"
+    return out
+
+
+def _outcome(reply: list[Any], step: str, unseal: Any = None) -> ClaimOutcome:
     code = to_code(reply[0])
     entry, record = text(reply[1]), text(reply[2])
     if code not in (RC.OK, RC.DUPLICATE):
         return ClaimOutcome(code, entry, record, None, text(reply[3]) if len(reply) > 3 else "")
     item = num(reply[12])
-    items = msgspec.json.decode(bytes(reply[8] or b"[]"), type=list[msgspec.Raw])
+    raw = bytes(reply[8] or b"[]")
+    items = msgspec.json.decode(unseal(raw) if unseal else raw, type=list[msgspec.Raw])
     claim = Claim(
         record_id=record,
         user_id=text(reply[3]),
@@ -139,7 +164,7 @@ def item_call(sm: StateMachine, claim: Claim, req: CommitRequest | FailRequest, 
         keys = [rk.saga, rk.history, ready, after, k.stats(p), k.costs(p, day[0])]
         keys += [k.spend(p, day[1]), *k.state_indexes(p), k.retired(p)]
         keys += [k.holds(p), k.holds_due(p), *req.cost_keys[:64]]
-        args = [*head, req.output, op, req.worker, repr(req.cost), req.tokens]
+        args = [*head, k.seal(req.output), op, req.worker, repr(req.cost), req.tokens]
         args += [plan.concurrency, plan.next_step, plan.on_failure, sm.limits.history_maxlen]
         args += [day[2], sm.limits.retention.arg(), len(req.cost_keys[:64])]
         return "commit_items", keys, args
@@ -147,7 +172,8 @@ def item_call(sm: StateMachine, claim: Claim, req: CommitRequest | FailRequest, 
     keys += [k.stats(p), k.costs(p, day[0]), k.spend(p, day[1]), *k.state_indexes(p)]
     keys += [k.retired(p), after, k.holds(p), k.holds_due(p), *req.cost_keys[:64]]
     keys += [k.ready(p, undo_of(s)) for s in plan.undo[:32]]
-    args = [*head, req.action.value, req.delay_ms, req.error_class, req.error_message[:500], op]
+    em = error_field(req.error_message[:500], req.error_detail, k.sealer)
+    args = [*head, req.action.value, req.delay_ms, req.error_class, em, op]
     args += [req.worker, repr(req.cost), req.tokens, plan.concurrency, plan.next_step]
     args += [plan.on_failure, sm.limits.history_maxlen, day[2], sm.limits.retention.arg()]
     args += [len(plan.undo[:32]), *plan.undo[:32], len(req.cost_keys[:64])]

@@ -169,5 +169,7 @@ def _item(f: Mapping[str, Any], step: str, i: int, epoch: str) -> MapItem:
         state=state,
         attempts=int(got[2]) if got[0] == epoch and got[2].isdigit() else 0,
         worker=text(f.get(f"mw:{step}:{i}")) if state == "running" else "",
-        error=text(f.get(f"mr:{step}:{i}")) if state in ("waiting_retry", "failed") else "",
+        error=error_message(text(f.get(f"mr:{step}:{i}")))
+        if state in ("waiting_retry", "failed")
+        else "",
     )

@@ -24,6 +24,11 @@ LEGACY = b"\x00sg1"
 """A value sealed under ``SAGA_DATA_KEY`` (no key id): ``LEGACY + nonce + ciphertext``."""
 RING = b"\x00sg2"
 """A value sealed under a key of ``SAGA_DATA_KEYS``: ``RING + len(id) + id + nonce + ct``."""
+LIST = b"\x00sgL"
+"""A map's fan-in of sealed item outputs, joined by Lua (which cannot seal):
+``LIST`` then netstrings ``<len>:<bytes>`` of the JSON before the list, the JSON after
+it, and each item's value (sealed, or ``null``). Opened, it is ``head[a,b,...]tail``
+(``state/lua/includes/map_items.lua``, ``fan_in``)."""
 _TEXT_MARK = "sg1:"
 _KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
@@ -96,7 +101,12 @@ class Sealer:
         return self._head + nonce + bytes(aead.encrypt(nonce, data, None))
 
     def key_id_of(self, data: bytes) -> str | None:
-        """The id of the key that sealed ``data`` ("" for the legacy key), None if clear."""
+        """The id of the key that sealed ``data`` ("" for the legacy key), None if clear;
+        of a sealed list, its first item's sealed under another key than the current one."""
+        if data.startswith(LIST):
+            ids = [self.key_id_of(x) for x in list_parts(data)[2]]
+            ids = [i for i in ids if i is not None]
+            return next((i for i in ids if i != self.current), ids[0] if ids else None)
         if data.startswith(LEGACY):
             return ""
         if data.startswith(RING) and len(data) > 5:
@@ -104,6 +114,9 @@ class Sealer:
         return None
 
     def unseal(self, data: bytes) -> bytes:
+        if data.startswith(LIST):
+            head, tail, items = list_parts(data)
+            return head + b"[" + b",".join(self.unseal(x) for x in items) + b"]" + tail
         if data.startswith(LEGACY):
             aead, body, key_id = self._legacy, data[4:], "SAGA_DATA_KEY"
         elif data.startswith(RING) and len(data) > 5:
@@ -126,7 +139,11 @@ class Sealer:
         return key_id is not None and key_id != self.current
 
     def reseal(self, data: bytes) -> bytes:
-        """``data`` sealed under the current key (as it is when already so, or clear)."""
+        """``data`` sealed under the current key (as it is when already so, or clear); a
+        sealed list keeps its shape, each item resealed."""
+        if data.startswith(LIST):
+            head, tail, items = list_parts(data)
+            return list_join(head, tail, [self.reseal(x) for x in items])
         return self.seal(self.unseal(data)) if self.stale(data) else data
 
     def seal_text(self, text: str) -> str:
@@ -152,6 +169,28 @@ class Sealer:
 
     def reseal_text(self, text: str) -> str:
         return self.seal_text(self.unseal_text(text)) if self.text_stale(text) else text
+
+
+def list_parts(data: bytes) -> tuple[bytes, bytes, list[bytes]]:
+    """A sealed list's JSON head, tail and items (``LIST``); SealError if damaged."""
+    parts, at = [], len(LIST)
+    for _ in range(1002):  # head, tail and at most 1000 items (a map's most)
+        if at >= len(data):
+            break
+        colon = data.find(b":", at, at + 12)
+        if colon < 0 or not data[at:colon].isdigit():
+            raise SealError("a sealed list is damaged")
+        end = colon + 1 + int(data[at:colon])
+        parts.append(data[colon + 1 : end])
+        at = end
+    if len(parts) < 2 or at != len(data):
+        raise SealError("a sealed list is damaged")
+    return parts[0], parts[1], parts[2:]
+
+
+def list_join(head: bytes, tail: bytes, items: Sequence[bytes]) -> bytes:
+    """The ``LIST`` value of these parts (``list_parts``' inverse)."""
+    return LIST + b"".join(b"%d:%s" % (len(x), x) for x in (head, tail, *items))
 
 
 def sealer_of(data_key: str, data_keys: str) -> Sealer | None:

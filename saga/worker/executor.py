@@ -68,7 +68,7 @@ class Executor:
         self.worker = worker
         self.sm = StateMachine(client, keys, settings.limits)
         self.sm.user_caps = user_caps(settings, self.specs)
-        self.sm.maps = map_plans(pipeline, self.specs, sealed=keys.sealer is not None)
+        self.sm.maps = map_plans(pipeline, self.specs)
         self.undo = UndoHandoff(pipeline.undoable())
         self.health = health or HealthState()
         self.observer = observer or Observer()

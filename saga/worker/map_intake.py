@@ -10,7 +10,6 @@ from typing import Any
 import structlog
 
 from saga.api.pipeline import Pipeline, StepSpec
-from saga.config.settings import SettingsError
 from saga.state import map_calls
 from saga.state.codes import RC
 from saga.state.machine import StateMachine, new_op
@@ -22,17 +21,10 @@ from saga.worker.observer import Observer
 log = structlog.get_logger("saga.worker")
 
 
-def map_plans(pipeline: Pipeline, specs: list[StepSpec], *, sealed: bool) -> dict[str, MapPlan]:
-    """What the map scripts need of each map step among ``specs``. SettingsError (one
-    sentence, exit 2) with a data key
-    (``sealed``): the fan-in joins the items' outputs as stored, which would be unsealed."""
+def map_plans(pipeline: Pipeline, specs: list[StepSpec]) -> dict[str, MapPlan]:
+    """What the map scripts need of each map step among ``specs``."""
     out = {}
     for spec in specs:
-        if spec.map is not None and sealed:
-            raise SettingsError(
-                f"map {spec.name!r} cannot run with SAGA_DATA_KEY set: maps store their "
-                "items' outputs unsealed (not supported yet); unset it, or make it a step"
-            )
         if spec.map is not None:
             out[spec.name] = MapPlan(
                 over=spec.map.over,

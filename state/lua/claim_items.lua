@@ -30,8 +30,11 @@
 -- ARGV[15..14+u] those steps, latest in the pipeline first: with on_failure 'fail', an item
 --          whose lease expiries reach their cap enters 'compensating' when one of them has
 --          its output stored (as fail_items' dead path)
--- then quads (entry id, record id, item index or "", the entry's epoch), one per entry,
---          at most 100: an item's entry of another epoch is stale (a retry promoted late)
+-- then quints (entry id, record id, item index or "", the entry's epoch, items), one per
+--          entry, at most 100: an item's entry of another epoch is stale (a retry promoted
+--          late); items, for a map's own entry whose parent's output is sealed (SAGA_DATA_KEY:
+--          no script can read it), is how many items the caller's worker counted in it
+--          ("-1": no list), "" otherwise
 -- Returns: one reply per entry:
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
 --    items, document, trace, created_ms, item, expired}   (items: the parent's output,
@@ -69,7 +72,7 @@ if conc < 1 or conc > 100 then return redis.error_reply('claim_items: concurrenc
 if most > MAP_MAX_FANIN then return redis.error_reply('claim_items: at most 1000 items') end
 local n_undo = tonumber(ARGV[14])
 if n_undo > 32 then return redis.error_reply('claim_items: at most 32 steps to undo') end
-local n = math.floor((#ARGV - 14 - n_undo) / 4)
+local n = math.floor((#ARGV - 14 - n_undo) / 5)
 if n > 100 then return redis.error_reply('claim_items: at most 100 entries per call') end
 
 local now = now_ms()
@@ -97,7 +100,7 @@ local function refuse_spawn(saga, hist, entry, record, s, ec, em)
 end
 
 -- The map's own entry: count the parent's items, release the first ones.
-local function spawn(saga, hist, entry, record)
+local function spawn(saga, hist, entry, record, counted)
   local s = redis.call('HMGET', saga, 'v', 'uid', 'state', 'step', 'epoch', 'entry',
                        'out:' .. over)
   if not s[2] then return missing(entry, record) end
@@ -106,12 +109,20 @@ local function spawn(saga, hist, entry, record)
     redis.call('XACK', ready, group, entry)
     return {RC.STALE_ENTRY, entry, record, s[3]}
   end
-  local ok, list = pcall(cjson.decode, s[7] or '')
-  if not ok or type(list) ~= 'table' or (next(list) ~= nil and list[1] == nil) then
+  local count
+  if sealed_value(s[7] or '') then  -- counted by the caller, who can open it
+    count = tonumber(counted) or -1
+  else
+    local ok, list = pcall(cjson.decode, s[7] or '')
+    count = -1
+    if ok and type(list) == 'table' and (next(list) == nil or list[1] ~= nil) then
+      count = #list
+    end
+  end
+  if count < 0 then
     return refuse_spawn(saga, hist, entry, record, s, 'InvalidInputError',
                         'step ' .. over .. ' did not return a list, which map ' .. m .. ' needs')
   end
-  local count = #list
   if count > most then
     return refuse_spawn(saga, hist, entry, record, s, 'InvalidInputError',
                         'step ' .. over .. ' returned ' .. count .. ' items; map ' .. m ..
@@ -202,11 +213,11 @@ local function claim_item(saga, hist, entry, record, i, entry_epoch)
 end
 
 for j = 1, n do
-  local at = 15 + n_undo + 4 * (j - 1)
+  local at = 15 + n_undo + 5 * (j - 1)
   local entry, record, item = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   local saga, hist = KEYS[13 + n_undo + 2 * (j - 1)], KEYS[14 + n_undo + 2 * (j - 1)]
   if item == '' then
-    replies[j] = spawn(saga, hist, entry, record)
+    replies[j] = spawn(saga, hist, entry, record, ARGV[at + 4])
   else
     replies[j] = claim_item(saga, hist, entry, record, item, ARGV[at + 3])
   end

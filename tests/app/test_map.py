@@ -5,11 +5,9 @@ outputs in item order, fanned in once by the last item's commit."""
 
 from __future__ import annotations
 
-import base64
 import importlib
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -195,17 +193,6 @@ async def test_an_item_failed_for_good_compensates_the_steps_before_the_map(
         assert [e.event for e in events].count(EventType.COMPENSATING) == 1
         assert not [e for e in events if e.step == "merge_undone"]
     assert log.read_text() == "u1:split:e1 3\n"
-
-
-def test_a_map_refuses_to_run_under_a_data_key(base_env: dict[str, str]) -> None:
-    """With SAGA_DATA_KEY set, a worker of a map step exits 2 with one sentence (the
-    fan-in would store the items' outputs unsealed), before it claims anything."""
-    env = {**base_env, "SAGA_DATA_KEY": base64.b64encode(os.urandom(32)).decode()}
-    argv = [sys.executable, "-m", "saga.cli.main", "worker", PAGES, "parse"]
-    res = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert res.returncode == 2, res.stderr
-    assert "map 'parse' cannot run with SAGA_DATA_KEY set" in res.stderr
-    assert "Traceback" not in res.stderr
 
 
 async def test_the_docs_example_runs_as_written(

@@ -11,7 +11,7 @@ from saga.config.settings import SettingsError, load_settings
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.reads import get_saga
-from saga.state.sealing import Sealer, SealError
+from saga.state.sealing import LIST, Sealer, SealError, list_join, list_parts
 from tests.state.helpers import claim_next
 
 pytestmark = pytest.mark.anyio
@@ -27,6 +27,26 @@ def test_seal_round_trip_clear_values_pass_and_a_wrong_key_is_refused() -> None:
     assert a.unseal_text(a.seal_text("answer")) == "answer"
     with pytest.raises(SealError, match="SAGA_DATA_KEY"):
         b.unseal(sealed)
+
+
+def test_a_sealed_list_opens_into_json_and_rotates_item_by_item() -> None:
+    """A map's fan-in of sealed outputs (state/sealing.py LIST, joined by Lua): it opens into
+    head[a,null,b]tail; under a key ring it is stale while an item is sealed under an older
+    key, and a reseal keeps its shape with every item under the newest key."""
+    old, new = os.urandom(32), os.urandom(32)
+    before = Sealer(keys=[("k1", old)])
+    items = [before.seal(b'{"a":1}'), b"null", before.seal(b'{"b":2}')]
+    value = list_join(b'{"results":', b',"partial":true,"failed":[1]}', items)
+    assert value.startswith(LIST) and list_parts(value)[2] == items
+    want = b'{"results":[{"a":1},null,{"b":2}],"partial":true,"failed":[1]}'
+    assert before.unseal(value) == want and not before.stale(value)
+    ring = Sealer(keys=[("k2", new), ("k1", old)])
+    assert ring.stale(value) and ring.key_id_of(value) == "k1"
+    again = ring.reseal(value)
+    assert ring.unseal(again) == want and not ring.stale(again)
+    assert {ring.key_id_of(x) for x in list_parts(again)[2] if x != b"null"} == {"k2"}
+    with pytest.raises(SealError, match="damaged"):
+        ring.unseal(value[:-3])
 
 
 def test_bad_data_keys_are_settings_errors() -> None:

@@ -53,11 +53,19 @@ local function release_items(k, m, c, conc, record)
   end
 end
 
+-- A value sealed by the workers (SAGA_DATA_KEY: state/sealing.py's marks start so).
+local function sealed_value(v)
+  return string.sub(v, 1, 3) == '\0sg'
+end
+
 -- The fan-in: gather the outputs in item order, route to the next step (or complete).
+-- Sealed outputs cannot be joined into JSON here: they are kept as a sealed list
+-- (sealing.LIST: netstrings of the JSON head, the tail and each item), which the workers
+-- open into the same JSON.
 -- k = {saga, hist, next_ready, index_at, retired}; f = {m, record, user, c, token, policy,
 -- next_step, now_s, maxlen, op, ret}. Returns the saga's new state.
 local function fan_in(k, f)
-  local c, outs, failed = f.c, {}, {}
+  local c, outs, failed, sealed = f.c, {}, {}, false
   for chunk = 0, 4 do  -- 5 chunks of 200 outputs: MAP_MAX_FANIN items
     local start = chunk * 200
     if start >= c.n then break end
@@ -74,13 +82,26 @@ local function fan_in(k, f)
         o = 'null'
         failed[#failed + 1] = string.format('%d', start + j - 1)
       end
+      sealed = sealed or sealed_value(o)
       outs[#outs + 1] = o
     end
   end
-  local out = '[' .. table.concat(outs, ',') .. ']'
+  local head, tail = '', ''
   if f.policy == 'partial' then
-    out = '{"results":' .. out .. ',"partial":' .. (#failed > 0 and 'true' or 'false') ..
-          ',"failed":[' .. table.concat(failed, ',') .. ']}'
+    head = '{"results":'
+    tail = ',"partial":' .. (#failed > 0 and 'true' or 'false') ..
+           ',"failed":[' .. table.concat(failed, ',') .. ']}'
+  end
+  local out
+  if sealed then
+    local parts = {'\0sgL', #head, ':', head, #tail, ':', tail}
+    for j = 1, MAP_MAX_FANIN do
+      if j > #outs then break end
+      parts[#parts + 1] = #outs[j] .. ':' .. outs[j]
+    end
+    out = table.concat(parts)
+  else
+    out = head .. '[' .. table.concat(outs, ',') .. ']' .. tail
   end
   local state, entry = STATE.COMPLETED, ''
   local w = {'out:' .. f.m, out, 'done:' .. f.m, f.token, 'next:' .. f.m, f.next_step,
