@@ -3,8 +3,6 @@
 -- the saga's user, appends the history, releases the next item; the last item's commit
 -- fans in (the outputs gathered in item order, the next step enqueued), once. A second
 -- commit of the attempt (a re-sent batch) returns the recorded result, writing nothing.
--- The item's mark of an earlier run's undo ('mu', commit_undo) is cleared: a compensation
--- undoes this commit again (includes/undo_plan).
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
@@ -88,7 +86,6 @@ local cost = (tonumber(ARGV[9]) or 0)
 ack_attempt(ready, group, entry, s[8])
 redis.call('HSET', saga, item_f('mi', m, i), epoch .. ':d', item_f('mo', m, i), ARGV[6],
            item_f('mc', m, i), now_s, item_f('ml', m, i), '0', 'updated', now_s, 'op', op)
-redis.call('HDEL', saga, item_f('mu', m, i))  -- an earlier run's undo mark: this commit is new
 add_cost({saga = saga, costs = KEYS[6], spend = KEYS[7], dd = ARGV[15]}, user, m, cost)
 redis.call('HINCRBY', KEYS[5], 'committed:' .. m, 1)
 local ev = committed_event(m, attempt, epoch, worker, now_s, duration, '', op, cost, ARGV[10])

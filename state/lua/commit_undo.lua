@@ -3,7 +3,8 @@
 -- to undone:<step> (its effect no longer stands, but people still read what it was),
 -- acknowledges the entry, enqueues the next undo of the plan or ends the
 -- saga 'compensated'; an undo of a map's item ('<map>[<i>]' at the head of the plan,
--- includes/undo_plan) marks that item undone ('mu:<map>:<i>': the commit token), and
+-- includes/undo_plan) marks that item undone ('mu:<map>:<i>': "<the map run's epoch>|<the
+-- commit token>", so an item of a later run of the map is not taken for undone), and
 -- when the next undo is the same map's, its attempts count afresh; attributes the attempt's LLM cost as commit_steps does (the saga's
 -- cost:undo:<step>, the day's totals, the user's spend that budgets check), and appends
 -- the history. A second commit of the same attempt returns the recorded result, writing
@@ -61,13 +62,15 @@ local op, maxlen, worker = ARGV[6], ARGV[7], ARGV[8]
 local undone = string.sub(step, 6)
 
 local s = redis.call('HMGET', saga, 'state', 'step', 'token', 'entry', 'epoch', 'rid',
-                     'claimed', 'done:' .. step, 'att:' .. step, 'undo', 'uid')
+                     'claimed', 'done:' .. step, 'att:' .. step, 'undo', 'uid',
+                     'map:' .. undone)
 if not s[1] then return {RC.NOT_FOUND} end
 local item_arg = ARGV[14] or ''
 local undone_item = ''
 if item_arg ~= '' then undone_item = 'mu:' .. undone .. ':' .. item_arg end
-if item_arg ~= '' and redis.call('HGET', saga, undone_item) == token then
-  redis.call('HSET', saga, undone_item, token)  -- replicated, as commit_steps' repeat
+local mark = item_arg ~= '' and redis.call('HGET', saga, undone_item)
+if mark and string.sub(mark, -(#token + 1)) == '|' .. token then
+  redis.call('HSET', saga, undone_item, mark)  -- replicated, as commit_steps' repeat
   return {RC.DUPLICATE, s[1], redis.call('HGET', saga, 'next:' .. step) or ''}
 end
 if s[8] == token then
@@ -108,7 +111,8 @@ if next_step ~= '' then
 end
 redis.call('HSET', saga, unpack(f))
 if item then
-  redis.call('HSET', saga, 'mu:' .. undone .. ':' .. item, token)
+  local run = string.match(s[12] or '', '^(%d+) ') or ''
+  redis.call('HSET', saga, 'mu:' .. undone .. ':' .. item, run .. '|' .. token)
   if next_step == step then redis.call('HDEL', saga, 'att:' .. step, 'lx:' .. step) end
 end
 redis.call('HINCRBY', KEYS[5], 'committed:' .. step, 1)

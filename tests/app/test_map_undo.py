@@ -16,7 +16,7 @@ from tests.app.map_apps import Doc, itemundo
 from tests.app.test_map import _all
 from tests.cli.inspect_support import cli
 from tests.executor.conftest import SpawnWorker
-from tests.executor.support import saga_and_history
+from tests.executor.support import saga_and_history, wait_until
 
 pytestmark = pytest.mark.anyio
 ITEMUNDO = "tests.app.map_apps:itemundo"
@@ -76,3 +76,28 @@ async def test_a_failed_item_is_not_undone(
     lines = log.read_text().splitlines()
     assert [int(line.split()[0].split(":")[2]) for line in lines[:-1]] == order
     assert lines[-1] == "iu2:split:e1 5"
+
+
+async def test_a_rerun_maps_items_are_undone_again(
+    spawn: SpawnWorker, settings: Settings, redis: Any, tmp_path: Path
+) -> None:
+    """A compensated saga re-run from its first step runs its map again in a new epoch;
+    when it compensates again, that run's items are undone too (an earlier run's undo
+    marks are not taken for this run's), each once, under the new run's keys."""
+    log = tmp_path / "undo.log"
+    worker = spawn(ITEMUNDO, MERGE_FAILS="1", UNDO_LOG=str(log))
+    await worker.wait_ready(within=120)
+    async with itemundo.client(settings) as sagas:
+        k = sagas.keys
+        await sagas.start("iu3", "u1", input=Doc(pages=4))
+        await _all(redis, k, ["iu3"], "compensated")
+        again = await sagas.retry("iu3", step="split")
+
+        async def compensated_again() -> bool:
+            got = await sagas.get("iu3")
+            return got.state == "compensated" and got.epoch > again.epoch
+
+        await wait_until(compensated_again, within=60, what="iu3 compensated again")
+    keys = sorted(line.split()[0] for line in log.read_text().splitlines())
+    runs = [f"iu3:{s}:e{e}" for e in (1, again.epoch) for s in ("parse:0", "parse:1", "split")]
+    assert keys == sorted(runs)

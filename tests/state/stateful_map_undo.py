@@ -208,7 +208,8 @@ class UndoMapMachine(MapMachine):
             }
             if m.state == "compensating":
                 assert h["undo"] == ",".join(f"m[{i}]" for i in self.u[rid].plan), (h, self.u[rid])
-            marked = {int(f.split(":")[2]) for f in h if f.startswith("mu:m:")}
+            marked = {int(f.split(":")[2]) for f, v in h.items()
+                      if f.startswith("mu:m:") and v.startswith(f"{m.run}|")}  # fmt: skip
             assert marked == m.undone, (marked, m)
             hist = await history(self.client, self.keys, rid)
             undone = Counter(f.get("i") for f in hist

@@ -167,17 +167,17 @@ def _machine(url: str) -> Iterator[MapMachine]:
 UNDO_MUTANTS = {
     "an item is undone twice": (
         "includes/undo_plan.lua",
-        "if r[3 * j + 1] == e .. ':d' and not r[3 * j + 3] then",
+        "if r[3 * j + 1] == e .. ':d' and not (mu and string.sub(mu, 1, #e + 1) == e .. '|') then",
         "if r[3 * j + 1] == e .. ':d' then",
     ),
     "a failed item is undone": (
         "includes/undo_plan.lua",
-        "if r[3 * j + 1] == e .. ':d' and not r[3 * j + 3] then",
-        "if r[3 * j + 1] and not r[3 * j + 3] then",
+        "if r[3 * j + 1] == e .. ':d' and not (mu",
+        "if r[3 * j + 1] and not (mu",
     ),
     "an undo's commit leaves its item unmarked": (
         "commit_undo.lua",
-        "  redis.call('HSET', saga, 'mu:' .. undone .. ':' .. item, token)\n",
+        "  redis.call('HSET', saga, 'mu:' .. undone .. ':' .. item, run .. '|' .. token)\n",
         "",
     ),
 }

@@ -6,8 +6,9 @@
 -- fork and its join, side by side in the pipeline's order) is undone latest-committed first.
 -- A map step (its counters 'map:<m>', includes/map_items) is undone item by item: the plan
 -- holds '<m>[<i>]' for each item of its last run that committed ('mi' "<epoch>:d") and is
--- not undone yet ('mu:<m>:<i>' unset; commit_undo sets it), latest commit first; failed,
--- pending or running items are not undone (a running one's commit is fenced).
+-- not undone yet (no 'mu:<m>:<i>' of that run, "<epoch>|<token>": commit_undo sets it),
+-- latest commit first; failed, pending or running items are not undone (a running one's
+-- commit is fenced).
 
 -- A plan entry's step and item index (text; nil for a step that is no map's item).
 local function undo_entry(e)
@@ -37,7 +38,8 @@ local function undo_items(saga, m, counters)
     local r = redis.call('HMGET', saga, unpack(names))
     for j = 0, 199 do
       if 3 * j >= #names then break end
-      if r[3 * j + 1] == e .. ':d' and not r[3 * j + 3] then
+      local mu = r[3 * j + 3]
+      if r[3 * j + 1] == e .. ':d' and not (mu and string.sub(mu, 1, #e + 1) == e .. '|') then
         got[#got + 1] = {start + j, tonumber(r[3 * j + 2]) or 0}
       end
     end
