@@ -33,8 +33,8 @@ def sealed(settings: Settings, redis_url: str, keys: Keys, tmp_path: Path) -> Se
                           "SAGA_DATA_DIR": str(tmp_path / "data")})  # fmt: skip
 
 
-async def _in_clear(redis: Any, prefix: str) -> list[str]:
-    """Every key under ``prefix`` whose value (or a field, member or entry) holds SECRET."""
+async def _in_clear(redis: Any, prefix: str, marker: str = SECRET) -> list[str]:
+    """Every key under ``prefix`` whose value (or a field, member or entry) holds ``marker``."""
     found = []
     for key in await keys_under(redis, prefix):
         kind = (await redis.type(key)).decode()
@@ -48,7 +48,7 @@ async def _in_clear(redis: Any, prefix: str) -> list[str]:
             values = await redis.zrange(key, 0, -1)
         else:
             values = []
-        found += [key for v in values if SECRET.encode() in v]
+        found += [key for v in values if marker.encode() in v]
     return found
 
 
