@@ -81,7 +81,8 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
     ]
     # 'compensating' reads back in test_compensation (it needs a compensable step), the
     # review decisions in test_review_decide (they need a completed, flagged saga), the
-    # waits' in test_shapes_wait (they need a wait step), timer_fired in test_next_at, a
+    # waits' in test_shapes_wait (they need a wait step; signal_expired in
+    # test_signal_bounds), timer_fired in test_next_at, a
     # map's in tests/app/test_map.py (spawned, fanned_in: they need a map step).
     assert set(EventType) - {e.event for e in events} == {
         EventType.SPAWNED,
@@ -91,6 +92,7 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         EventType.REVIEW_COMPLETED,
         EventType.WAITING,
         EventType.SIGNAL_KEPT,
+        EventType.SIGNAL_EXPIRED,
         EventType.SIGNALLED,
         EventType.WAIT_TIMED_OUT,
         EventType.TIMER_FIRED,
