@@ -20,26 +20,23 @@ Struct with a field per parent). Every mistake fails there with one sentence (``
 
 from __future__ import annotations
 
-import inspect
 import itertools
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from saga.api.app_declared import After, Declared, check, spec_of
 from saga.api.app_graph import check_edges, graph_order
-from saga.api.app_io import check_compensate_types, io_types
-from saga.api.app_maps import MapSpec, declare_map, settle_maps
+from saga.api.app_maps import declare_map, settle_maps
 from saga.api.app_types import accepts, describe
-from saga.api.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec, wait_step
+from saga.api.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec
 from saga.api.pipeline import (
-    MAX_STEP_VERSION,
     AppError,
     CompensateFn,
     Pipeline,
     StepSpec,
     WaitSpec,
-    check_compensate,
 )
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_step
@@ -51,31 +48,6 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-After = str | Callable[..., Any] | None | list[str | Callable[..., Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class _Declared:
-    """One ``@app.step`` as written; turned into a ``StepSpec`` when the app is built."""
-
-    name: str
-    fn: Callable[..., Any]
-    after: After
-    retries: int | None
-    timeout: float | None
-    lease: float | None
-    concurrency: int | None
-    backoff: float | None
-    compensate: CompensateFn | None
-    loads_pages: bool
-    deletes_pages: bool
-    calls_models: bool = True
-    warm: tuple[str, ...] = ()
-    wait: WaitSpec | None = None
-    """A wait step (``saga.api.app_waits``): ``fn`` is the signal's data type (a sleep: None)."""
-    version: int = 1
-    reads: tuple[str, ...] = ()
-    map: MapSpec | None = None  # a map step (saga.api.app_maps): fn runs once per item
 
 
 class App:
@@ -86,7 +58,7 @@ class App:
             self._name = validate_type(name)
         except InvalidIdError as exc:
             raise AppError(str(exc)) from None
-        self._declared: list[_Declared] = []
+        self._declared: list[Declared] = []
         self._schedules: list[Any] = []
 
     @property
@@ -146,7 +118,7 @@ class App:
         """
 
         def register(fn: F) -> F:
-            step = _Declared(
+            step = Declared(
                 name=name or str(getattr(fn, "__name__", "")),
                 fn=fn,
                 after=after,
@@ -163,7 +135,7 @@ class App:
                 version=version,
                 reads=tuple(reads),
             )
-            _check(step)
+            check(step)
             self._declared.append(step)
             return fn
 
@@ -229,7 +201,7 @@ class App:
             validate_step(step)
         except InvalidIdError as exc:
             raise AppError(f"{exc}; name the wait with name=...") from None
-        d = _Declared(
+        d = Declared(
             name=step, fn=fn, after=after, retries=None, timeout=None, lease=None,
             concurrency=None, backoff=None, compensate=None, loads_pages=False,
             deletes_pages=False, calls_models=False, wait=spec,
@@ -296,7 +268,7 @@ class App:
         chain = all(len(ps) <= 1 for ps in edges.values()) and len(
             [p for ps in edges.values() for p in ps]
         ) == len({p for ps in edges.values() for p in ps})
-        specs = settle_maps([_spec(by_name[n], edges) for n in order], edges)
+        specs = settle_maps([spec_of(by_name[n], edges) for n in order], edges)
         if chain:
             specs = settle_waits(specs)
             for before, step in itertools.pairwise(specs):
@@ -339,7 +311,7 @@ class App:
         settings = settings or load_settings()
         return SagaClient.from_settings(settings, self.pipeline(settings))
 
-    def _after_names(self, d: _Declared) -> tuple[str, ...]:
+    def _after_names(self, d: Declared) -> tuple[str, ...]:
         if d.after is None:
             return ()
         if isinstance(d.after, list | tuple):
@@ -348,7 +320,7 @@ class App:
             return tuple(self._after_name(d, a) for a in d.after)
         return (self._after_name(d, d.after),)
 
-    def _after_name(self, d: _Declared, after: str | Callable[..., Any]) -> str:
+    def _after_name(self, d: Declared, after: str | Callable[..., Any]) -> str:
         if isinstance(after, str):
             return after
         for other in self._declared:
@@ -359,56 +331,3 @@ class App:
             f"step {d.name!r} runs after {label}(), which is not a step of app {self._name!r} "
             "(decorate it with this app's @app.step, or name a step of this app)"
         )
-
-
-def _check(d: _Declared) -> None:
-    """What can be told at once, before the app is built: the name, async, the numbers."""
-    step = d.name
-    try:
-        validate_step(step)
-    except InvalidIdError as exc:
-        raise AppError(f"{exc}; name it with @app.step(name=...)") from None
-    if not inspect.iscoroutinefunction(d.fn):
-        raise AppError(f"step {step!r} must be an async function `async def {step}(ctx, inp)`")
-    for label, value in (("timeout", d.timeout), ("lease", d.lease), ("backoff", d.backoff)):
-        if value is not None and not value > 0:
-            raise AppError(f"step {step!r}: {label}= must be more than 0 seconds, not {value!r}")
-    if d.concurrency is not None and d.concurrency < 1:
-        raise AppError(f"step {step!r}: concurrency= must be at least 1, not {d.concurrency!r}")
-    if isinstance(d.version, bool) or not isinstance(d.version, int) or d.version < 1:
-        raise AppError(f"step {step!r}: version= must be a whole number from 1, not {d.version!r}")
-    if d.version > MAX_STEP_VERSION:
-        raise AppError(f"step {step!r}: version= must be at most {MAX_STEP_VERSION}")
-    if d.retries is not None and d.retries < 0:
-        raise AppError(f"step {step!r}: retries= must be 0 or more, not {d.retries!r}")
-    if d.compensate is not None:
-        check_compensate(step, d.compensate)
-
-
-def _spec(d: _Declared, edges: dict[str, tuple[str, ...]]) -> StepSpec:
-    if d.wait is not None:
-        return wait_step(d.name, d.fn, d.wait)
-    input_type, output_type = io_types(d.name, d.fn)
-    if d.compensate is not None:
-        check_compensate_types(d.name, d.compensate, input_type, output_type)
-    base = StepSpec(name=d.name, fn=d.fn, input_type=input_type, output_type=output_type)
-    retry = base.retry
-    if d.retries is not None:
-        retry = replace(retry, max_attempts=d.retries + 1)
-    if d.backoff is not None:
-        retry = replace(retry, base_s=float(d.backoff))
-    return replace(
-        base,
-        retry=retry,
-        timeout_s=float(d.timeout or base.timeout_s),
-        lease_s=float(d.lease or base.lease_s),
-        concurrency=d.concurrency or base.concurrency,
-        loads_pages=d.loads_pages,
-        deletes_pages=d.deletes_pages,
-        compensate=d.compensate,
-        calls_models=d.calls_models,
-        warm=d.warm,
-        version=d.version,
-        reads=d.reads,
-        map=replace(d.map, over=edges[d.name][0]) if d.map is not None else None,
-    )
