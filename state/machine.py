@@ -7,8 +7,6 @@ is why the client's own blind retries are off (see ``connection.py``).
 
 from __future__ import annotations
 
-import itertools
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -19,32 +17,24 @@ from saga.state.codes import RC, raise_for, to_code
 from saga.state.days import utc_day
 from saga.state.errors import InvalidIdError
 from saga.state.ids import validate_id, validate_step
-from saga.state.keys import GROUP, Keys, RecordKeys
-from saga.state.lanes import is_route, route_children
+from saga.state.keys import GROUP, Keys
 from saga.state.limits import StateLimits
 from saga.state.map_calls import MapPlan, item_call
-from saga.state.model import Claim, FailAction, SagaState, is_undo, undo_of
+from saga.state.model import Claim, SagaState, is_undo, undo_of
+from saga.state.op_ids import new_op
 from saga.state.replies import ClaimOutcome, claim_outcome, num, text
 from saga.state.requests import CommitRequest, FailRequest, Outcome, StartResult
 from saga.state.scripts import evalsha, evalsha_many
-from saga.state.sealing import error_field
-from saga.state.undo_calls import UndoClaim, claim_undo, commit_undo_call, fail_undo_call
+from saga.state.step_calls import add_commit, commit_batch, fail_call
+from saga.state.undo_calls import UndoClaim, claim_undo, commit_undo_call
 
 T = TypeVar("T")
+__all__ = ["StateMachine", "new_op"]  # new_op: callers import it from here
 _Call = tuple[str, list[str], list[Any]]
 
 _COMMITS_PER_CALL = 64
 """Attempts per commit_steps call (the script's cap), which bounds how long one call holds
 the server."""
-
-
-_OP_PREFIX = os.urandom(6).hex()
-_op_counter = itertools.count()
-
-
-def new_op() -> str:
-    """A unique operation id: a random per-process prefix and a counter (no syscall)."""
-    return f"{_OP_PREFIX}{next(_op_counter):x}"
 
 
 class StateMachine:
@@ -208,97 +198,6 @@ class StateMachine:
         return num(reply[1])
 
     # -- commit and fail ----------------------------------------------------
-    def _commit_batch(self, partition: int, day: tuple[str, str, str]) -> _Call:
-        """An empty commit_steps call for one partition: its attempts are added to it."""
-        k = self.keys
-        keys = [
-            k.stats(partition),
-            k.costs(partition, day[0]),
-            k.retired(partition),
-            *self._state_indexes(partition),
-            k.review_index(partition),
-            k.spend(partition, day[1]),
-            k.holds(partition),
-            k.holds_due(partition),
-            k.waits(partition),
-        ]
-        lim = self.limits
-        args: list[Any] = [GROUP, lim.history_maxlen, lim.pages_ttl_s, lim.retention.arg()]
-        args += [day[2], 0]
-        return "commit_steps", keys, args
-
-    def _add_commit(self, call: _Call, rk: RecordKeys, claim: Claim, req: CommitRequest) -> None:
-        """Add one attempt to a commit_steps call of its partition (see its header)."""
-        _, keys, args = call
-        k = self.keys
-        p, step = rk.partition, claim.step
-        ready = k.ready(p, step)
-        keys += (rk.saga, rk.history, rk.pages, ready)
-        kids = route_children(req.next_step)  # a route: one ready stream per child
-        if kids:
-            keys.append(k.ready(p, kids[0]))
-        elif req.next_step and not is_route(req.next_step):
-            keys.append(k.ready(p, req.next_step))
-        else:
-            keys.append(ready)
-        cap, lease_ms = self.user_caps.get(step, (0, 0))
-        if cap > 0:  # the script reads the two keys when the lease it is given is > 0
-            keys += (k.inflight(p, step), k.deferred(p, step))
-            lease_ms = max(lease_ms, 1)
-        else:
-            lease_ms = 0
-        cost_keys = req.cost_keys[:64]
-        keys += cost_keys
-        keys += [k.ready(p, kid) for kid in kids[1:32]]
-        if k.sealer is None:
-            output, pages, checkpoint = req.output, req.pages or b"", req.checkpoint or b""
-        else:  # encrypted before they leave the process (state/sealing.py)
-            output, pages, checkpoint = (
-                k.seal(req.output),
-                k.seal(req.pages or b""),
-                k.seal(req.checkpoint or b""),
-            )
-        args += (step, claim.token, claim.entry_id, req.next_step, output, req.op or new_op())
-        args += (pages, "1" if req.delete_pages else "0", repr(req.cost), checkpoint)
-        args += (req.worker, req.tokens, len(cost_keys), req.review, lease_ms, req.step_version)
-        args.append(req.not_before_arg())
-        args[5] += 1
-
-    def _fail_call(self, claim: Claim, req: FailRequest) -> tuple[str, list[str], list[Any]]:
-        if is_undo(claim.step):
-            return fail_undo_call(self, claim, req, req.op or new_op())
-        k = self.keys
-        rk = k.record(claim.record_id)
-        p, day = rk.partition, utc_day()
-        keys = [
-            rk.saga,
-            rk.history,
-            k.ready(p, claim.step),
-            k.delayed(p, claim.step),
-            k.dead(p, claim.step),
-            k.stats(p),
-            k.costs(p, day[0]),
-            *self._state_indexes(p),
-            k.spend(p, day[1]),
-            k.inflight(p, claim.step),
-            k.deferred(p, claim.step),
-            *req.cost_keys[:64],
-        ]
-        args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, req.action.value]
-        em = error_field(req.error_message, req.error_detail, k.sealer)
-        args += [req.delay_ms, req.error_class, em, req.op or new_op()]
-        args += [self.limits.history_maxlen, repr(req.cost), req.worker, req.tokens]
-        args += [len(req.cost_keys[:64]), day[2], *self._capped(claim.step)]
-        undo = req.undo[:32] if req.action == FailAction.DEAD else ()
-        keys += [k.ready(p, undo_of(s)) for s in undo]
-        keys += (k.retired(p), k.holds(p), k.holds_due(p))
-        args += [len(undo), *undo, self.limits.retention.arg(), req.step_version]
-        return "fail_step", keys, args
-
-    def _capped(self, step: str) -> list[Any]:
-        cap, lease_ms = self.user_caps.get(step, (0, 0))
-        return ["1", lease_ms] if cap > 0 else ["0", 0]
-
     async def commit(self, claim: Claim, req: CommitRequest) -> Outcome:
         """Commit one attempt. LEASE_LOST comes back as a code, not an exception."""
         req = req if req.op else msgspec.structs.replace(req, op=new_op())
@@ -335,9 +234,9 @@ class StateMachine:
                 at = batches.get(rk.partition)
                 if at is None or calls[at][2][5] >= _COMMITS_PER_CALL:
                     at = batches[rk.partition] = len(calls)
-                    calls.append(self._commit_batch(rk.partition, day))
+                    calls.append(commit_batch(self, rk.partition, day))
                 where.append((at, calls[at][2][5]))
-                self._add_commit(calls[at], rk, claim, req)
+                add_commit(self, calls[at], rk, claim, req)
                 continue
             where.append((len(calls), -1))
             if claim.item >= 0:  # a map's item (state/map_calls)
@@ -345,7 +244,7 @@ class StateMachine:
             elif isinstance(req, CommitRequest):
                 calls.append(commit_undo_call(self, claim, req, req.op))
             else:
-                calls.append(self._fail_call(claim, req))
+                calls.append(fail_call(self, claim, req))
         durable = self.limits.durable  # {} for local: the call is as it was without it
         replies = await resend(
             lambda: evalsha_many(self.client, calls, **durable), attempts, on_retry
