@@ -20,6 +20,7 @@ from saga.steps.categories import is_category_line
 from saga.steps.checks import NO_UNIT_WARNING
 from saga.steps.lab_values import CMP, NUM
 from saga.steps.models import Coverage, Extraction, Provenance
+from saga.steps.name_check import has_unknown_name
 from saga.steps.page_layout import document_lines
 from saga.steps.synonyms import canonical_name
 from saga.steps.verify import unverified_count
@@ -155,11 +156,24 @@ def review_reason(
             f"{unverified} value{'s' if unverified > 1 else ''} unverified"
             " (no check could vouch for them)"
         )
+    if unknown := [b for b in extraction.biomarkers if has_unknown_name(b)]:
+        # a lab's own analyte, or a known one misread: kept, never renamed; a person says which
+        count = len(unknown)
+        pages = sorted({b.provenance.page for b in unknown if b.provenance is not None})
+        where = f" on {_pages(pages)}" if pages else ""
+        reasons.append(
+            f"{count} value{'s' if count > 1 else ''}{where} with a name the analyte table"
+            " does not know, kept unverified"
+        )
     if textless_pages:
-        pages = ", ".join(str(page) for page in textless_pages[:10])
-        more = ", ..." if len(textless_pages) > 10 else ""
-        reasons.append(f"page{'s' if len(textless_pages) > 1 else ''} {pages}{more} had no text")
+        reasons.append(f"{_pages(textless_pages)} had no text")
     return "; ".join(reasons)
+
+
+def _pages(numbers: Sequence[int]) -> str:
+    shown = ", ".join(str(n) for n in numbers[:10])
+    more = ", ..." if len(numbers) > 10 else ""
+    return f"page{'s' if len(numbers) > 1 else ''} {shown}{more}"
 
 
 def _percent(ratio: float) -> str:

@@ -16,6 +16,11 @@ confidence map) and is rejected, with the reason, when
   (``4,6`` in a document of points): a lost or added speck is the commonest
   OCR misread of a number, and ``4,6`` could be 4.6 or 46.
 
+A value whose name the table does not know is already ``unverified``
+(``name_check``); on an OCR page its warning also names the known analyte it is a
+few OCR-confusable characters from (``Hemoglobin Alc``: Hemoglobin A1c?), and the
+review names the page; the name is never corrected.
+
 Each rejection asks for review, naming the pages (``reasons``). So does a row OCR
 lost whole: a line of an OCR page with a cell that is a known unit, from which no
 value (kept or rejected) was read, had its value misread past recognition (``ELSE``
@@ -31,6 +36,7 @@ from msgspec.structs import replace
 
 from saga.steps.analytes import KNOWN_UNITS, unit_key
 from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance, Rejected
+from saga.steps.name_check import has_unknown_name, misread_warning, near_known
 from saga.steps.ocr_layout import span_confidence, span_disputed
 from saga.steps.page_layout import uses_decimal_comma
 
@@ -82,9 +88,10 @@ def gate(
             )
         else:
             kept.append(replace(found, provenance=prov))
+    kept, misread = _misread_names(kept, set(maps))
     marked = [_marked(r, lines, maps) for r in extraction.rejected]
     out = replace(extraction, biomarkers=kept, rejected=marked + rejected)
-    reasons = _reasons(rejected, low_pages, ocr) + _unsure(unsure, threshold)
+    reasons = _reasons(rejected, low_pages, ocr) + _unsure(unsure, threshold) + misread
     return out, reasons + _lost_rows(out, lines)
 
 
@@ -128,6 +135,33 @@ def _confidence(
             conf = maps[index]
             return span_confidence(conf, start, end), span_disputed(conf, start, end)
     return None, False
+
+
+def _misread_names(
+    found: list[Biomarker], ocr_pages: set[int]
+) -> tuple[list[Biomarker], list[str]]:
+    """Values on OCR pages whose unknown name is a few confusable characters from a known
+    analyte's: the warning names the analyte it may be, the review names the pages.
+    The name itself is left as read (``name_check``)."""
+    out: list[Biomarker] = []
+    pages: list[int] = []
+    for item in found:
+        prov = item.provenance
+        near = None
+        if prov is not None and prov.page in ocr_pages and has_unknown_name(item):
+            near = near_known(item.name)
+        if near is None or prov is None:
+            out.append(item)
+            continue
+        pages.append(prov.page)
+        out.append(replace(item, warnings=[*item.warnings, misread_warning(near)]))
+    if not pages:
+        return out, []
+    count = len(pages)
+    return out, [
+        f"{count} name{'s' if count > 1 else ''} on {_pages(sorted(set(pages)))} read by OCR"
+        " close to a known analyte's (a misread?), not corrected"
+    ]
 
 
 def _marked(item: Rejected, lines: dict[int, list[str]], maps: dict[int, list[str]]) -> Rejected:

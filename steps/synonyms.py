@@ -23,7 +23,8 @@ Hemoglobin A1c: HbA1c | Hb A1c | HgbA1c | Hgb A1c | A1C | Glycated hemoglobin | 
     | Hemoglobina glicosilada | Hemoglobina glicada | HbA1c (IFCC) | Hémoglobine glyquée
     | Emoglobina glicata | Hemoglobina A1c | Geglyceerd hemoglobine | Glykohemoglobin
     | Glykeret hæmoglobin
-Glucose: Glukose | Blutzucker | Nüchternglukose | Glucose nüchtern | Glucose | Fasting glucose
+Glucose: Glukose | Blutzucker | Nüchternglukose | Glucose nüchtern | Glukose nüchtern | Glucose
+    | Fasting glucose
     | Glucose fasting | Blood sugar | FBG | FPG
     | Glycémie | Glycémie à jeun
     | Glucosa | Glucosa basal | Glucosio | Glicemia | Glicose | Glucemia | Glukos | Glukose
@@ -134,7 +135,8 @@ Free T4: fT4 (freies Thyroxin) | Freies T4 | Free T4 | FT4 | Free thyroxine | Th
 Free T3: Freies T3 | Free T3 | FT3 | Free triiodothyronine
     | T3 libre | T3 libera | T3 livre | Vrij T3 | Fritt T3
 Vitamin D (25-hydroxy): Vitamin D | 25-OH Vitamin D | 25-Hydroxyvitamin D
-    | Vitamin D 25-Hydroxy | Vitamin D, 25-OH | 25(OH)D | Calcidiol
+    | Vitamin D 25-Hydroxy | Vitamin D, 25-OH | 25(OH)D | Calcidiol | 25-OH-Vitamin D3
+    | Vitamin D, 25-Hydroxy, Total
     | Vitamina D | 25-OH vitamina D | 25-hidroxivitamina D | Vitamine D | 25-OH vitamine D
     | Vitamina D 25-OH | D-vitamin | 25-OH D-vitamin | Vitamine D (25-OH)
 Vitamin B12: Vitamin B12 | B12 | Cobalamin | Cyanocobalamin

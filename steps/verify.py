@@ -70,5 +70,13 @@ def verified(found: Biomarker, pages: Sequence[Sequence[str]] = ()) -> Biomarker
 
 
 def unverified_count(results: list[Biomarker]) -> int:
-    """Accepted values no check could vouch for."""
-    return sum(1 for b in results if b.provenance is not None and b.provenance.unverified)
+    """Accepted numeric values no check could vouch for (others are unverified for a reason
+    of their own, reported with it: an OCR confidence, a name the table does not know)."""
+    return sum(
+        1
+        for b in results
+        if b.provenance is not None
+        and b.provenance.unverified
+        and not b.provenance.vouched_by
+        and b.value is not None
+    )

@@ -13,7 +13,9 @@ texts, and returns the Extraction a person can trust:
   decided once for the document (``saga.steps.numbers``); a failure moves the
   result to ``rejected`` with its reason, a doubt adds a warning;
 * what vouched for each accepted value is recorded in its provenance, or that
-  nothing did (``saga.steps.verify``).
+  nothing did (``saga.steps.verify``);
+* a value whose name the table does not know is kept ``unverified``, with a
+  warning, never renamed (``saga.steps.name_check``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from msgspec.structs import replace
 from saga.steps.analytes import loinc_for
 from saga.steps.checks import first_failure, warnings_for
 from saga.steps.models import Biomarker, Extraction, Provenance, Rejected
+from saga.steps.name_check import mark_unknown
 from saga.steps.numbers import decide
 from saga.steps.synonyms import canonical_name
 from saga.steps.verify import verified
@@ -50,7 +53,7 @@ def vet(extraction: Extraction, pages: Sequence[str]) -> Extraction:
             rejected.append(_rejected(named, reason))
             continue
         doubts = [*named.warnings, *(w for w in warnings_for(named) if w not in named.warnings)]
-        accepted.append(verified(replace(named, warnings=doubts), lines))
+        accepted.append(mark_unknown(verified(replace(named, warnings=doubts), lines)))
     return replace(extraction, biomarkers=accepted, rejected=rejected)
 
 

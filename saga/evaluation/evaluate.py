@@ -19,6 +19,7 @@ from saga.evaluation.score import (
     gates,
     score_document,
     totals,
+    trusted_strays,
 )
 from saga.evaluation.truth import ExpectedDocument, TruthError, find_truths, load_truth
 from saga.steps.config import StepConfig
@@ -79,16 +80,20 @@ async def evaluate(
     """
     scores: list[DocumentScore] = []
     on_text = 0
+    strays: list[str] = []
     for truth in load_corpus(directory, only):
         run = await run_pdf(directory / truth.document, config)
         score, exact = score_run(truth, run)
         scores.append(score)
         on_text += 0 if truth.scan else exact
+        if truth.scan and run.output is not None:
+            found = run.output.extraction.biomarkers
+            strays += [truth.layout] * trusted_strays(match(truth.results, found))
     text = [s for s in scores if not s.scan]
     total = totals(text, on_text)
     checks = gates(text, total, limits) if text else []
     classes = scan_classes(scores)
-    checks += scan_gates(scores, classes)
+    checks += scan_gates(scores, classes, strays)
     return Report(
         directory=str(directory),
         documents=scores,

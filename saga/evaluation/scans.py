@@ -67,8 +67,12 @@ def _pooled(classes: Sequence[ScanClass], prefix: str) -> tuple[int, int]:
     return sum(c.exact for c in chosen), sum(c.expected for c in chosen)
 
 
-def scan_gates(scores: Sequence[DocumentScore], classes: Sequence[ScanClass]) -> list[Gate]:
-    """No unflagged wrong value; recall at scan and at fax resolution; refusals said."""
+def scan_gates(
+    scores: Sequence[DocumentScore], classes: Sequence[ScanClass], strays: Sequence[str] = ()
+) -> list[Gate]:
+    """No unflagged wrong value; no unmatched value trusted (``strays``: the layout of each
+    spurious value accepted without ``unverified``, as a misread name would be); recall at
+    scan and at fax resolution."""
     if not classes:
         return []
     unflagged = sum(c.wrong_unflagged for c in classes)
@@ -79,7 +83,14 @@ def scan_gates(scores: Sequence[DocumentScore], classes: Sequence[ScanClass]) ->
             actual=str(unflagged),
             limit="0",
             detail=", ".join(s.layout for s in scores if s.scan and s.wrong and not s.flagged),
-        )
+        ),
+        Gate(
+            name="scans: strays trusted",
+            ok=not strays,
+            actual=str(len(strays)),
+            limit="0",
+            detail=", ".join(sorted(set(strays))),
+        ),
     ]
     for prefix, floor, label in (("scan-", SCAN_RECALL, "scan"), ("fax-", FAX_RECALL, "fax")):
         exact, expected = _pooled(classes, prefix)

@@ -142,6 +142,18 @@ def score_document(
     )
 
 
+def trusted_strays(pairs: Sequence[Pair]) -> int:
+    """Spurious results accepted as ordinary ones (not ``unverified``): a value that matches
+    no expected row, most often under a misread name (``Hemoglobin Alc``), taken as true."""
+    return sum(
+        1
+        for p in pairs
+        if p.outcome is Outcome.SPURIOUS
+        and p.found is not None
+        and not (p.found.provenance is not None and p.found.provenance.unverified)
+    )
+
+
 def exact_readable(truth: ExpectedDocument, pairs: Sequence[Pair]) -> int:
     """Exact pairs whose expected row is on a page with a text layer."""
     return sum(
