@@ -220,6 +220,7 @@ def _read_one(
         picture.dpi,
         limits.languages,
         despeckle=despeckle_window(picture.source_dpi, bilevel=picture.bilevel),
+        bilevel=picture.bilevel,
     )
     del picture
     confident = [w for w in words.words if w.confidence >= MIN_WORD_CONFIDENCE]

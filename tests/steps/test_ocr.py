@@ -156,3 +156,35 @@ def test_a_lone_letter_read_at_a_very_low_confidence_is_a_speck() -> None:
 
     words = [_word("7.9", 0, 99), _word("u", 100, 1), _word("H", 140, 90), _word("8.2", 200, 99)]
     assert [w.text for w in drop_specks(words)] == ["7.9", "H", "8.2"]
+
+
+def test_a_dash_as_tall_as_the_letters_and_a_lone_quote_mark_are_specks() -> None:
+    """A fax's blot read as ``=`` (as tall as the type, read at 30) between a name and its
+    value, and a quote mark standing alone, are dropped; a real ``=`` (flat) and a real
+    ``-`` flag stay, however sure Tesseract is of them."""
+    from saga.steps.ocr_engine import drop_specks
+
+    def box(text: str, left: int, width: int, height: int, conf: int) -> Word:
+        return Word(text, left, 0, width, height, conf, 1)
+
+    words = [box("AST", 0, 70, 31, 95), box("=", 100, 77, 23, 30), box("22", 400, 38, 28, 96)]
+    words += [box("\u2018", 450, 3, 9, 92), box("ALT", 500, 68, 30, 96)]
+    words += [box("=", 600, 18, 14, 40), box("-", 650, 15, 5, 20), box("60", 700, 40, 31, 95)]
+    assert [w.text for w in drop_specks(words)] == ["AST", "22", "ALT", "=", "-", "60"]
+
+
+def test_a_faxs_units_are_read_again_from_the_picture_before_its_median_filter() -> None:
+    """The 5-pixel median filter that takes a fax's specks takes a one-pixel ``/`` too; the
+    unfiltered picture, the same size and turned by the same tilt, still has it."""
+    from PIL import Image, ImageDraw
+
+    from saga.steps.ocr_engine import prepare_both
+
+    page = Image.new("L", (600, 400), 255)
+    ImageDraw.Draw(page).line([(300, 100), (300, 300)], fill=0, width=1)
+    grey, unfiltered, _ = prepare_both(page, (300, 300), despeckle=5, light=0)
+    assert unfiltered is not None and unfiltered.size == grey.size
+    assert min(grey.crop((290, 150, 310, 250)).getdata()) > 128  # gone
+    assert min(unfiltered.crop((290, 150, 310, 250)).getdata()) < 128  # kept
+    _, none, _ = prepare_both(page, (300, 300), despeckle=5, light=5)
+    assert none is None  # a grey scan keeps one picture

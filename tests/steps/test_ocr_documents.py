@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 
 from saga.evaluation.evaluate import score_run
+from saga.evaluation.matching import match
 from saga.evaluation.runner import StepsRun, run_pdf
+from saga.evaluation.score import trusted_strays
 from saga.evaluation.truth import ExpectedDocument
 from saga.steps.config import StepConfig
 from saga.steps.ocr_engine import available
+from saga.steps.synonyms import canonical_name
 from tests.corpus import layouts_ocr
 
 pytestmark = [
@@ -55,6 +58,20 @@ async def test_a_mixed_document_reads_its_text_page_as_text_and_its_scan_by_ocr(
     assert all((b.provenance.ocr_confidence or 0) >= 80 for b in scanned)  # type: ignore[union-attr]
     score, _ = score_run(truth, run)
     assert score.recall >= 0.8, score
+
+
+async def test_a_faxs_misread_names_are_kept_unverified_and_reviewed(tmp_path: Path) -> None:
+    """A standard fax (``HEMOGLOBIN Ac``, ``NON HOL CHOLESTEROL``): every value whose name
+    as read the table does not know is unverified, none matching no expected row is
+    trusted, and the review names a page for it."""
+    run, truth = await _run(tmp_path, "fax_standard_quest_tiff")
+    assert run.output is not None, run.error
+    found = run.output.extraction.biomarkers
+    unknown = [b for b in found if canonical_name(b.name) is None]
+    assert unknown, "the fax no longer misreads a name: pick a harder document"
+    assert all(b.provenance and b.provenance.unverified for b in unknown), unknown
+    assert trusted_strays(match(truth.results, found)) == 0
+    assert "with a name the analyte table does not know" in run.output.review
 
 
 @pytest.mark.parametrize("layout", ["blank_scan", "photo_jpeg"])

@@ -184,13 +184,16 @@ async def test_the_llm_extractors_answers_meet_the_same_checks() -> None:
 
 async def test_an_llm_value_nothing_vouches_for_is_unverified() -> None:
     """An analyte the table does not know, without a range: accepted, marked unverified, and
-    the document flagged with that reason."""
+    the document flagged with both reasons (nothing vouches; the name is unknown)."""
     line = "Quuxase  412  U/L"
     answer = {"biomarkers": [lab("Quuxase", 412, "412", line, unit="U/L")]}
     out = await read([[line]], MockResponseLLM(json.dumps(answer)))
     (found,) = out.extraction.biomarkers
     assert found.provenance is not None and found.provenance.unverified
-    assert out.review == "1 value unverified (no check could vouch for them)"
+    assert out.review == (
+        "1 value unverified (no check could vouch for them); 1 value on page 1 with a name"
+        " the analyte table does not know, kept unverified"
+    )
 
 
 async def test_a_number_between_name_and_value_is_refused() -> None:
