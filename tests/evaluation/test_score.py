@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from saga.evaluation.diagnoses import score_diagnoses
@@ -147,3 +148,27 @@ def test_diagnoses_are_matched_by_containment_and_extra_ones_are_spurious() -> N
     assert (result.expected, result.matched) == (2, 1)
     assert result.missed == ["AKI"]
     assert result.spurious == ["Printed 03/05/2024 14:22 Page 2 of 3"]
+
+
+def test_a_spurious_value_counts_as_trusted_unless_kept_unverified() -> None:
+    """``HEMOGLOBIN Ac 6.1`` matches no expected row: trusted as an ordinary result it is a
+    stray (the scans' gate fails on it); kept ``unverified`` it is a person's to check."""
+    from saga.evaluation.matching import match
+    from saga.evaluation.scans import scan_classes, scan_gates
+    from saga.evaluation.score import trusted_strays
+    from saga.steps.models import Provenance
+
+    expected = [row("Hemoglobin A1c", 6.1, "%")]
+    where = Provenance(page=1, line="HEMOGLOBIN Ac  6.1  %")
+    trusted = found("HEMOGLOBIN Ac", 6.1, "%", provenance=where)
+    marked = found(
+        "HEMOGLOBIN Ac", 6.1, "%", provenance=Provenance(page=1, line="x", unverified=True)
+    )
+    assert trusted_strays(match(expected, [trusted])) == 1
+    assert trusted_strays(match(expected, [marked])) == 0
+    assert trusted_strays(match(expected, [found("Hemoglobin A1c", 6.1, "%")])) == 0  # exact
+    score = msgspec.structs.replace(scored(truth(*expected), run(trusted))[0], scan="fax-200x100")
+    by_name = {g.name: g for g in scan_gates([score], scan_classes([score]), ["doc"])}
+    assert (
+        not by_name["scans: strays trusted"].ok and by_name["scans: strays trusted"].detail == "doc"
+    )

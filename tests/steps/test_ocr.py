@@ -188,3 +188,19 @@ def test_a_faxs_units_are_read_again_from_the_picture_before_its_median_filter()
     assert min(unfiltered.crop((290, 150, 310, 250)).getdata()) < 128  # kept
     _, none, _ = prepare_both(page, (300, 300), despeckle=5, light=5)
     assert none is None  # a grey scan keeps one picture
+
+
+def test_two_segmentations_of_a_fax_are_merged_line_by_line_the_surer_winning() -> None:
+    """Row 1 read surer as rows (psm 4), row 2 as a block (psm 6): one of each, each line
+    once; a line of the second reading inside no row of the first is not added."""
+    from saga.steps.ocr_engine import OTHER_LINES, merge_lines
+
+    rows = [_word("Sodium", 0, 95, 1, 0), _word("139", 200, 93, 1, 0)]
+    rows += [_word("Urea", 0, 40, 2, 40), _word("5.A", 200, 30, 2, 40)]
+    block = [_word("Sodium", 0, 90, 7, 2), _word("189", 200, 40, 7, 2)]
+    block += [_word("Urea", 0, 92, 8, 41), _word("5.4", 200, 91, 8, 41)]
+    block += [_word("speck", 0, 99, 9, 400)]
+    merged = merge_lines(rows, block)
+    assert [w.text for w in merged] == ["Sodium", "139", "Urea", "5.4"]
+    assert {w.line for w in merged} == {1, 8 + OTHER_LINES}
+    assert merge_lines(rows, []) == rows
