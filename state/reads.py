@@ -35,18 +35,22 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
             costs[step] = float(value)
         elif kind == "rv" and step:
             review[step] = text(value)
+    state = SagaState(text(f.get("state")))
+    # An attempt's token, worker and lease are live only while the saga runs or compensates:
+    # a commit to the next step leaves the last attempt's in the hash (commit_steps).
+    live = state in (SagaState.RUNNING, SagaState.COMPENSATING)
     return Saga(
         v=num(f.get("v")),
         record_id=text(f.get("rid")),
         user_id=text(f.get("uid")),
-        state=SagaState(text(f.get("state"))),
+        state=state,
         step=text(f.get("step")),
         epoch=num(f.get("epoch")),
         created_ms=num(f.get("created")),
         updated_ms=num(f.get("updated")),
-        token=text(f.get("token")),
-        worker=text(f.get("worker")),
-        lease_until_ms=num(f.get("lease")),
+        token=text(f.get("token")) if live else "",
+        worker=text(f.get("worker")) if live else "",
+        lease_until_ms=num(f.get("lease")) if live else 0,
         claimed_ms=num(f.get("claimed")),
         due_ms=num(f.get("due")),
         wait_event=text(f.get("wev")),

@@ -174,8 +174,16 @@ local function commit_one(b, a, cap_lease, first_cost, more_ready)
   end
   -- One HSET for every field (each redis.call costs ~2 µs of conversion on the server).
   local f = {'out:' .. step, ARGV[a + 4], 'done:' .. step, token, 'next:' .. step, next_step,
-             'prev', step, 'token', '', 'lease', '0', 'worker', '', 'updated', now_s,
-             'op', op, 'state', state, 'entry', next_entry}
+             'prev', step, 'updated', now_s, 'op', op, 'state', state, 'entry', next_entry}
+  -- The attempt's token, lease and worker are left in place when the saga leaves
+  -- 'running' for its next step: every reader takes them for live only while the saga
+  -- runs (or compensates), and the next claim overwrites them (saga bench: ~1 µs per
+  -- transition). Cleared when it stays running (its lanes run: a zombie of this attempt
+  -- must not pass for live) and when it completes (a finished hash stays as small).
+  if state == STATE.RUNNING or state == STATE.COMPLETED then
+    f[#f + 1], f[#f + 2], f[#f + 3], f[#f + 4] = 'token', '', 'lease', '0'
+    f[#f + 5], f[#f + 6] = 'worker', ''
+  end
   if had_error and had_error ~= '' then  -- an earlier attempt's error is cleared
     f[#f + 1] = 'ec'
     f[#f + 1] = ''

@@ -243,7 +243,9 @@ class Rec:
             return
         if review:
             m.review[step] = review
-        m.done[step], m.token, m.lease_live = token, "", False
+        # The attempt's token stays in the hash while the saga waits for its next step
+        # (commit_steps): live only while it runs. Cleared when it completes.
+        m.done[step], m.lease_live = token, False
         m.outputs.add(step)
         if NEXT[step] and later:
             m.state, m.step, m.entry, m.timer_past = WT, NEXT[step], "", False
@@ -251,7 +253,7 @@ class Rec:
         elif NEXT[step]:
             m.state, m.step, m.entry = P, NEXT[step], next_entry
         else:
-            m.state, m.entry = C, ""
+            m.state, m.entry, m.token = C, "", ""
 
     def predict_fail(self, step: str, token: str) -> RC:
         if self.gone:

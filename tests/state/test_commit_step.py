@@ -10,6 +10,7 @@ from saga.state.codes import RC
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine, _day
 from saga.state.model import Claim, FailAction, SagaState
+from saga.state.reads import get_saga
 from saga.state.recovery import recover_idle
 from saga.state.requests import CommitRequest, FailRequest
 from tests.state.helpers import (
@@ -48,11 +49,10 @@ async def test_commit_ok_enqueues_next_step_and_acks_input(sm: StateMachine, key
     h = await saga_hash(sm.client, keys, "r1")
     [(next_id, fields)] = await stream_rows(sm.client, keys.ready(0, "parser"))
     assert fields == {"rid": "r1", "ep": "1", "v": "1"}
-    assert (h["state"], h["step"], h["entry"], h["token"], h["prev"]) == (
+    assert (h["state"], h["step"], h["entry"], h["prev"]) == (
         "pending",
         "parser",
         next_id,
-        "",
         "router",
     )
     assert (h["out:router"], h["done:router"], h["ckpt:router"]) == (
@@ -61,6 +61,11 @@ async def test_commit_ok_enqueues_next_step_and_acks_input(sm: StateMachine, key
         '{"c":1}',
     )
     assert float(h["cost:router"]) == 0.25
+    # The attempt's token, worker and lease stay in the hash until the next claim (three
+    # fields fewer to write); a reader takes them for live only while the saga runs.
+    assert (h["token"], h["worker"], int(h["lease"])) == (c.token, "w-a", c.lease_until_ms)
+    view = await get_saga(sm.client, keys, "r1")
+    assert (view.token, view.worker, view.lease_until_ms) == ("", "", 0)
     assert await sm.client.get(keys.pages("r1")) == b"PAGES"
     assert 0 < await sm.client.ttl(keys.pages("r1")) <= sm.limits.pages_ttl_s
     assert await sm.client.hget(keys.stats(0), "committed:router") == b"1"

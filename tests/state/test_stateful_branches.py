@@ -67,6 +67,11 @@ MUTANTS = {
         "if s[6] == STATE.WAITING_RETRY and lane_live(s[1], s[5], s[3]) then",
         "if s[6] == STATE.WAITING_RETRY then",
     ),
+    "a fork leaves its attempt's token to the running saga": (
+        "commit_steps.lua",
+        "if state == STATE.RUNNING or state == STATE.COMPLETED then",
+        "if state == STATE.COMPLETED then",
+    ),
     "the requeue drops a running lane's entry": (
         "requeue_idle.lua",
         "local lane = s[11] == entry and lane_live(s[2], s[9], s[6])",

@@ -84,6 +84,19 @@ BATCH_MUTANTS = {
     ),
 }
 
+LEFT_TOKEN_MUTANTS = {  # a commit to the next step leaves its token in the hash
+    "a committed attempt's heartbeat is taken": (
+        "extend_lease.lua",
+        "if not lane and ((s[1] ~= STATE.RUNNING and s[1] ~= STATE.COMPENSATING) or s[2] ~= token)",
+        "if not lane and (s[2] ~= token)",
+    ),
+    "a completed saga keeps its last token": (
+        "commit_steps.lua",
+        "if state == STATE.RUNNING or state == STATE.COMPLETED then",
+        "if state == STATE.RUNNING then",
+    ),
+}
+
 
 @pytest.fixture
 def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +107,7 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     mutants = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS,
-               **LIFECYCLE_MUTANTS}  # fmt: skip
+               **LIFECYCLE_MUTANTS, **LEFT_TOKEN_MUTANTS}  # fmt: skip
     yield from mutated(monkeypatch, mutants, name)
 
 
@@ -248,5 +261,35 @@ def test_a_broken_review_decision_is_caught(
             return
         with pytest.raises((AssertionError, pytest.fail.Exception)):
             _review_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _left_token_scenario(m: stateful.SagaMachine) -> None:
+    """The router's commit leaves its token in the hash (commit_steps); that attempt's
+    heartbeat is refused all the same (the saga no longer runs), and the parser's commit,
+    the last, clears the token."""
+    m.start_some({"r0"})
+    held = m.claim_ready("w-a")
+    (claim,) = list(getattr(held, "values", held))
+    m.commit(claim, resend=False, review="", wrong_next=False)
+    m.heartbeat(claim)  # the rule expects a refusal: the attempt is committed
+    m.redis_agrees_with_model_and_invariants_hold()
+    m.work("w-a", None, undos=False)  # parser: completed
+    m.redis_agrees_with_model_and_invariants_hold()
+    assert m.model["r0"].state == SagaState.COMPLETED
+
+
+@pytest.mark.parametrize("mutant", ["", *LEFT_TOKEN_MUTANTS], indirect=True)
+def test_a_left_token_is_never_live(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real scripts pass; a heartbeat that trusts the token without the state is taken
+    (the rule expects a refusal), and a completion that keeps the token fails the model."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _left_token_scenario(m)
+            return
+        with pytest.raises(AssertionError):
+            _left_token_scenario(m)
     finally:
         m.teardown()
