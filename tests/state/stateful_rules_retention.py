@@ -38,5 +38,6 @@ class RetentionRules(RedisMachine):
         # The transition that ended it put it there (XX: only an existing member moves).
         assert self.run(self.client.zadd(self.keys.retired(0), member, xx=True, ch=True)) == 1
         assert self.run(prune_retired(self.sm, 0)) == 1
-        self.model[rid] = Rec(gone=True)
+        # A timer member an operator's retry left stays for the timer sweep (its 'gone').
+        self.model[rid] = Rec(gone=True, stale_timer=self.model[rid].stale_timer)
         harness.event(f"prune: a {state} saga deleted")
