@@ -11,7 +11,9 @@ compensation) starts the compensation; undo:m's entries are claimed, committed
   empty plan dead-letters (a failure) or compensates at once (the operator's);
 - each undo claim is of the plan's head: the item's input, output and the key it ran
   under; its commit marks the item undone (``mu:m:<i>``), once: no item is undone twice
-  ('committed' events of undo:m per item), a re-sent commit is a duplicate.
+  ('committed' events of undo:m per item), a re-sent commit is a duplicate;
+- a re-sent failure is a duplicate only if it is the saga's last recorded one ('failtok',
+  written by fail_undo and by j's fail_step); an earlier attempt's is fenced (LEASE_LOST).
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class Undo:
     token: str = ""
     """The live undo claim's token ("" when none)."""
     committed: set[str] = field(default_factory=set)
-    failed: set[str] = field(default_factory=set)
+    failtok: str = ""
+    """The saga's last recorded failure (its 'failtok'): an undo's or j's."""
 
 
 class UndoMapMachine(MapMachine):
@@ -95,6 +98,7 @@ class UndoMapMachine(MapMachine):
             req = FailRequest(action=FailAction.DEAD, error_class="Boom", error_message="boom",
                               undo=("m",))  # fmt: skip
             out = self.run(self.sm.fail(c, req))
+            self.u[c.record_id].failtok = c.token
             self._begin(c.record_id, m, dead=True)
             assert (out.code, out.state) == (RC.OK, m.state), (out, m)
 
@@ -183,14 +187,13 @@ class UndoMapMachine(MapMachine):
         m, u = self.model[c.record_id], self.u[c.record_id]
         req = FailRequest(action=FailAction.DEAD, error_class="Boom", error_message="no")
         out = self.run(self.sm.fail(c, req))
-        if c.token in u.failed:
+        if c.token == u.failtok:
             assert out.code == RC.DUPLICATE, (out, u)
             return
         if not (m.state == "compensating" and u.token == c.token):
             assert out.code == RC.LEASE_LOST, (out, m, u)
             return
-        u.failed.add(c.token)
-        u.token, m.state = "", "compensation_failed"
+        u.failtok, u.token, m.state = c.token, "", "compensation_failed"
         assert (out.code, out.state) == (RC.OK, m.state), (out, m)
 
     # -- invariants ------------------------------------------------------------------
