@@ -145,18 +145,23 @@ def lanes_of(f: Mapping[str, Any]) -> tuple[Lane, ...]:
     )  # fmt: skip
 
 
+_UNDOING = ("compensating", "compensated", "compensation_failed")
 _ITEM_STATES = {"p": "pending", "r": "running", "w": "waiting_retry", "d": "done", "f": "failed"}
 
 
 def maps_of(f: Mapping[str, Any]) -> tuple[MapRun, ...]:
-    """The map steps of a saga's fields run in its epoch (``map:<step>``: its counters)."""
+    """The map steps of a saga's fields run in its epoch (``map:<step>``: its counters).
+    While it compensates (or after), the epoch is the compensation's: the maps shown are
+    their last runs, the ones being undone."""
     epoch, out = text(f.get("epoch")), []
+    undoing = text(f.get("state")) in _UNDOING
     for name in sorted(k for k in f if k.startswith("map:")):
         step = name[4:]
         counters = text(f.get(name)).split()
-        if len(counters) != 6 or counters[0] != epoch:
+        if len(counters) != 6 or (counters[0] != epoch and not undoing):
             continue
-        rows = [_item(f, step, i, epoch) for i in range(min(int(counters[1]), 1000))]
+        run = counters[0] if undoing else epoch
+        rows = [_item(f, step, i, run) for i in range(min(int(counters[1]), 1000))]
         by = {s: sum(r.state == s for r in rows) for s in _ITEM_STATES.values()}
         out.append(MapRun(step=step, items=len(rows), done=by["done"], running=by["running"],
                           waiting=by["waiting_retry"], failed=by["failed"],

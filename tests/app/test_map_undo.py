@@ -1,7 +1,7 @@
 """Per-item compensation of a map, with a real ``saga worker module:app`` process and a
 real server: ``@app.map(compensate=)`` undoes each item that committed, once, latest
 first, under the key the item ran with; an item that failed is not undone; ``saga show``
-draws an undo row per item."""
+draws an undo row per item, and still sums up the map that was undone."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ async def test_each_committed_item_is_undone_once_latest_first(
     assert log.read_text().splitlines() == want
     for i in range(3):
         assert shown.count(f"undo:parse[{i}]") == 1, shown
+    # the map that was undone is still summed up, its last run's items all done
+    assert "parse: 3 items, 3 done, 0 running, 0 waiting, 0 failed, 0 pending" in shown, shown
 
 
 async def test_a_failed_item_is_not_undone(
