@@ -35,8 +35,10 @@ def held(port: int, host: str = "0.0.0.0", within: float = 180) -> Iterator[None
                 sock.bind((host, port))
                 break
             except OSError as exc:
-                if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                if exc.errno != errno.EADDRINUSE:
                     raise
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{host}:{port} stayed held by another process for {within:.0f} s")
                 time.sleep(0.05)
         sock.listen(1)
         yield
