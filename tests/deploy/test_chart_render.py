@@ -131,7 +131,9 @@ def test_each_step_has_a_deployment_running_it(case: str) -> None:
         ctr = container(deployments[named(step)])
         assert ctr["args"] == ["worker", step]
         assert env_of(ctr)["SAGA_STEP"]["value"] == step
-        pipeline = env_of(ctr).get("SAGA_PIPELINE", {}).get("value")  # the last one wins
+        names = [e["name"] for e in ctr["env"]]
+        assert len(names) == len(set(names)), names  # a step's own entry replaces the chart's
+        pipeline = env_of(ctr).get("SAGA_PIPELINE", {}).get("value")
         if case == "chunked":  # parser drains on the default pipeline, the rest: chunked
             assert pipeline == ("" if step == "parser" else "saga.documents.chunked:app")
         assert ctr["envFrom"][0] == {"configMapRef": {"name": FULL}}
