@@ -22,16 +22,16 @@ from saga.api.pipeline import StepSpec
 from saga.state.keys import Keys
 from saga.state.model import SagaState
 from saga.state.reads import get_saga
-from saga.steps.ocr_engine import available
 from tests.cli.inspect_support import env_for
 from tests.corpus import layouts_us
 from tests.corpus.scanner import SCAN_200, image_pdf, render, spoil
 from tests.executor.conftest import SpawnWorker
 from tests.executor.support import REPO
+from tests.ocr_marks import needs_tesseract
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(bool(available("eng+deu+fra")), reason=available("eng+deu+fra") or "-"),
+    needs_tesseract("eng+deu+fra"),
 ]
 
 PAGES = 10

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance
-from saga.steps.ocr_engine import Word, available
+from saga.steps.ocr_engine import Word
 from saga.steps.ocr_gate import gate
 from saga.steps.ocr_layout import page_text
+from tests.ocr_marks import needs_tesseract
 
 
 def _word(text: str, left: int, conf: int, line: int = 1, top: int = 0) -> Word:
@@ -120,7 +121,7 @@ def test_pages_not_read_by_ocr_are_left_alone() -> None:
     assert out == extraction and reasons == []
 
 
-@pytest.mark.skipif(bool(available("eng")), reason=available("eng") or "tesseract present")
+@needs_tesseract("eng")
 def test_tesseract_reads_a_rendered_table_row() -> None:
     from PIL import Image, ImageDraw, ImageFont
 

@@ -16,13 +16,13 @@ from saga.evaluation.runner import StepsRun, run_pdf
 from saga.evaluation.score import trusted_strays
 from saga.evaluation.truth import ExpectedDocument
 from saga.steps.config import StepConfig
-from saga.steps.ocr_engine import available
 from saga.steps.synonyms import canonical_name
 from tests.corpus import layouts_ocr
+from tests.ocr_marks import needs_tesseract
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(bool(available("eng+deu+fra")), reason=available("eng+deu+fra") or "-"),
+    needs_tesseract("eng+deu+fra"),
 ]
 
 OCR_ON = StepConfig(ocr=True)

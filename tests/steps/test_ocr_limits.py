@@ -16,14 +16,14 @@ import pytest
 
 from saga.api.pipeline import StepSpec
 from saga.steps.config import StepConfig
-from saga.steps.ocr_engine import available
 from saga.steps.pdf_process import extract_pdf
 from tests.corpus import layouts_us
 from tests.corpus.scanner import SCAN_200, image_pdf, render, spoil
+from tests.ocr_marks import needs_tesseract
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(bool(available("eng+deu+fra")), reason=available("eng+deu+fra") or "-"),
+    needs_tesseract("eng+deu+fra"),
 ]
 
 PAGES = 10

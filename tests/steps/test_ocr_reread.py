@@ -4,15 +4,15 @@ Tesseract's second reading of a real crop (skipped, with the reason, without it)
 
 from __future__ import annotations
 
-import pytest
 from msgspec.structs import replace
 from PIL import Image, ImageDraw, ImageFont
 
 from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance
-from saga.steps.ocr_engine import Word, available
+from saga.steps.ocr_engine import Word
 from saga.steps.ocr_gate import gate
 from saga.steps.ocr_layout import page_text
 from saga.steps.ocr_reread import Check, judged, reread
+from tests.ocr_marks import needs_tesseract
 
 
 def _word(text: str, conf: int, left: int = 0) -> Word:
@@ -53,7 +53,7 @@ def test_a_disputed_value_is_rejected_by_the_gate_with_its_reason() -> None:
     assert reasons == ["1 value on page 1 not trusted as read by OCR"]
 
 
-@pytest.mark.skipif(bool(available("eng")), reason=available("eng") or "tesseract present")
+@needs_tesseract("eng")
 def test_tesseract_reads_each_number_again_and_judges_it() -> None:
     """On a drawn ``4.3``: a first reading of ``4.3`` is agreed, one of ``43`` disputed,
     and a word without a digit is not read again."""

@@ -4,14 +4,14 @@ Tesseract's reading of a real drawn unit (skipped, with the reason, without it).
 
 from __future__ import annotations
 
-import pytest
 from msgspec.structs import replace
 from PIL import Image, ImageDraw, ImageFont
 
 from saga.steps.models import Biomarker, Extraction, OcrPage, Provenance
-from saga.steps.ocr_engine import Word, available
+from saga.steps.ocr_engine import Word
 from saga.steps.ocr_gate import gate
 from saga.steps.ocr_units import agreed_unit, candidates, glyph_unit, reread_units
+from tests.ocr_marks import needs_tesseract
 
 
 def _line(*texts: str, line: int = 1) -> list[Word]:
@@ -51,7 +51,7 @@ def test_two_second_readings_must_agree_on_a_known_unit_like_the_page_reading() 
     assert agreed_unit("ulU/mL", [("ulU/mL", 60), ("uIU/mL", 80)]) == ("uIU/mL", 60)
 
 
-@pytest.mark.skipif(bool(available("eng")), reason=available("eng") or "tesseract present")
+@needs_tesseract("eng")
 def test_tesseract_reads_a_misread_unit_again_and_leaves_the_number_alone() -> None:
     """``U/L`` drawn beside ``41``: a page reading ``UL`` becomes ``U/L``; the number and
     a word that is not after a number keep their text."""
