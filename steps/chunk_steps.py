@@ -29,7 +29,7 @@ from saga.steps.chunk_refs import ChunkRef, StaleChunkError, chunk_of, refs_of
 from saga.steps.config import ExtractorKind
 from saga.steps.context import StepContext
 from saga.steps.errors import InvalidInputError, NotFoundError, PermanentError
-from saga.steps.extract_llm import ask, combine, ground_chunk, plan
+from saga.steps.extract_llm import ask, combine, configured_llm, ground_chunk, plan
 from saga.steps.extract_rules import extract_rules
 from saga.steps.models import Extraction, OcrPage, ParserOutput, RouterOutput
 from saga.steps.page_layout import uses_decimal_comma
@@ -64,11 +64,7 @@ async def plan_items(ctx: StepContext, inp: RouterOutput) -> list[ChunkItem]:
     pages = _pages(ctx)
     if ctx.config.extractor is not ExtractorKind.LLM:
         return [ChunkItem(chunk=ChunkRef(index=0, count=1))]
-    llm = ctx.llm
-    if llm is None:
-        raise PermanentError(
-            "this deployment has no LLM configured; set SAGA_PARSER=rules or configure a model"
-        )
+    llm = configured_llm(ctx)
     planned = await plan(ctx, llm, pages, await page_images(ctx, inp))
     refs = refs_of(planned, pages)
     return [
@@ -86,11 +82,7 @@ async def parse_chunk(ctx: StepContext, item: ChunkItem) -> ChunkResult:
     if not ref.parts:  # the rules extractor: hundreds of pages of regular expressions
         return ChunkResult(index=ref.index, extraction=await anyio.to_thread.run_sync(
             extract_rules, pages))  # fmt: skip
-    llm = ctx.llm
-    if llm is None:
-        raise PermanentError(
-            "this deployment has no LLM configured; set SAGA_PARSER=rules or configure a model"
-        )
+    llm = configured_llm(ctx)
     picture = await _picture(ctx, item) if ref.picture else None
     try:
         chunk = chunk_of(ref, pages, picture)

@@ -76,6 +76,15 @@ MESSAGE_OVERHEAD_TOKENS = 16
 """Tokens a chat request adds around its two messages (roles, separators)."""
 
 
+def configured_llm(ctx: StepContext) -> LLM:
+    """The deployment's model; PermanentError (one sentence) when there is none."""
+    if ctx.llm is None:
+        raise PermanentError(
+            "this deployment has no LLM configured; set SAGA_PARSER=rules or configure a model"
+        )
+    return ctx.llm
+
+
 async def extract_llm(
     ctx: StepContext, pages: Sequence[str], images: Mapping[int, PageImage] | None = None
 ) -> Extraction:
@@ -84,11 +93,7 @@ async def extract_llm(
     A page in ``images`` (the vision path, ``saga.steps.vision``) is sent as its picture,
     one request each, when the picture fits a request's budget; it is grounded on its
     page text (OCR's) all the same."""
-    llm = ctx.llm
-    if llm is None:
-        raise PermanentError(
-            "this deployment has no LLM configured; set SAGA_PARSER=rules or configure a model"
-        )
+    llm = configured_llm(ctx)
     chunks = await plan(ctx, llm, pages, images or {})
     answers = await _ask_all(ctx, llm, chunks)
     return merge(pages, chunks, answers)
