@@ -90,9 +90,15 @@ async def _sealed_counts(
     spawns = sorted({rid for _, rid, item, _ in entries if item == ""})
     if sm.keys.sealer is None or not spawns:
         return {}
+
+    async def read() -> list[Any]:  # the spawns' lists in one round trip
+        pipe = sm.client.pipeline(transaction=False)
+        for rid in spawns:
+            pipe.hget(sm.keys.saga(rid), f"out:{over}")
+        return list(await pipe.execute())
+
     out = {}
-    for rid in spawns:  # one read per spawn (not per item), only with a data key
-        raw = await sm.client.hget(sm.keys.saga(rid), f"out:{over}")
+    for rid, raw in zip(spawns, await sm._resend(read), strict=True):
         try:
             items = msgspec.json.decode(sm.keys.unseal(bytes(raw or b"")), type=list[msgspec.Raw])
             out[rid] = str(len(items))
