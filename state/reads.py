@@ -145,7 +145,7 @@ def lanes_of(f: Mapping[str, Any]) -> tuple[Lane, ...]:
     )  # fmt: skip
 
 
-_UNDOING = ("compensating", "compensated", "compensation_failed")
+_UNDOING = (SagaState.COMPENSATING, SagaState.COMPENSATED, SagaState.COMPENSATION_FAILED)
 _ITEM_STATES = {"p": "pending", "r": "running", "w": "waiting_retry", "d": "done", "f": "failed"}
 
 
