@@ -27,9 +27,11 @@ _RANGE_BODY = (
     rf"|(?P<op>{CMP})\s*(?P<bound>{NUM})"
 )
 _RANGE_BODY_RE = re.compile(_RANGE_BODY, re.IGNORECASE)
-# "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"
+# "(ref 4.0-5.6)", "[<5.7]", "Reference range: 70 - 99", "(Normal: 70 - 100)"; in any
+# language a one-word label with a colon: "N: 3,9-5,5", "VR: 70-99", "Norm: < 5,2"
 _RANGE = re.compile(
-    r"[(\[]?\s*(?:(?:ref(?:erence)?|normal)\.?(?:\s+(?:range|interval|values?))?\s*:?\s*)?"
+    r"[(\[]?\s*(?:(?:ref(?:erence)?|normal)\.?(?:\s+(?:range|interval|values?))?\s*:?\s*"
+    r"|[^\W\d_]{1,14}\.?\s*:\s*)?"
     rf"(?:{_RANGE_BODY})\s*[)\]]?(?=\s|$)",
     re.IGNORECASE,
 )

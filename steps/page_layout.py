@@ -4,7 +4,11 @@
 holds it (``raw``: what provenance quotes) and a working copy of the same length
 (``work``) in which
 
-* dot leaders (``Sodium ......... 140``) are blanked, and
+* dot leaders (``Sodium ......... 140``) are blanked,
+* a column separator other than the pipe (``;`` of a printed export, a box-drawing
+  bar ``│``) is written as a pipe on the lines of a page that use it as one: two or
+  more lines each splitting into the same number (3+) of cells by it, so that the
+  cells are read as a pipe table's (``Kalium;3,3;mmol/l;3,5-5,1;L``), and
 * numerals are written the decimal-point way when the document writes decimals
   with commas (``saga.steps.numbers``: ``13,2`` then means 13.2, ``7,500`` 7.5 and
   ``245.000`` 245000).
@@ -33,6 +37,10 @@ _PAGE_OF = re.compile(
     r"(?i)\b(?:page|seite|pg\.?)\s*\d+\s*(?:of|von|/)\s*\d+\b|^printed\b|^gedruckt\b"
 )
 _DOT_LEADER = re.compile(r"(?:\s?\.){3,}|\u2026+|(?<=\S)(?:\s?_){3,}")
+SEPARATORS = ";\u2502\u2503\u00a6"
+"""Characters a table may separate its columns with, besides the pipe: ``;`` ``│`` ``┃`` ``¦``."""
+MIN_SEPARATED_LINES = 2
+MIN_CELLS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +62,15 @@ def uses_decimal_comma(pages: Sequence[str]) -> bool:
     return decide(pages).decimal == COMMA
 
 
-def working_copy(line: str, *, decimal_comma: bool | NumberFormat) -> str:
-    """``line`` with dot leaders blanked and numerals written the decimal-point way."""
+def working_copy(
+    line: str, *, decimal_comma: bool | NumberFormat, separators: str = ""
+) -> str:
+    """``line`` with dot leaders blanked, ``separators`` made pipes and numerals written
+    the decimal-point way."""
     work = _DOT_LEADER.sub(lambda m: " " * len(m.group(0)), line)
+    for separator in separators:
+        if line.count(separator) >= MIN_CELLS - 1 and "|" not in line:
+            work = work.replace(separator, "|")
     if isinstance(decimal_comma, NumberFormat):
         return to_working(work, decimal_comma)
     return to_working(work, NumberFormat(COMMA if decimal_comma else POINT))
@@ -74,13 +88,34 @@ def document_lines(
     repeated = repeating_edges(split)
     return [
         [
-            SourceLine(number, line, working_copy(line, decimal_comma=fmt))
+            SourceLine(number, line, working_copy(line, decimal_comma=fmt, separators=seps))
             for index, line in enumerate(lines)
             if not is_page_furniture(line)
             and not (_at_edge(index, len(lines)) and _key(line) in repeated and not keep(line))
         ]
         for number, lines in enumerate(split, start=1)
+        for seps in [column_separators(lines)]
     ]
+
+
+def column_separators(lines: Sequence[str]) -> str:
+    """The separators (``SEPARATORS``) a page uses as a table's column boundaries.
+
+    One is when ``MIN_SEPARATED_LINES`` lines split by it into the same number of
+    cells, at least ``MIN_CELLS``: a table's rows agree on their cell count, while a
+    semicolon in prose (``Na 134; K 3.4``) rarely recurs so on another line. A line
+    that has pipes keeps its other characters: the pipes are its columns.
+    """
+    found = ""
+    for separator in SEPARATORS:
+        counts = Counter(
+            line.count(separator)
+            for line in lines
+            if line.count(separator) >= MIN_CELLS - 1 and "|" not in line
+        )
+        if any(n >= MIN_SEPARATED_LINES for n in counts.values()):
+            found += separator
+    return found
 
 
 def repeating_edges(pages: list[list[str]]) -> frozenset[str]:
