@@ -313,8 +313,10 @@ def unit_is_printed(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
     """The unit is the one the value's line prints, when the line prints one: a model that
     gives ``mg/dL`` for ``Glucose 5.4 mmol/L`` has a plausible number in a wrong unit."""
     where = found.provenance
-    if where is None or not found.unit:
+    if where is None:
         return None
+    if not found.unit:
+        return _unit_dropped(found, where.line[where.end :])
     if _compact(found.unit) in _compact(where.line):
         return None
     wanted = unit_key(found.unit)
@@ -325,6 +327,19 @@ def unit_is_printed(found: Biomarker, fmt: NumberFormat = ANY) -> str | None:
     printed = [t for t in after if _looks_like_unit(t)]
     if printed:
         return f"the unit {found.unit!r} is not the one its line prints ({printed[0]!r})"
+    return None
+
+
+def _unit_dropped(found: Biomarker, after: str) -> str | None:
+    """A value given without a unit whose line prints one right after it (past a flag):
+    a column the extractor did not place (``13,8   g/dL`` under an unknown header word)."""
+    if found.value is None:
+        return None
+    tokens = [t.strip("()[],;|") for t in after.split()][:2]
+    if tokens and flag_of(tokens[0]) is not None:
+        tokens = tokens[1:]
+    if tokens and tokens[0] and _looks_like_unit(tokens[0]):
+        return f"no unit is given, but its line prints {tokens[0]!r} after the value"
     return None
 
 

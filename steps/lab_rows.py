@@ -93,7 +93,13 @@ def is_analyte_name(name: str) -> bool:
         and not _FLAG_IN_NAME.search(name)  # "Glucose 160 ▲ (H) mg/dL"
         and not _NUMBER_THEN_UNIT.search(name)  # "162 mg/dL" is a result, not a name
         and not _VALUES_IN_NAME.search(name)  # "Haemoglobin 109L 121": earlier results
+        and not _ends_in_unit(name)  # "Sodium mmol/l 133": the unit column, not the name
     )
+
+
+def _ends_in_unit(name: str) -> bool:
+    last = name.split()[-1] if " " in name.strip() else ""
+    return bool(last) and ("/" in last or last == "%") and unit_key(last) in KNOWN_UNITS
 
 
 def parse_rows(line: str) -> list[Row]:
@@ -202,7 +208,23 @@ def _cells_row(line: str, cells: list[Cell]) -> Row | None:
         result = parse_result(" ".join(c.text for c in cells[1:]))
     if result is not None:
         return _row(line, cells[1].start, biomarker(cells[0].text, result))
+    if len(cells) >= 3 and (first := _unit_first(" ".join(c.text for c in cells[1:]))):
+        return _row(line, cells[2].start, biomarker(cells[0].text, first))
     return _qualitative_row(line, cells)
+
+
+def _unit_first(text: str) -> Result | None:
+    """``mmol/l  133  L  136 - 145``: a unit column before the value, when the rest reads
+    as a result with no unit of its own (then the unit is that column's)."""
+    unit, _, rest = text.partition(" ")
+    if flag_of(unit) is not None or not (
+        unit_key(unit) in KNOWN_UNITS or _UNIT_CELL.fullmatch(unit)
+    ):
+        return None
+    result = parse_result(rest)
+    if result is None or result.unit or result.value is None:
+        return None
+    return replace(result, unit=unit)
 
 
 def _qualitative_row(line: str, cells: list[Cell]) -> Row | None:
@@ -301,12 +323,29 @@ def _table_biomarker(
         value=result.value,
         value_text=result.value_text,
         comparator=result.comparator,
-        unit=cell(header, cells, "unit").text or result.unit,
+        unit=cell(header, cells, "unit").text or result.unit or _unclaimed_unit(header, cells),
         reference_low=rng.low if rng else None,
         reference_high=rng.high if rng else None,
         reference_text=rng.text if rng else "",
         flag=final_flag(flag or result.flag, result.value, rng, result.comparator),
     )
+
+
+def _unclaimed_unit(header: Header, cells: list[Cell]) -> str:
+    """A header without a unit column (its word one we do not know: ``Unid.``, ``U.M.``):
+    the one cell no column claims that is a unit, else none (two would be a guess)."""
+    if "unit" in header.columns:
+        return ""
+    claimed = set(header.columns.values())
+    units = [
+        each.text
+        for index, each in enumerate(cells)
+        if index not in claimed
+        and each.text
+        and flag_of(each.text) is None
+        and (unit_key(each.text) in KNOWN_UNITS or _UNIT_CELL.fullmatch(each.text))
+    ]
+    return units[0] if len(units) == 1 else ""
 
 
 def _range_cell(text: str) -> Range | None:
