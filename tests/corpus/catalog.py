@@ -14,6 +14,7 @@ from tests.corpus import (
     layouts_pages,
     layouts_rows,
     layouts_scans,
+    layouts_separators,
     layouts_unseen_us,
     layouts_unseen_world,
     layouts_us,
@@ -60,6 +61,10 @@ LAYOUTS: tuple[Layout, ...] = (
     layouts_columns.narrative_beside_results,
     layouts_columns.results_beside_history,
     layouts_columns.stacked_columns,
+    layouts_separators.pipe_table,
+    layouts_separators.semicolon_export,
+    layouts_separators.unit_before_value,
+    layouts_separators.two_tables_es,
 )
 SCANNED: tuple[Layout, ...] = layouts_ocr.SCANNED + layouts_ocr_unseen.UNSEEN_SCANNED
 """Scanned and faxed documents for OCR (``build DIR --scans``; ``SAGA_OCR=on saga eval``)."""
