@@ -60,6 +60,11 @@ class DocumentScore(msgspec.Struct, frozen=True, kw_only=True):
     """How the document was scanned ("" for a text document): ``ExpectedDocument.scan``."""
     ocr_pages: int = 0
     ocr_cpu_s: float = 0.0
+    unverified: int = 0
+    """Accepted values marked ``unverified`` (no check vouched for them, or a name the
+    analyte table does not know): kept, but a person confirms them."""
+    unverified_names: list[str] = []
+    """Their names as printed, in document order (names only: no value)."""
 
     @property
     def flagged(self) -> bool:
@@ -78,6 +83,8 @@ class Totals(msgspec.Struct, frozen=True, kw_only=True):
     spurious: int
     extracted: int
     flag_disagreements: int
+    unverified: int = 0
+    """Accepted values marked ``unverified``, over the corpus."""
     diagnoses_expected: int
     diagnoses_matched: int
     diagnoses_spurious: int
@@ -115,6 +122,7 @@ def score_document(
     for pair in pairs:
         count[pair.outcome] += 1
     expected = len(truth.results)
+    unverified = [p.found.name for p in pairs if p.found is not None and _unverified(p.found)]
     readable = sum(1 for r in truth.results if r.page not in truth.image_pages)
     recall = count[Outcome.EXACT] / expected if expected else 1.0
     return DocumentScore(
@@ -139,7 +147,13 @@ def score_document(
         spurious_rows=[_miss(p) for p in pairs if p.outcome is Outcome.SPURIOUS],
         diagnoses=diagnoses or DiagnosisScore(expected=len(truth.diagnoses), matched=0),
         scan=truth.scan,
+        unverified=len(unverified),
+        unverified_names=unverified,
     )
+
+
+def _unverified(found: Biomarker) -> bool:
+    return found.provenance is not None and found.provenance.unverified
 
 
 def trusted_strays(pairs: Sequence[Pair]) -> int:
@@ -148,9 +162,7 @@ def trusted_strays(pairs: Sequence[Pair]) -> int:
     return sum(
         1
         for p in pairs
-        if p.outcome is Outcome.SPURIOUS
-        and p.found is not None
-        and not (p.found.provenance is not None and p.found.provenance.unverified)
+        if p.outcome is Outcome.SPURIOUS and p.found is not None and not _unverified(p.found)
     )
 
 
@@ -179,6 +191,7 @@ def totals(scores: Sequence[DocumentScore], exact_on_text: int) -> Totals:
         spurious=spurious,
         extracted=extracted,
         flag_disagreements=sum(s.flag_disagreements for s in scores),
+        unverified=sum(s.unverified for s in scores),
         diagnoses_expected=sum(s.diagnoses.expected for s in scores),
         diagnoses_matched=sum(s.diagnoses.matched for s in scores),
         diagnoses_spurious=sum(len(s.diagnoses.spurious) for s in scores),

@@ -40,6 +40,9 @@ COMMA_DECIMALS = {
     "swedish_lab",
     "dutch_lab",
     "italian_referto",
+    "pipe_table",
+    "semicolon_export",
+    "two_tables_es",
 }
 _RANGE = re.compile(
     r"^(?:normal:\s*)?(?:(?P<low>[\d.,]+)\s*[-\u2013]\s*(?P<high>[\d.,]+)"

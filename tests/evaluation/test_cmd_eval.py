@@ -96,3 +96,27 @@ def test_eval_usage_errors_exit_2_with_one_sentence(tmp_path: Path) -> None:
     assert sentences["2"] == (
         "saga eval: argument --min-recall: 2 is not between 0 and 1; see `saga eval --help`."
     )
+
+
+def test_eval_json_names_the_unverified_values_per_document(tmp_path: Path) -> None:
+    """A value under a name the analyte table does not know is kept unverified: --json counts
+    it per document and names it (the name only), and the total sums the counts."""
+    lab = rows("""
+Sodium | = | 139 | 139 | mmol/L | 135-145 | | normal
+Zonulin | = | 48 | 48 | ng/mL | 0-55 | | normal
+""")
+    sheet = Sheet("own_analyte", "a lab's own analyte")
+    sheet.new_page()
+    widths = (60, 24, 24, 30)
+    sheet.cells(zip(widths, ("Test", "Result", "Units", "Reference"), strict=True), bold=True)
+    for r in lab:
+        sheet.cells(zip(widths, (r.name, r.text, r.unit, r.ref), strict=True))
+        sheet.record(r)
+    pdf, truth = sheet.finish(expect_review=True)
+    (tmp_path / truth.document).write_bytes(pdf)
+    (tmp_path / f"{truth.layout}.truth.json").write_bytes(dump_truth(truth))
+    done = saga_eval(str(tmp_path), "--json")
+    report = json.loads(done.stdout)
+    (document,) = report["documents"]
+    assert (document["unverified"], document["unverified_names"]) == (1, ["Zonulin"])
+    assert report["total"]["unverified"] == 1
