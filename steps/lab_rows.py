@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from msgspec.structs import replace as with_fields
@@ -289,6 +290,8 @@ def parse_table_row(header: Header, line: str) -> Row | None:
     if not name or not written.text or not is_analyte_name(name):
         return None
     rng = _range_cell(cell(header, cells, "range").text)
+    if rng is None and (unclaimed := _unclaimed(header, cells, "range", _is_range_cell)):
+        rng = parse_range(unclaimed.text)  # "Referenz", "Intervallo": a word we do not know
     flag = flag_of(cell(header, cells, "flag").text)
     result = parse_result(written.text)  # the result cell may carry a glued unit or flag
     if result is None:
@@ -334,18 +337,30 @@ def _table_biomarker(
 def _unclaimed_unit(header: Header, cells: list[Cell]) -> str:
     """A header without a unit column (its word one we do not know: ``Unid.``, ``U.M.``):
     the one cell no column claims that is a unit, else none (two would be a guess)."""
-    if "unit" in header.columns:
-        return ""
+    found = _unclaimed(header, cells, "unit", _is_unit_cell)
+    return found.text if found else ""
+
+
+def _unclaimed(
+    header: Header, cells: list[Cell], role: str, fits: Callable[[str], bool]
+) -> Cell | None:
+    if role in header.columns:
+        return None
     claimed = set(header.columns.values())
-    units = [
-        each.text
+    fitting = [
+        each
         for index, each in enumerate(cells)
-        if index not in claimed
-        and each.text
-        and flag_of(each.text) is None
-        and (unit_key(each.text) in KNOWN_UNITS or _UNIT_CELL.fullmatch(each.text))
+        if index not in claimed and each.text and flag_of(each.text) is None and fits(each.text)
     ]
-    return units[0] if len(units) == 1 else ""
+    return fitting[0] if len(fitting) == 1 else None
+
+
+def _is_unit_cell(text: str) -> bool:
+    return unit_key(text) in KNOWN_UNITS or bool(_UNIT_CELL.fullmatch(text))
+
+
+def _is_range_cell(text: str) -> bool:
+    return parse_range(text) is not None
 
 
 def _range_cell(text: str) -> Range | None:
