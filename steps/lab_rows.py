@@ -99,7 +99,7 @@ def is_analyte_name(name: str) -> bool:
 
 
 def _ends_in_unit(name: str) -> bool:
-    last = name.split()[-1] if " " in name.strip() else ""
+    last = name.rsplit(maxsplit=1)[-1] if " " in name.strip() else ""
     return bool(last) and ("/" in last or last == "%") and unit_key(last) in KNOWN_UNITS
 
 

@@ -62,9 +62,7 @@ def uses_decimal_comma(pages: Sequence[str]) -> bool:
     return decide(pages).decimal == COMMA
 
 
-def working_copy(
-    line: str, *, decimal_comma: bool | NumberFormat, separators: str = ""
-) -> str:
+def working_copy(line: str, *, decimal_comma: bool | NumberFormat, separators: str = "") -> str:
     """``line`` with dot leaders blanked, ``separators`` made pipes and numerals written
     the decimal-point way."""
     work = _DOT_LEADER.sub(lambda m: " " * len(m.group(0)), line)
