@@ -41,6 +41,7 @@ SEPARATORS = ";\u2502\u2503\u00a6"
 """Characters a table may separate its columns with, besides the pipe: ``;`` ``│`` ``┃`` ``¦``."""
 MIN_SEPARATED_LINES = 2
 MIN_CELLS = 3
+_PROSE_SEMICOLON = re.compile(r"\S;\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +68,7 @@ def working_copy(line: str, *, decimal_comma: bool | NumberFormat, separators: s
     the decimal-point way."""
     work = _DOT_LEADER.sub(lambda m: " " * len(m.group(0)), line)
     for separator in separators:
-        if line.count(separator) >= MIN_CELLS - 1 and "|" not in line:
+        if _splits(line, separator):
             work = work.replace(separator, "|")
     if isinstance(decimal_comma, NumberFormat):
         return to_working(work, decimal_comma)
@@ -100,20 +101,25 @@ def column_separators(lines: Sequence[str]) -> str:
     """The separators (``SEPARATORS``) a page uses as a table's column boundaries.
 
     One is when ``MIN_SEPARATED_LINES`` lines split by it into the same number of
-    cells, at least ``MIN_CELLS``: a table's rows agree on their cell count, while a
-    semicolon in prose (``Na 134; K 3.4``) rarely recurs so on another line. A line
-    that has pipes keeps its other characters: the pipes are its columns.
+    cells, at least ``MIN_CELLS``: a table's rows agree on their cell count. A
+    semicolon written as prose writes it (glued to the word before, a space after:
+    ``Na 134; K 3.4``) separates no columns on its line: a column boundary is written
+    the same on both sides (``3,3;mmol/l``, ``98 ; mg/dL``). A line that has pipes
+    keeps its other characters: the pipes are its columns.
     """
     found = ""
     for separator in SEPARATORS:
-        counts = Counter(
-            line.count(separator)
-            for line in lines
-            if line.count(separator) >= MIN_CELLS - 1 and "|" not in line
-        )
+        counts = Counter(line.count(separator) for line in lines if _splits(line, separator))
         if any(n >= MIN_SEPARATED_LINES for n in counts.values()):
             found += separator
     return found
+
+
+def _splits(line: str, separator: str) -> bool:
+    """``separator`` may be a column boundary on ``line`` (see ``column_separators``)."""
+    if line.count(separator) < MIN_CELLS - 1 or "|" in line:
+        return False
+    return separator != ";" or _PROSE_SEMICOLON.search(line) is None
 
 
 def repeating_edges(pages: list[list[str]]) -> frozenset[str]:

@@ -43,6 +43,9 @@ def test_a_separator_is_a_column_boundary_only_where_lines_agree_on_their_cells(
     lines that already have pipes."""
     assert column_separators(["a;1;x", "b;2;y"]) == ";"
     assert column_separators(["Na 134; K 3.4; Cr 2.1", "Plan: repeat in 4 weeks."]) == ""
+    # prose writes "; " glued to the word before: two such lines are still prose
+    assert column_separators(["Na 134; K 3.4; Cr 2.1", "Na 131; K 3.9; Cr 2.4"]) == ""
+    assert column_separators(["Hierro ; 41 ; µg/dL", "Glucosa ; 98 ; mg/dL"]) == ";"
     assert column_separators(["a | 1;2;3", "b | 4;5;6"]) == ""
     assert column_separators(["a \u2502 1 \u2502 x", "b \u2502 2 \u2502 y"]) == "\u2502"
 
@@ -111,3 +114,11 @@ async def test_the_parser_reads_the_export_without_review() -> None:
     )
     assert [b.name for b in out.extraction.biomarkers] == ["Leukozyten", "Kalium", "GPT (ALT)"]
     assert out.review == ""
+
+
+def test_prose_lists_with_semicolons_stay_prose() -> None:
+    """Two lines of ``Na 134; K 3.4; Cr 2.1 mg/dL`` agree on their cells, but are sentences:
+    read by the prose rules as before (every value, with its line), not split as a table."""
+    page = "Labs today: Na 134; K 3.4; Cr 2.1 mg/dL.\nYesterday: Na 131; K 3.9; Cr 2.4 mg/dL."
+    found = [(b.name, b.value) for b in extract_rules([page]).biomarkers]
+    assert found == [("Na", 134), ("K", 3.4), ("Cr", 2.1), ("Na", 131), ("K", 3.9), ("Cr", 2.4)]
