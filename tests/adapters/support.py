@@ -188,12 +188,18 @@ def embeddings_reply(request: Request, model: str = "text-embedding-3-small") ->
     return Reply(200, {"object": "list", "data": data, "model": model, "usage": usage})
 
 
-_RESULT = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9 ]+?)  (?P<value>\d+(?:\.\d+)?) ", re.MULTILINE)
+_RESULT = re.compile(
+    r"^(?P<name>[A-Za-z][A-Za-z0-9 ]+?)  (?P<value>\d+(?:\.\d+)?) (?P<unit>[^\s\d]\S*)?",
+    re.MULTILINE,
+)
 
 
 def reading_model(request: Request) -> Reply:
-    """A chat model that reports every ``Name  value unit`` line it is sent, on page 1."""
+    """A chat model that reports every ``Name  value unit`` line it is sent, on page 1,
+    with the unit printed after the value (a value without the unit its line prints is
+    rejected by the `unit_is_printed` check, as a careless model's would be)."""
     text = request.body["messages"][-1]["content"]
-    found = [{"name": m["name"], "value": float(m["value"]), "page": 1, "line": m.group(0)}
+    found = [{"name": m["name"], "value": float(m["value"]), "unit": m["unit"] or "",
+              "page": 1, "line": m.group(0)}
              for m in _RESULT.finditer(text)]  # fmt: skip
     return chat_reply(json.dumps({"biomarkers": found}))
