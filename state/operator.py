@@ -118,20 +118,27 @@ async def accept_review(
     op: str | None = None,
 ) -> int:
     """A person accepts the saga's flagged results: every flag of ``steps`` is cleared and
-    the acceptance recorded in history. Returns how many flags were cleared."""
+    the acceptance recorded in history; a saga parked at a review gate moves on to the
+    step after it in the same script. Returns how many flags were cleared."""
     validate_id(record_id)
     op = op or new_op()
-    p = sm.keys.partition_of(record_id)
-    keys = [sm.keys.saga(record_id), sm.keys.history(record_id), sm.keys.review_index(p)]
-    keys.append(sm.keys.retired(p))
-    args = [op, sm.limits.history_maxlen, actor, sm.limits.retention.arg()]
-    args += [validate_step(s) for s in steps][:32]
-    reply = await sm._resend(lambda: evalsha(sm.client, "accept_review", keys, args))
-    code = to_code(reply[0])
-    if code == RC.WRONG_STATE:
-        raise StepConflictError(f"record {record_id!r} is not flagged for review")
-    raise_for(code, record_id)
-    return num(reply[1])
+    k = sm.keys
+    p = k.partition_of(record_id)
+    names = [validate_step(s) for s in steps][:32]
+    for _ in range(3):  # a gate whose next step moved between the read and the call
+        wnext = text(await sm.client.hget(k.saga(record_id), "wnext"))
+        keys = [k.saga(record_id), k.history(record_id), k.review_index(p), k.retired(p)]
+        keys += [k.ready(p, wnext) if wnext else k.waits(p), *k.state_indexes(p), k.waits(p)]
+        args = [op, sm.limits.history_maxlen, actor, sm.limits.retention.arg(), wnext, *names]
+        reply = await sm._resend(lambda: evalsha(sm.client, "accept_review", keys, args))  # noqa: B023
+        code = to_code(reply[0])
+        if code == RC.WRONG_STATE and text(reply[1]) == "step_moved":
+            continue
+        if code == RC.WRONG_STATE:
+            raise StepConflictError(f"record {record_id!r} is not flagged for review")
+        raise_for(code, record_id)
+        return num(reply[1])
+    raise StepConflictError(f"record {record_id!r} kept moving at its review gate; try again")
 
 
 async def cancel(

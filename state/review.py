@@ -109,7 +109,7 @@ async def decide(
     k, p = sm.keys, sm.keys.partition_of(record_id)
     ready = k.ready(p, d.next_step or d.step)
     keys = [k.saga(record_id), k.history(record_id), k.review_index(p), ready]
-    keys += [*k.state_indexes(p), k.retired(p)]
+    keys += [*k.state_indexes(p), k.retired(p), k.waits(p)]
     event = k.sealer.seal_text(d.event.decode()) if k.sealer is not None else d.event
     args: list[object] = [op, sm.limits.history_maxlen, actor[:500], d.version, d.step]
     args += [d.summary[:200], k.seal(d.decisions), event, "1" if d.complete else "0"]
@@ -121,7 +121,10 @@ async def decide(
         why = text(reply[1])
         if why == "not_flagged":
             raise StepConflictError(f"record {record_id!r} has no review open at {d.step!r}")
-        raise StepConflictError(f"record {record_id!r} is {why}; review it once it completes")
+        raise StepConflictError(
+            f"record {record_id!r} is {why}; review it once it completes or waits at its "
+            "review gate"
+        )
     if code == RC.CONFLICT:
         raise_for(code, record_id, f"it is at version {num(reply[1])}, you read {d.version}")
     raise_for(code, record_id)

@@ -64,6 +64,9 @@ class WaitPlan(msgspec.Struct, frozen=True, kw_only=True):
     """The wait's output when ``on_timeout`` is ``default`` (JSON)."""
     undo: tuple[str, ...] = ()
     """The pipeline's steps with a compensation, latest first (``compensate``)."""
+    gate: bool = False
+    """A review gate: an unflagged saga passes at once, a flagged one waits for
+    ``accept_review`` (or the decision completing its review)."""
 
 
 class SignalResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,12 +94,12 @@ async def park(sm: StateMachine, claim: Claim, plan: WaitPlan, *, worker: str) -
     rk = k.record(claim.record_id)
     p = rk.partition
     keys = [rk.saga, rk.history, k.ready(p, claim.step), k.ready(p, plan.next_step)]
-    keys += [k.waits(p), *k.state_indexes(p)]
+    keys += [k.waits(p), *k.state_indexes(p), k.review_index(p)]
     default = k.seal(plan.default) if plan.default else ""
     args: list[Any] = [claim.step, claim.token, claim.entry_id, GROUP, plan.event]
     due = f"+{plan.after_ms}" if plan.after_ms > 0 else plan.due_ms
     args += [plan.next_step, due, plan.on_timeout, default, ",".join(plan.undo[:32])]
-    args += [new_op(), sm.limits.history_maxlen, worker, KEPT_MAX_AGE_MS]
+    args += [new_op(), sm.limits.history_maxlen, worker, KEPT_MAX_AGE_MS, "1" if plan.gate else ""]
     reply = await sm._resend(lambda: sm._durable("park_wait", keys, args))
     code = to_code(reply[0])
     state = text(reply[1]) if len(reply) > 1 else ""

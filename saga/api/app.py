@@ -30,7 +30,14 @@ from saga.api.app_declared import After, Declared, check, spec_of
 from saga.api.app_graph import check_edges, graph_order
 from saga.api.app_maps import declare_map, settle_maps
 from saga.api.app_types import accepts, describe
-from saga.api.app_waits import parked, settle_waits, sleep_at_spec, sleep_spec, wait_spec
+from saga.api.app_waits import (
+    gate_spec,
+    parked,
+    settle_waits,
+    sleep_at_spec,
+    sleep_spec,
+    wait_spec,
+)
 from saga.api.pipeline import (
     AppError,
     CompensateFn,
@@ -195,6 +202,23 @@ class App:
     def sleep_until(self, name: str, *, after: After = None, at: Callable[[Any], Any]) -> str:
         """As ``sleep``, waking at ``at(input)`` (aware datetime or epoch s); returns name."""
         return self._add_wait(name, parked, after, sleep_at_spec(f"sleep {name!r}", at))
+
+    def review_gate(
+        self,
+        name: str,
+        *,
+        after: After = None,
+        timeout: float | None = None,
+        on_timeout: str = "fail",
+    ) -> str:
+        """Declare a review gate named ``name``: a saga no step flagged for review passes
+        it at once; a flagged one parks there (no worker held) until a person accepts its
+        review (``saga review accept``, the console) or completes it value by value, and
+        then the next step takes the gate's input. ``timeout`` (seconds from the park)
+        with ``on_timeout``: ``fail``, ``compensate``, or ``continue`` (on, unreviewed:
+        the flag stays). Returns ``name``, for the next step's ``after=``."""
+        spec = gate_spec(f"review gate {name!r}", timeout=timeout, on_timeout=on_timeout)
+        return self._add_wait(name, parked, after, spec)
 
     def _add_wait(self, step: str, fn: Any, after: After, spec: WaitSpec) -> str:
         try:

@@ -1,5 +1,6 @@
-"""Wait steps of a ``saga.App``: ``@app.wait`` (for a signal) and ``app.sleep`` (a
-durable timer). Neither runs user code: the worker that claims one parks the saga in
+"""Wait steps of a ``saga.App``: ``@app.wait`` (for a signal), ``app.sleep`` (a
+durable timer) and ``app.review_gate`` (a person's review of a flagged saga). None
+runs user code: the worker that claims one parks the saga in
 Redis (state ``waiting``, no worker held), and a signal or the timer sweep moves it on
 (``saga.state.signals``).
 
@@ -88,6 +89,22 @@ def sleep_spec(owner: str, *, seconds: float | None, until_field: str) -> WaitSp
     return WaitSpec(event="", timeout_s=seconds, on_timeout="continue", until_field=until_field)
 
 
+GATE_ON_TIMEOUT = ("fail", "compensate", "continue")
+
+
+def gate_spec(owner: str, *, timeout: float | None, on_timeout: str) -> WaitSpec:
+    """The checked WaitSpec of ``app.review_gate``: no event; a flagged saga waits for a
+    person, and its timer (if any) fails it, compensates it, or lets it on unreviewed."""
+    _check_timeout(owner, timeout)
+    if on_timeout not in GATE_ON_TIMEOUT:
+        raise AppError(
+            f"{owner}: on_timeout={on_timeout!r} must be one of {', '.join(GATE_ON_TIMEOUT)}"
+        )
+    if on_timeout != "fail" and timeout is None:
+        raise AppError(f"{owner}: on_timeout={on_timeout!r} needs a timeout= in seconds")
+    return WaitSpec(event="", timeout_s=timeout, on_timeout=on_timeout, gate=True)
+
+
 def sleep_at_spec(owner: str, at: Any) -> WaitSpec:
     """The checked WaitSpec of ``app.sleep_until``: ``at`` maps the input to a time."""
     if not callable(at):
@@ -117,8 +134,9 @@ def settle_waits(specs: list[StepSpec]) -> list[StepSpec]:
             continue
         if i + 1 == len(out):
             raise AppError(f"wait {spec.name!r} is the last step; declare the step after it")
-        if spec.wait.on_timeout == "continue":
+        if spec.wait.on_timeout == "continue" or spec.wait.gate:
             if i == 0:
-                raise AppError(f"sleep {spec.name!r} cannot be the first step")
+                kind = "review gate" if spec.wait.gate else "sleep"
+                raise AppError(f"{kind} {spec.name!r} cannot be the first step")
             out[i] = replace(spec, output_type=out[i - 1].output_type)
     return out

@@ -70,6 +70,9 @@ class WaitSpec:
     at: Callable[[Any], Any] | None = None
     """``app.sleep_until``: a function of the sleep's input (decoded) giving the time to
     wake (an aware datetime or epoch seconds); used instead of timeout_s and until_field."""
+    gate: bool = False
+    """``app.review_gate``: a saga no step flagged for review passes at once (its input
+    passed through); a flagged one waits until a person accepts or completes its review."""
 
 
 @dataclass(frozen=True, slots=True)

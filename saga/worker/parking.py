@@ -62,6 +62,7 @@ async def park_wait(runner: AttemptRunner, spec: StepSpec, claim: Claim) -> Outc
         on_timeout=wait.on_timeout,
         default=wait.default,
         undo=runner.pipeline.undoable() if wait.on_timeout == "compensate" else (),
+        gate=wait.gate,
     )
     outcome = await signals.park(runner.sm, claim, plan, worker=runner.worker)
     if outcome.state == "waiting" and runner.on_timer is not None:

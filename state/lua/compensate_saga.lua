@@ -61,7 +61,7 @@ if s[3] and s[3] ~= '' then redis.call('XACK', KEYS[3], group, s[3]) end
 redis.call('ZREM', KEYS[4], record)
 if s[1] == STATE.WAITING then
   redis.call('ZREM', KEYS[15 + n], record)
-  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok', 'wgate')
 end
 if s[4] and s[4] ~= '' then redis.call('XDEL', KEYS[5], s[4]) end
 free_slot({inflight = KEYS[6], deferred = KEYS[7], ready = KEYS[3]}, s[7], record, now)

@@ -5,7 +5,10 @@
 -- The decision that leaves nothing undecided completes the review: the reviewed
 -- output replaces the step's output (the machine's original is kept at orig:<step>
 -- and in the history event), the step's flag is cleared, and the steps after it
--- re-run on the reviewed values in a new epoch (as retry_saga does).
+-- re-run on the reviewed values in a new epoch (as retry_saga does). The saga has
+-- completed, or waits at a review gate (park_wait, 'wgate'): its wait ends (its timer
+-- goes) and the steps after the reviewed one, the gate among them, run again; the gate
+-- lets it on unless a re-run step flags it again.
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
@@ -13,6 +16,7 @@
 -- KEYS[4]  ready stream of the step after the reviewed one (unused without ARGV[11])
 -- KEYS[5..10] state indexes, in SagaState order
 -- KEYS[11] retired sagas (zset: "<user>|<record>" -> due ms; includes/retire)
+-- KEYS[12] the partition's waits   {p}:waits (a gated saga's timer leaves it)
 -- ARGV[1]  operation id
 -- ARGV[2]  history MAXLEN
 -- ARGV[3]  who decided (free text, e.g. "console alice")
@@ -36,7 +40,8 @@
 --          {RC.DUPLICATE, version, epoch, entry}  same op id: nothing written
 --          {RC.NOT_FOUND}
 --          {RC.WRONG_STATE, 'not_flagged'}        the step is not flagged for review
---          {RC.WRONG_STATE, state}                the saga has not completed
+--          {RC.WRONG_STATE, state}                the saga has not completed nor waits
+--                                                 at a review gate
 --          {RC.CONFLICT, version}                 another decision came first (version now)
 -- Emits:   history 'review_decided' {s: current step, rs: reviewed step, x, rvd, rvv};
 --          completing: history 'review_completed' {s: the step that re-runs (else the
@@ -51,10 +56,15 @@ local saga, hist, index = KEYS[1], KEYS[2], KEYS[3]
 local op, maxlen, who, step = ARGV[1], ARGV[2], ARGV[3], ARGV[5]
 local replay = op_replay(saga, op, 'rvd_op')
 if replay then return replay end
-local s = redis.call('HMGET', saga, 'state', 'epoch', 'rid', 'rvv', 'rv:' .. step, 'step', 'uid')
+local s = redis.call('HMGET', saga, 'state', 'epoch', 'rid', 'rvv', 'rv:' .. step, 'step', 'uid',
+                     'wgate')
 if not s[1] then return {RC.NOT_FOUND} end
 if not s[5] then return {RC.WRONG_STATE, 'not_flagged'} end
-if s[1] ~= STATE.COMPLETED then return {RC.WRONG_STATE, s[1]} end
+local gated = s[1] == STATE.WAITING and s[8] == '1'
+if s[1] ~= STATE.COMPLETED and not gated then return {RC.WRONG_STATE, s[1]} end
+if gated and ARGV[9] == '1' and ARGV[11] == '' then  -- the gate itself comes after
+  return redis.error_reply('decide_review: a gated saga re-runs the steps after the reviewed one')
+end
 local version = tonumber(s[4]) or 0
 if version ~= tonumber(ARGV[4]) then return {RC.CONFLICT, version} end
 
@@ -80,7 +90,11 @@ if ARGV[9] == '1' then
     -- Alive again: no longer deleted at its retention's end (as retry_saga).
     redis.call('PERSIST', saga)
     redis.call('PERSIST', hist)
-    index_state(5, record, STATE.COMPLETED, STATE.PENDING, now)
+    if gated then
+      redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok', 'wgate')
+      redis.call('ZREM', KEYS[12], record)
+    end
+    index_state(5, record, s[1], STATE.PENDING, now)
   end
   -- The re-run steps' flags go (they run again); the record leaves the index when no
   -- step is flagged any more (the reviewed step's flag is gone already).

@@ -5,6 +5,10 @@
 -- otherwise the saga parks 'waiting' with no lease, and its timer (the timeout, or the
 -- sleep's end) joins the partition's waits (zset record -> due ms) for the sweep. A kept
 -- signal older than ARGV[14] is dropped, not consumed (signal_saga's bounds).
+-- A review gate (ARGV[15] = '1', app.review_gate) waits for no event: a saga no step
+-- flagged for review (not in KEYS[12]) passes it at once, its input passed through; a
+-- flagged one parks ('wgate' 1) until accept_review or the completing decide_review
+-- moves it on, or its timer takes the gate's path.
 --
 -- KEYS[1]  saga hash
 -- KEYS[2]  history stream
@@ -12,6 +16,7 @@
 -- KEYS[4]  ready stream of the next step
 -- KEYS[5]  the partition's waits   {p}:waits
 -- KEYS[6..11] state indexes, in SagaState order
+-- KEYS[12] sagas flagged for review (zset; read only for a gate)
 -- ARGV[1]  wait step name
 -- ARGV[2]  fencing token
 -- ARGV[3]  ready entry id of the input
@@ -26,12 +31,15 @@
 -- ARGV[12] history MAXLEN
 -- ARGV[13] worker name
 -- ARGV[14] how old a kept signal may be and still be consumed (ms; 7 days)
+-- ARGV[15] '1': the wait is a review gate
 -- Returns: {RC.OK, STATE.WAITING, due}             parked
---          {RC.OK, STATE.PENDING, next, entry}     a kept signal was consumed
+--          {RC.OK, STATE.PENDING, next, entry}     a kept signal was consumed, or an
+--                                                  unflagged saga passed the gate
 --          {RC.DUPLICATE, state}                   this attempt was already parked or ended
 --          {RC.NOT_FOUND}
 --          {RC.LEASE_LOST, state}                  stale token: only a 'fenced' event
--- Emits:   history 'waiting' (x: event, due) or 'signalled' (x: signal id), after a
+-- Emits:   history 'waiting' (x: event, due; a gate: 'review'), 'gate_passed', or
+--          'signalled' (x: signal id), after a
 --          'signal_expired' (x: event and id) for a kept signal too old; a ready entry
 --          {rid, ep, v} for the next step when a kept signal was consumed
 --@include now
@@ -61,7 +69,19 @@ if string.sub(due, 1, 1) == '+' then
 end
 ack_attempt(ready, group, entry, s[4])
 
-if event ~= '' then
+local gate = ARGV[15] == '1'
+if gate and not redis.call('ZSCORE', KEYS[12], record) then
+  local out = redis.call('HGET', saga, 'out:' .. (redis.call('HGET', saga, 'prev') or '_input'))
+  local next_entry = end_wait({saga = saga, next_ready = next_ready, record = record,
+    step = step, next_step = next_step, epoch = epoch, token = token, now = now, op = op,
+    from = STATE.RUNNING, index_at = 6}, out or '{}')
+  history_append(hist, maxlen, {'e', 'gate_passed', 's', step, 'ep', epoch, 't', now,
+                                'n', next_step, 'x', 'not flagged for review',
+                                'w', ARGV[13], 'op', op})
+  return {RC.OK, STATE.PENDING, next_step, next_entry}
+end
+
+if event ~= '' and not gate then
   local kept = redis.call('HMGET', saga, 'sig:' .. event, 'sgi:' .. event, 'sgt:' .. event)
   if kept[1] then
     redis.call('HDEL', saga, 'sig:' .. event, 'sgi:' .. event, 'sgt:' .. event)
@@ -86,13 +106,14 @@ end
 redis.call('HSET', saga, 'state', STATE.WAITING, 'token', '', 'lease', 0, 'worker', '',
            'entry', '', 'due', due, 'wtok', token, 'wev', event, 'wdue', due,
            'wnext', next_step, 'wto', ARGV[8], 'wdef', ARGV[9], 'wundo', ARGV[10],
-           'updated', now, 'op', op)
+           'wgate', gate and '1' or '', 'updated', now, 'op', op)
 index_state(6, record, STATE.RUNNING, STATE.WAITING, now)
 if tonumber(due) > 0 then
   redis.call('ZADD', waits, due, record)
 else  -- a timer of an earlier wait of this saga (re-run by an operator) is no longer its
   redis.call('ZREM', waits, record)
 end
-history_append(hist, maxlen, {'e', 'waiting', 's', step, 'ep', epoch, 't', now, 'x', event,
+history_append(hist, maxlen, {'e', 'waiting', 's', step, 'ep', epoch, 't', now,
+                              'x', gate and 'review' or event,
                               'due', due, 'w', ARGV[13], 'op', op})
 return {RC.OK, STATE.WAITING, due}

@@ -48,7 +48,7 @@ local now = now_ms()
 local due = tonumber(redis.call('ZSCORE', waits, record))
 if not due then return {RC.OK, '', 'gone'} end
 local s = redis.call('HMGET', saga, 'state', 'step', 'epoch', 'uid', 'wdue', 'wnext', 'wto',
-                     'wdef', 'wtok', 'prev', 'wundo', 'wev')
+                     'wdef', 'wtok', 'prev', 'wundo', 'wev', 'wgate')
 if s[1] ~= STATE.WAITING or tonumber(s[5] or '0') == 0 then
   redis.call('ZREM', waits, record)
   return {RC.OK, s[1] or '', 'gone'}
@@ -70,7 +70,7 @@ if path == 'resume' then  -- the step to run is already the saga's; only its ent
                            'v', SCHEMA_VERSION)
   redis.call('HSET', saga, 'state', STATE.PENDING, 'entry', entry, 'due', 0, 'updated', now,
              'op', op)
-  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+  redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok', 'wgate')
   index_state(7, record, STATE.WAITING, STATE.PENDING, now)
   history_append(hist, maxlen, {'e', 'timer_fired', 's', step, 'ep', epoch, 't', now,
                                 'due', s[5], 'op', op})
@@ -93,9 +93,10 @@ if go_on then
             from = STATE.WAITING, index_at = 7}, out)
   return {RC.OK, STATE.PENDING, path}
 end
-redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+redis.call('HDEL', saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok', 'wgate')
 redis.call('HSET', saga, 'due', 0)
 local em = 'no ' .. (s[12] or '') .. ' signal before the wait timed out'
+if s[13] == '1' then em = 'no review accepted before the gate timed out' end
 if path == 'compensate' then
   local plan, head = undo_plan(saga, 6, n_undo)
   local state = begin_undo({saga = saga, hist = hist, ready_at = 14, index_at = 7,

@@ -12,7 +12,8 @@ local function end_wait(c, out)
              'next:' .. c.step, c.next_step, 'prev', c.step, 'step', c.next_step,
              'state', STATE.PENDING, 'entry', entry, 'token', '', 'lease', 0, 'worker', '',
              'due', 0, 'updated', c.now, 'op', c.op)
-  redis.call('HDEL', c.saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok')
+  redis.call('HDEL', c.saga, 'wev', 'wdue', 'wnext', 'wto', 'wdef', 'wundo', 'wtok',
+             'wgate')
   index_state(c.index_at, c.record, c.from, STATE.PENDING, c.now)
   return entry
 end
