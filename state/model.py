@@ -146,6 +146,8 @@ class Saga(msgspec.Struct, frozen=True, kw_only=True):
     """A retry's due time; while ``waiting``, its timer's (0: none)."""
     wait_event: str = ""
     """While ``waiting``: the event it waits for ("" for a sleep)."""
+    wait_review: bool = False
+    """While ``waiting``: at a review gate, for a person's review (``app.review_gate``)."""
     lanes: tuple[Lane, ...] = ()
     """While branches run (``lua/includes/lanes.lua``): each one in flight; the saga's own
     token, worker and lease are then empty."""

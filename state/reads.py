@@ -54,6 +54,7 @@ def parse_saga(raw: dict[bytes, bytes], keys: Keys | None = None) -> Saga:
         claimed_ms=num(f.get("claimed")),
         due_ms=num(f.get("due")),
         wait_event=text(f.get("wev")),
+        wait_review=text(f.get("wgate")) == "1",
         lanes=lanes_of(f),
         maps=maps_of(f),
         entry=text(f.get("entry")),

@@ -137,7 +137,10 @@ def render(saga: Any, events: list[Any], now_ms: int, info: Any = None) -> str:
     elif saga.state.value == "waiting_retry":
         head.append(("retry at", fmt_ms(saga.due_ms)))
     elif saga.state.value == "waiting":
-        head.append(("awaits", f"signal {saga.wait_event!r}" if saga.wait_event else "timer"))
+        awaits = f"signal {saga.wait_event!r}" if saga.wait_event else "timer"
+        if saga.wait_review:
+            awaits = f"waiting for review at the gate {saga.step} (saga review accept)"
+        head.append(("awaits", awaits))
         head.append(("timer", fmt_ms(saga.due_ms) if saga.due_ms else "none"))
     from saga.cli.branch_labels import step_labels
 

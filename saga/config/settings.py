@@ -80,6 +80,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     results_url: str = ""
     """``SAGA_RESULTS_URL``: the document pipeline's optional fourth step, ``publish``,
     POSTs the grouped results there (its compensation DELETEs them). Unset: no publish."""
+    review_before_publish: bool = False
+    """``SAGA_REVIEW_BEFORE_PUBLISH=1`` (with ``SAGA_RESULTS_URL``): a review gate, step
+    ``review``, before publish: a saga flagged for review is published only once a person
+    accepted or completed its review; an unflagged one passes at once."""
     llm_model: str = "openai/gpt-4o-mini"
     llm_api_base: str = ""
     llm_api_key: str = ""
@@ -287,6 +291,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             log_level=get("SAGA_LOG_LEVEL", "info").lower(),
             billing_url=get("SAGA_BILLING_URL"),
             results_url=get("SAGA_RESULTS_URL"),
+            review_before_publish=flag("SAGA_REVIEW_BEFORE_PUBLISH"),
             llm_model=get("SAGA_LLM_MODEL", "openai/gpt-4o-mini"),
             llm_api_base=get("SAGA_LLM_API_BASE"),
             llm_api_key=get("SAGA_LLM_API_KEY"),

@@ -17,11 +17,14 @@ import msgspec
 
 from saga.adapters.results import ResultsEndpoint
 from saga.api.app_types import accepts
+from saga.api.app_waits import gate_spec, parked, wait_step
 from saga.api.pipeline import AppError, Pipeline, StepSpec
 from saga.api.retry import RetryPolicy
 from saga.steps.models import GrouperOutput
 
 NAME = "publish"
+GATE = "review"
+"""The review gate before publish (SAGA_REVIEW_BEFORE_PUBLISH)."""
 
 
 class Published(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,9 +76,17 @@ def publish_spec(endpoint: ResultsEndpoint) -> StepSpec:
     )
 
 
-def with_publish(pipeline: Pipeline, url: str) -> Pipeline:
-    """``pipeline`` with publish as its last step, taking the grouper's output."""
+def with_publish(pipeline: Pipeline, url: str, gate: bool = False) -> Pipeline:
+    """``pipeline`` with publish as its last step, taking the grouper's output; with
+    ``gate`` (SAGA_REVIEW_BEFORE_PUBLISH), behind the review gate ``review``, which passes
+    an unflagged saga at once and holds a flagged one for a person's review."""
     last = pipeline.steps[-1]
     if (why := accepts(GrouperOutput, last.output_type)) is not None:
         raise AppError(f"SAGA_RESULTS_URL: publish cannot take the output of {last.name!r}: {why}")
-    return replace(pipeline, steps=(*pipeline.steps, publish_spec(ResultsEndpoint(url))))
+    steps = [*pipeline.steps]
+    if gate:
+        spec = wait_step(GATE, parked, gate_spec(f"review gate {GATE!r}", timeout=None,
+                                                 on_timeout="fail"))  # fmt: skip
+        steps.append(replace(spec, output_type=last.output_type))
+    steps.append(publish_spec(ResultsEndpoint(url)))
+    return replace(pipeline, steps=tuple(steps))

@@ -119,7 +119,7 @@ def document_pipeline(settings: Settings) -> Pipeline:
     if settings.results_url:  # the optional fourth step
         from saga.documents.publish import with_publish
 
-        pipeline = with_publish(pipeline, settings.results_url)
+        pipeline = with_publish(pipeline, settings.results_url, settings.review_before_publish)
     return apply_overrides(pipeline, settings)
 
 
