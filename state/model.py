@@ -93,6 +93,9 @@ class EventType(StrEnum):
     consumed (``detail``: the event and the signal's id); the saga waits for a new one."""
     SIGNALLED = "signalled"
     """A signal ended the wait (received then, or kept before); ``next_step`` runs on it."""
+    GATE_PASSED = "gate_passed"
+    """A review gate let the saga on (``detail``: not flagged, or its review accepted);
+    ``next_step`` runs on the gate's input."""
     WAIT_TIMED_OUT = "wait_timed_out"
     """The wait's timer was due: its declared path (``detail``) was taken."""
     TIMER_FIRED = "timer_fired"

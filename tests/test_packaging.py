@@ -90,6 +90,7 @@ def test_public_api_is_pinned() -> None:
         "wait",
         "sleep",
         "sleep_until",
+        "review_gate",
         "map",
         "schedule",
         "build",
