@@ -241,10 +241,14 @@ class SagaClient:
             steps=info.steps,
         )
 
-    async def accept_review(self, record_id: str, *, actor: str = "api") -> int:
+    async def accept_review(
+        self, record_id: str, *, actor: str = "api", op: str | None = None
+    ) -> int:
         """A person checked the results a step flagged and accepts them: the flags are
-        cleared (the saga leaves ``saga list --review``) and who did it is in history."""
-        return await operator.accept_review(self.sm, record_id, self.type_info.steps, actor=actor)
+        cleared (the saga leaves ``saga list --review``) and who did it is in history; a
+        saga waiting at a review gate moves on. ``op``: an id that makes a re-send a no-op."""
+        steps = self.type_info.steps
+        return await operator.accept_review(self.sm, record_id, steps, actor=actor, op=op)
 
     async def cancel(self, record_id: str, *, actor: str = "api") -> str:
         return await operator.cancel(self.sm, record_id, actor=actor)

@@ -94,6 +94,7 @@ async def test_every_event_type_reads_back_typed(sm: StateMachine, keys: Keys) -
         EventType.SIGNAL_KEPT,
         EventType.SIGNAL_EXPIRED,
         EventType.SIGNALLED,
+        EventType.GATE_PASSED,
         EventType.WAIT_TIMED_OUT,
         EventType.TIMER_FIRED,
     }
