@@ -46,7 +46,8 @@ async def test_the_gate_holds_through_kill_9_and_redis_restarts(tmp_path: Path) 
                 await _accept(sagas, rid)
         async with fleet.completed(k, rids) as client:
             for rid in rids:
-                _, events = await saga_and_history(client, k, rid)
+                saga, events = await saga_and_history(client, k, rid)
+                assert not saga.review, (rid, saga.review)  # accepted, never flagged again
                 commits = sorted(e.step for e in events if e.event == EventType.COMMITTED)
                 assert commits == ["check", "send"], (rid, commits)
                 passed = [e for e in events if e.event == EventType.GATE_PASSED]
