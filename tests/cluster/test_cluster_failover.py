@@ -23,7 +23,7 @@ from saga.state.streams import ensure_groups
 from tests.cluster.churn import Churn, figures, settled
 from tests.cluster.local_cluster import LocalCluster
 from tests.cluster.support import STEPS, env_for
-from tests.executor.support import SOAK, spawn_worker, wait_until
+from tests.executor.support import spawn_worker, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -126,7 +126,6 @@ async def test_a_primary_killed_under_load_fails_over_without_double_commits(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SOAK, reason="soak: SAGA_SOAK=1")
 async def test_failover_soak(replicated: LocalCluster, tmp_path: Path) -> None:
     """Three failovers in a row over a minute of sagas, durability=replica."""
     await run_failover(replicated, tmp_path, durability="replica", seconds=60, kills=3)

@@ -20,7 +20,7 @@ from saga.state.streams import ensure_groups
 from tests.cluster.churn import Churn, figures, settled
 from tests.cluster.local_cluster import LocalCluster
 from tests.cluster.support import STEPS, env_for
-from tests.executor.support import SOAK, spawn_worker, wait_until
+from tests.executor.support import spawn_worker, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -85,7 +85,6 @@ async def test_a_busy_partitions_slot_moves_under_load(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SOAK, reason="soak: SAGA_SOAK=1")
 async def test_every_partition_moves_under_load(cluster: LocalCluster, tmp_path: Path) -> None:
     """Soak: the slots of eight partitions move one after another, two keys per MIGRATE."""
     keys = Keys(prefix=f"rS{tmp_path.name[-6:]}", partitions=8)
