@@ -124,6 +124,11 @@ class Keys(SharedKeys):
     def all_partitions(self) -> range:
         return range(self.partitions)
 
+    def record_base(self, partition: int) -> str:
+        """What a record's keys in ``partition`` start with (``<base>:saga:<record>``):
+        claim_steps builds them from it when it reads its entries itself."""
+        return self._p(partition)
+
     def _p(self, partition: int) -> str:
         return _base(self.prefix, self.saga_type, partition)
 

@@ -142,6 +142,38 @@ class StateMachine:
             undo = UndoClaim(worker, lease_ms, max_lease_expiries, prev_step, op or new_op())
             return await self._resend(lambda: claim_undo(self, step, partition, entries, undo))
         k = self.keys
+        keys, args = self.claim_call(
+            step, partition, worker=worker, lease_ms=lease_ms,
+            max_lease_expiries=max_lease_expiries, load_pages=load_pages,
+            extra_fields=extra_fields, prev_step=prev_step, user_cap=user_cap,
+            undoable=undoable, op=op or new_op(),
+        )  # fmt: skip
+        for entry_id, record_id in entries:
+            rk = k.record(record_id)
+            keys += [rk.saga, rk.history, rk.pages]
+            args += [entry_id, record_id]
+        replies = await self._resend(lambda: evalsha(self.client, "claim_steps", keys, args))
+        unseal = k.unseal if k.sealer is not None else None
+        return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
+
+    def claim_call(
+        self,
+        step: str,
+        partition: int,
+        *,
+        worker: str,
+        lease_ms: int,
+        max_lease_expiries: int,
+        load_pages: bool,
+        extra_fields: tuple[str, ...],
+        prev_step: str,
+        user_cap: int,
+        undoable: Sequence[str],
+        op: str,
+    ) -> tuple[list[str], list[Any]]:
+        """claim_steps' keys and arguments up to its entries (``claim`` adds pairs,
+        ``claim_read.claim_read`` asks the script to read them)."""
+        k = self.keys
         keys = [
             k.ready(partition, step),
             k.quarantine(partition),
@@ -154,20 +186,14 @@ class StateMachine:
             k.urgent(partition, step),
             k.lowered(partition, step),
         ]
-        args: list[Any] = [GROUP, step, worker, lease_ms, op or new_op()]
+        args: list[Any] = [GROUP, step, worker, lease_ms, op]
         args += [self.limits.history_maxlen, "1" if load_pages else "0", max_lease_expiries]
         args += [prev_step, user_cap, len(extra_fields), *extra_fields, len(undoable[:32])]
         if undoable:
             keys += [k.ready(partition, undo_of(s)) for s in undoable[:32]]
             args += undoable[:32]
         args += [self.limits.retention.arg(), self.limits.priority_boost_ms]
-        for entry_id, record_id in entries:
-            rk = k.record(record_id)
-            keys += [rk.saga, rk.history, rk.pages]
-            args += [entry_id, record_id]
-        replies = await self._resend(lambda: evalsha(self.client, "claim_steps", keys, args))
-        unseal = k.unseal if k.sealer is not None else None
-        return [claim_outcome(r, step, extra_fields, unseal) for r in replies]
+        return keys, args
 
     async def release_lowered(self, step: str, partition: int, most: int = 1000) -> int:
         """Lowered entries of ``step`` back into its stream (all when no urgent saga waits,

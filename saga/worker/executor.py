@@ -21,6 +21,7 @@ from saga.state.connection import TRANSIENT_ERRORS
 from saga.state.keys import GROUP, Keys
 from saga.state.machine import StateMachine
 from saga.state.presence import PRESENCE_EVERY_S
+from saga.state.replies import text
 from saga.worker import startup, timers
 from saga.worker.attempt import AttemptRunner
 from saga.worker.committer import Committer
@@ -31,6 +32,7 @@ from saga.worker.map_intake import claim_map_entries, map_plans
 from saga.worker.observer import Observer
 from saga.worker.partition_reads import PartitionReader
 from saga.worker.ports import Ports
+from saga.worker.read_claims import ReadClaims, claim_in_read, claim_options
 from saga.worker.refusals import log_refused
 from saga.worker.release_steps import claim_extras
 from saga.worker.slots import Slots
@@ -81,6 +83,7 @@ class Executor:
         self.timers = timers.Timers()
         self.runner.on_timer = self.timers.poke  # a timer it parks wakes the timers loop
         self.slots = {s.name: Slots(s.concurrency) for s in self.specs}
+        self.reads = ReadClaims(settings, keys)
         self.stopping = anyio.Event()
         self._inflight: set[tuple[str, int, str]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -222,6 +225,14 @@ class Executor:
                 await self._recover_once(spec)
             except TRANSIENT_ERRORS as exc:
                 self.health.redis_down(exc)
+        if self.reads.use(spec):
+            n = slots.reserve(self.settings.read_batch)
+            if n:
+                got = await claim_in_read(self, spec, n)
+                self.reads.read(spec.name, n, got)
+                if spec.name in self.sm.user_caps and got < n:
+                    await release_idle(self.sm, spec.name, n - got)
+            return recover_at
         for group in groups:
             n = slots.reserve(self.settings.read_batch)
             if n == 0:
@@ -241,6 +252,7 @@ class Executor:
                 slots.release(n)
                 raise
             self.health.redis_up()
+            self.reads.read(spec.name, n, _entries(reply))
             await self._claim_read(spec, reply, streams_of, n)
             if spec.name in self.sm.user_caps and _entries(reply) < n:
                 await release_idle(self.sm, spec.name, n - _entries(reply))
@@ -267,6 +279,9 @@ class Executor:
         finally:
             self.slots[spec.name].release(reserved - got)
 
+    def _claim_options(self, spec: StepSpec) -> dict[str, Any]:
+        return claim_options(self, spec)
+
     async def _claim_and_run(self, spec: StepSpec, partition: int, entries: list[Any]) -> int:
         """Claim entries (already read) and start their attempts; returns slots used."""
         if spec.map is not None:  # a map's spawns and items (saga/worker/map_intake.py)
@@ -280,17 +295,7 @@ class Executor:
         used = 0
         for i in range(0, len(pairs), 100):
             outcomes = await self.sm.claim(
-                spec.name,
-                partition,
-                pairs[i : i + 100],
-                worker=self.worker,
-                lease_ms=int(spec.lease_s * 1000),
-                max_lease_expiries=spec.retry.max_lease_expiries,
-                load_pages=spec.loads_pages,
-                extra_fields=self._extras[spec.name],
-                prev_step=self._prev[spec.name],
-                user_cap=self.sm.user_caps.get(spec.name, (0, 0))[0],
-                undoable=self.undo.for_claim(spec.name),
+                spec.name, partition, pairs[i : i + 100], **self._claim_options(spec)
             )
             used += self._started(spec, partition, outcomes)
         return used
@@ -362,6 +367,7 @@ class Executor:
                     log.error("entry_lost", step=spec.name, entry=lost, partition=p)
                 if rec.entries:
                     log.info("entries_recovered", step=spec.name, count=len(rec.entries))
+                    self.reads.saw(spec.name, [text(e[0]) for e in rec.entries])
                     got = await self._claim_and_run(spec, p, rec.entries)
             finally:
                 slots.release(n - got)

@@ -52,8 +52,15 @@
 --          an urgent saga (priority > 0) waits at the step, a pending priority-0 entry of a
 --          saga created less than this ago is lowered (set aside, reply DEFERRED); at the
 --          end, lowered entries go back to the stream (includes/lowered)
--- then pairs (entry id, record id), one per entry, at most 100 pairs
--- Returns: one reply per entry:
+-- then pairs (entry id, record id), one per entry, at most 100 pairs;
+--   or, claiming in the read (a worker with a backlog, StateMachine.claim_read): '>',
+--   count (at most 100), the partition's key base ('<prefix>{p}...'): the script reads
+--   up to count new entries of KEYS[1] for ARGV[3] itself (XREADGROUP, never blocking) and
+--   claims them; a saga's keys are '<base>:saga|hist|pages:<record>', in the stream's own
+--   hash tag (so its slot), as Keys.record names them. An entry that is not a
+--   current-version {rid, ep, v, ...} with a safe record id is left read and unclaimed and
+--   returned whole, for the worker's own checks (quarantine, a newer release's entry).
+-- Returns: one reply per entry (claiming in the read: {replies, entries left unclaimed}):
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
 --    input, document, trace, created_ms, pages|nil, expired, extra_1..extra_n}
 --    (expired: attempts at this step in this epoch that ended by lease expiry)
@@ -108,7 +115,49 @@ if n_undo > 32 then return redis.error_reply('claim_steps: at most 32 steps to u
 local ret = ARGV[undo_at + n_undo + 1]
 local boost = tonumber(ARGV[undo_at + n_undo + 2])
 local first_pair = undo_at + n_undo + 3
-local n = math.floor((#ARGV - first_pair + 1) / 2)
+-- Claiming in the read: the entries (and their sagas' keys) come from the script's own
+-- read; otherwise from ARGV and KEYS.
+local read, unclaimed = nil, nil
+local n
+if ARGV[first_pair] == '>' then
+  local want, base = tonumber(ARGV[first_pair + 1]), ARGV[first_pair + 2]
+  if want > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
+  -- The keys built below are in KEYS[1]'s slot by construction: the base holds a hash tag
+  -- and begins KEYS[1], and a safe record id holds no brace.
+  if not string.find(base, '{[^}]*}') or string.sub(ready, 1, #base + 1) ~= base .. ':' then
+    return redis.error_reply('claim_steps: the key base is not the ready stream\'s')
+  end
+  read, unclaimed = {}, {}
+  local got = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', want, 'STREAMS', ready,
+                         '>')
+  local ours = string.format('%d', SCHEMA_VERSION)
+  for j = 1, want do
+    local e = got and got[1][2][j]
+    if not e then break end
+    local f, rid, ep, v = e[2], nil, nil, nil
+    if #f <= 16 then  -- rid, ep, v and a few more (a requeued entry's 'rq')
+      for k = 1, 15, 2 do
+        if not f[k] then break end
+        if f[k] == 'rid' then rid = f[k + 1] elseif f[k] == 'ep' then ep = f[k + 1]
+        elseif f[k] == 'v' then v = f[k + 1] end
+      end
+    end
+    if v == ours and ep and string.match(ep, '^%d+$') and rid and #rid <= 128
+       and string.match(rid, '^%w[%w%._:@%+=%-]*$') then
+      read[#read + 1] = {e[1], rid}
+    else
+      unclaimed[#unclaimed + 1] = e
+    end
+  end
+  n = #read
+  for i = 1, want do
+    local r = read[i]
+    if not r then break end
+    r[3], r[4], r[5] = base .. ':saga:' .. r[2], base .. ':hist:' .. r[2], base .. ':pages:' .. r[2]
+  end
+else
+  n = math.floor((#ARGV - first_pair + 1) / 2)
+end
 if n > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
 local retired = KEYS[13]
 local urgent, lowered = KEYS[14], KEYS[15]
@@ -290,9 +339,15 @@ local function claim_lane(entry, record, saga, hist, pages_key)
 end
 
 for i = 1, n do
-  local entry, record = ARGV[first_pair + 2 * (i - 1)], ARGV[first_pair + 2 * (i - 1) + 1]
-  local base = first_saga_key + 3 * (i - 1)
-  local saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  local entry, record, saga, hist, pages_key
+  if read then
+    local r = read[i]
+    entry, record, saga, hist, pages_key = r[1], r[2], r[3], r[4], r[5]
+  else
+    entry, record = ARGV[first_pair + 2 * (i - 1)], ARGV[first_pair + 2 * (i - 1) + 1]
+    local base = first_saga_key + 3 * (i - 1)
+    saga, hist, pages_key = KEYS[base], KEYS[base + 1], KEYS[base + 2]
+  end
   local s = nil
   if not lane_parent then s = read_saga(saga) end
   if lane_parent then
@@ -383,4 +438,5 @@ if boost > 0 and drain then
   if waiting == nil then waiting = urgent_waiting(urgent, now, boost) end
   release_lowered(ready, lowered, waiting, now, boost, 2 * n + 10)
 end
+if read then return {replies, unclaimed} end
 return replies

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import Awaitable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import hypothesis
 from hypothesis.stateful import Bundle, RuleBasedStateMachine
@@ -18,7 +18,7 @@ from saga.state.connection import connect
 from saga.state.keys import Keys
 from saga.state.machine import StateMachine
 from saga.state.model import Claim, SagaState
-from saga.state.replies import text
+from saga.state.replies import ClaimOutcome, text
 from saga.state.streams import ensure_groups
 from tests.state.helpers import keys_under
 from tests.state.stateful_fairness import CAP, USERS, Batch, Fair, parse_member
@@ -35,6 +35,8 @@ from tests.state.stateful_model import (
 )
 
 T = TypeVar("T")
+ClaimWith = Callable[[dict[str, Any]], Awaitable[list[ClaimOutcome]]]
+"""A claim other than sm.claim's, given the claim's options (claiming in the read)."""
 
 event = hypothesis.event
 """Every rule module calls ``event`` through this one attribute: a scripted run outside
@@ -90,27 +92,29 @@ class RedisMachine(RuleBasedStateMachine):
     def _claim(
         self, step: str, entries: list[tuple[str, str]], worker: str, via: str,
         capped: bool = False, compensable: bool = False,
+        claim_with: ClaimWith | None = None, backlog: bool | None = None,
     ) -> list[tuple[str, Claim]]:  # fmt: skip
+        """Claim ``entries`` (read already; or, with ``claim_with``, about to be read by
+        the claim itself, ``backlog`` saying whether more wait behind them) and check
+        every reply against the model."""
         if not entries:
             return []
         capped = capped and not step.startswith("undo:")  # claim_undo has no user cap
         undoable = UNDOABLE if compensable and not step.startswith("undo:") else ()
-        batch = Batch(backlog=self.run(self._backlog(step))) if capped else None
+        if capped:
+            batch = Batch(backlog=self.run(self._backlog(step)) if backlog is None else backlog)
+        else:
+            batch = None
         before = self.run(self._cap_sets(step))
         eps = self.run(self._epochs(step, entries))
-        outs = self.run(
-            self.sm.claim(
-                step,
-                0,
-                entries,
-                worker=worker,
-                lease_ms=LEASE_MS,
-                max_lease_expiries=MAX_LEASE_EXPIRIES,
-                prev_step=_prev(step),
-                user_cap=CAP if capped else 0,
-                undoable=undoable,
-            )
-        )
+        options: dict[str, Any] = {
+            "worker": worker, "lease_ms": LEASE_MS, "max_lease_expiries": MAX_LEASE_EXPIRIES,
+            "prev_step": _prev(step), "user_cap": CAP if capped else 0, "undoable": undoable,
+        }  # fmt: skip
+        if claim_with is not None:
+            outs = self.run(claim_with(options))
+        else:
+            outs = self.run(self.sm.claim(step, 0, entries, **options))
         issued, deferred, takeovers = [], [], Counter[str]()
         for (entry, rid), ep, out in zip(entries, eps, outs, strict=True):
             m = self.model[rid]

@@ -1,7 +1,8 @@
 """A hypothesis state machine drives the Lua transitions against a small Python model.
 
 Three records, two steps (router -> parser), two workers. Rules: start, read+claim
-(XREADGROUP, or XAUTOCLAIM with min_idle 0 after a lease expired), heartbeat, commit
+(XREADGROUP, or XAUTOCLAIM with min_idle 0 after a lease expired), claim in the read
+(claim_steps reading the entries itself: stateful_rules_claim_read), heartbeat, commit
 and fail with any claim ever issued (zombies included), promote, manual retry, cancel,
 accept review (commits flag their saga for review at random), the controller's
 requeue of idle entries (no consumer: a new entry for the same saga, state unchanged),
@@ -84,6 +85,7 @@ from tests.state.stateful_model import (
     W,
 )
 from tests.state.stateful_rules_budget import BudgetRules
+from tests.state.stateful_rules_claim_read import ClaimReadRules
 from tests.state.stateful_rules_compensation import CompensationRules
 from tests.state.stateful_rules_fairness import FairnessRules
 from tests.state.stateful_rules_lifecycle import LifecycleRules
@@ -110,6 +112,7 @@ class SagaMachine(
     BudgetRules,
     LifecycleRules,
     WaitRules,
+    ClaimReadRules,
 ):
     # -- rules (hypothesis collects the mixins' too) ---------------------------
     @rule(rid=st.sampled_from(RECORDS))

@@ -97,6 +97,24 @@ LEFT_TOKEN_MUTANTS = {  # a commit to the next step leaves its token in the hash
     ),
 }
 
+CLAIM_READ_MUTANTS = {  # claim_steps claiming in the read (state/claim_read.py)
+    "reads one more than asked": (
+        "claim_steps.lua",
+        "'COUNT', want, 'STREAMS'",
+        "'COUNT', want + 1, 'STREAMS'",
+    ),
+    "reads its own pending entries again": (
+        "claim_steps.lua",
+        "'STREAMS', ready,\n                         '>')",
+        "'STREAMS', ready,\n                         '0')",
+    ),
+    "names the sagas' keys wrong": (
+        "claim_steps.lua",
+        "r[3], r[4], r[5] = base .. ':saga:' .. r[2]",
+        "r[3], r[4], r[5] = base .. ':sagas:' .. r[2]",
+    ),
+}
+
 
 @pytest.fixture
 def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,7 +125,7 @@ def quiet_events(monkeypatch: pytest.MonkeyPatch) -> None:
 def mutant(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = request.param
     mutants = {**MUTANTS, **BATCH_MUTANTS, **RETENTION_MUTANTS, **REVIEW_MUTANTS,
-               **LIFECYCLE_MUTANTS, **LEFT_TOKEN_MUTANTS}  # fmt: skip
+               **LIFECYCLE_MUTANTS, **LEFT_TOKEN_MUTANTS, **CLAIM_READ_MUTANTS}  # fmt: skip
     yield from mutated(monkeypatch, mutants, name)
 
 
@@ -291,5 +309,27 @@ def test_a_left_token_is_never_live(redis_url: str, quiet_events: None, mutant: 
             return
         with pytest.raises(AssertionError):
             _left_token_scenario(m)
+    finally:
+        m.teardown()
+
+
+def _claim_read_scenario(m: stateful.SagaMachine) -> None:
+    """Three sagas at the router, claimed in the read one at a time."""
+    m.start_some({"r0", "r1", "r2"})
+    for _ in range(2):
+        m.claim_in_read("w-a", 1, capped=False, compensable=False)
+        m.redis_agrees_with_model_and_invariants_hold()
+
+
+@pytest.mark.parametrize("mutant", ["", *CLAIM_READ_MUTANTS], indirect=True)
+def test_a_broken_claim_in_read_is_caught(redis_url: str, quiet_events: None, mutant: str) -> None:
+    """The real claim_steps passes; each mutant fails the rule's or an invariant's check."""
+    m = stateful.SagaMachine(redis_url)
+    try:
+        if not mutant:
+            _claim_read_scenario(m)
+            return
+        with pytest.raises(AssertionError):
+            _claim_read_scenario(m)
     finally:
         m.teardown()
