@@ -113,8 +113,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     block_ms: int = 1000
     claim_in_read: bool = True
     """``SAGA_CLAIM_IN_READ`` (on unless ``0``): a step whose last read came back full
-    reads and claims its next batch in one script, without blocking
-    (``saga.worker.read_claims``); a one-partition keyspace off a cluster only."""
+    reads and claims its next batch in one script (``saga.worker.read_claims``)."""
     promote_interval_s: float = 1.0
     recovery_interval_s: float = 10.0
     gc_threshold: int = 50_000

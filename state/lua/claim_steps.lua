@@ -52,14 +52,9 @@
 --          an urgent saga (priority > 0) waits at the step, a pending priority-0 entry of a
 --          saga created less than this ago is lowered (set aside, reply DEFERRED); at the
 --          end, lowered entries go back to the stream (includes/lowered)
--- then pairs (entry id, record id), one per entry, at most 100 pairs;
---   or, claiming in the read (a worker with a backlog, StateMachine.claim_read): '>',
---   count (at most 100), the partition's key base ('<prefix>{p}...'): the script reads
---   up to count new entries of KEYS[1] for ARGV[3] itself (XREADGROUP, never blocking) and
---   claims them; a saga's keys are '<base>:saga|hist|pages:<record>', in the stream's own
---   hash tag (so its slot), as Keys.record names them. An entry that is not a
---   current-version {rid, ep, v, ...} with a safe record id is left read and unclaimed and
---   returned whole, for the worker's own checks (quarantine, a newer release's entry).
+-- then pairs (entry id, record id), one per entry, at most 100 pairs; or, claiming in
+--   the read (includes/claim_read): '>', count (at most 100), the partition's key base: the
+--   script reads the entries itself and names their sagas' keys from the base
 -- Returns: one reply per entry (claiming in the read: {replies, entries left unclaimed}):
 --   {RC.OK | RC.DUPLICATE, entry, record, user, attempt, epoch, token, lease_until_ms,
 --    input, document, trace, created_ms, pages|nil, expired, extra_1..extra_n}
@@ -98,6 +93,7 @@
 --@include undo_plan
 --@include lowered
 --@include lanes
+--@include claim_read
 
 local ready, quarantine = KEYS[1], KEYS[2]
 local group, step, worker = ARGV[1], ARGV[2], ARGV[3]
@@ -115,46 +111,14 @@ if n_undo > 32 then return redis.error_reply('claim_steps: at most 32 steps to u
 local ret = ARGV[undo_at + n_undo + 1]
 local boost = tonumber(ARGV[undo_at + n_undo + 2])
 local first_pair = undo_at + n_undo + 3
--- Claiming in the read: the entries (and their sagas' keys) come from the script's own
--- read; otherwise from ARGV and KEYS.
+-- Claiming in the read, the entries and their sagas' keys come from the script's own read.
 local read, unclaimed = nil, nil
 local n
 if ARGV[first_pair] == '>' then
-  local want, base = tonumber(ARGV[first_pair + 1]), ARGV[first_pair + 2]
-  if want > 100 then return redis.error_reply('claim_steps: at most 100 entries per call') end
-  -- The keys built below are in KEYS[1]'s slot by construction: the base holds a hash tag
-  -- and begins KEYS[1], and a safe record id holds no brace.
-  if not string.find(base, '{[^}]*}') or string.sub(ready, 1, #base + 1) ~= base .. ':' then
-    return redis.error_reply('claim_steps: the key base is not the ready stream\'s')
-  end
-  read, unclaimed = {}, {}
-  local got = redis.call('XREADGROUP', 'GROUP', group, worker, 'COUNT', want, 'STREAMS', ready,
-                         '>')
-  local ours = string.format('%d', SCHEMA_VERSION)
-  for j = 1, want do
-    local e = got and got[1][2][j]
-    if not e then break end
-    local f, rid, ep, v = e[2], nil, nil, nil
-    if #f <= 16 then  -- rid, ep, v and a few more (a requeued entry's 'rq')
-      for k = 1, 15, 2 do
-        if not f[k] then break end
-        if f[k] == 'rid' then rid = f[k + 1] elseif f[k] == 'ep' then ep = f[k + 1]
-        elseif f[k] == 'v' then v = f[k + 1] end
-      end
-    end
-    if v == ours and ep and string.match(ep, '^%d+$') and rid and #rid <= 128
-       and string.match(rid, '^%w[%w%._:@%+=%-]*$') then
-      read[#read + 1] = {e[1], rid}
-    else
-      unclaimed[#unclaimed + 1] = e
-    end
-  end
+  read, unclaimed = read_entries(ready, group, worker, tonumber(ARGV[first_pair + 1]),
+                                 ARGV[first_pair + 2])
+  if read.err then return read end
   n = #read
-  for i = 1, want do
-    local r = read[i]
-    if not r then break end
-    r[3], r[4], r[5] = base .. ':saga:' .. r[2], base .. ':hist:' .. r[2], base .. ':pages:' .. r[2]
-  end
 else
   n = math.floor((#ARGV - first_pair + 1) / 2)
 end
@@ -297,46 +261,7 @@ local function missing(entry, record)
   return {RC.NOT_FOUND, entry, record}
 end
 
--- A lane's entry: no per-user cap or priority lowering (its saga is running already).
-local function claim_lane(entry, record, saga, hist, pages_key)
-  local s = redis.call('HMGET', saga, unpack(lane_fields))
-  if not s[2] then return missing(entry, record) end
-  if schema_newer(s[1]) then return {RC.SCHEMA_NEWER, entry, record} end
-  local epoch = tonumber(s[5])
-  local live = lane_live(s[3], s[4], s[5])
-  if live and s[14] == op and s[16] == STATE.RUNNING and s[9] == entry and s[10] == worker then
-    return claim_data(RC.DUPLICATE, saga, pages_key, entry, record, s,
-                      attempts_of(s[15], epoch), attempts_of(s[19], epoch), s[7], tonumber(s[8]))
-  end
-  if not live or s[9] ~= entry or (s[16] ~= STATE.PENDING and s[16] ~= STATE.RUNNING) then
-    redis.call('XACK', ready, group, entry)
-    return {RC.STALE_ENTRY, entry, record, s[3]}
-  end
-  local takeover = s[16] == STATE.RUNNING
-  if takeover and tonumber(s[8]) > now then return {RC.LEASE_HELD, entry, record, s[10]} end
-  local expired = attempts_of(s[19], epoch)
-  if takeover and expired + 1 >= max_expiries then
-    return expire_dead(saga, hist, entry, record, s[2], s[3], epoch, attempts_of(s[15], epoch),
-                       s[10])
-  end
-  local seq = string.format('%d', tonumber(s[6]) + 1)
-  local attempt = attempts_of(s[15], epoch) + 1
-  local token, lease_until = s[5] .. ':' .. seq, now + lease_ms
-  redis.call('HSET', saga, 'seq', seq, 'ls@' .. step, STATE.RUNNING, 'lt@' .. step, token,
-             'lw@' .. step, worker, 'll@' .. step, string.format('%d', lease_until),
-             'lc@' .. step, now_s, 'updated', now_s, 'lo@' .. step, op,
-             'att:' .. step, s[5] .. ':' .. string.format('%d', attempt))
-  if takeover then
-    expired = expired + 1
-    redis.call('HSET', saga, 'lx:' .. step, epoch .. ':' .. expired)
-    history_append(hist, maxlen, {'e', 'reclaimed', 's', step, 'a', attempt, 'ep', epoch,
-                                  'w', worker, 't', now, 'op', op,
-                                  'x', 'lease of ' .. (s[10] or '?') .. ' expired',
-                                  'pa', attempt - 1, 'pw', s[10] or '', 'pt', s[18] or ''})
-  end
-  return claim_data(RC.OK, saga, pages_key, entry, record, s, attempt, expired, token,
-                    lease_until)
-end
+--@include claim_lane
 
 for i = 1, n do
   local entry, record, saga, hist, pages_key

@@ -99,19 +99,19 @@ LEFT_TOKEN_MUTANTS = {  # a commit to the next step leaves its token in the hash
 
 CLAIM_READ_MUTANTS = {  # claim_steps claiming in the read (state/claim_read.py)
     "reads one more than asked": (
-        "claim_steps.lua",
+        "includes/claim_read.lua",
         "'COUNT', want, 'STREAMS'",
         "'COUNT', want + 1, 'STREAMS'",
     ),
     "reads its own pending entries again": (
-        "claim_steps.lua",
+        "includes/claim_read.lua",
         "'STREAMS', ready,\n                         '>')",
         "'STREAMS', ready,\n                         '0')",
     ),
     "names the sagas' keys wrong": (
-        "claim_steps.lua",
-        "r[3], r[4], r[5] = base .. ':saga:' .. r[2]",
-        "r[3], r[4], r[5] = base .. ':sagas:' .. r[2]",
+        "includes/claim_read.lua",
+        "base .. ':saga:' .. rid",
+        "base .. ':sagas:' .. rid",
     ),
 }
 
