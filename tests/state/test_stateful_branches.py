@@ -48,7 +48,7 @@ MUTANTS = {
         "and s[12] == STATE.RUNNING",
     ),
     "a lane of a cancelled saga is claimed": (
-        "claim_steps.lua",
+        "includes/claim_lane.lua",
         "local live = lane_live(s[3], s[4], s[5])",
         "local live = true",
     ),
