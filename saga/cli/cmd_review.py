@@ -180,15 +180,20 @@ def _accept_whole(args: argparse.Namespace) -> int:
 
     async def go(sagas: SagaClient) -> int:
         who = actor() + (f": {args.note}" if args.note else "")
-        cleared = await sagas.accept_review(args.record_id, actor=who[:500])
-        if args.json:
-            from saga.cli.shapes import ReviewAccepted
+        from saga.cli.review_accept import accept_and_report
 
-            print_json(
-                ReviewAccepted(record_id=args.record_id, accepted=True, flags_cleared=cleared)
-            )
+        done = await accept_and_report(sagas, args.record_id, who[:500])
+        if args.json:
+            print_json(done)
         else:
-            print(f"saga {args.record_id}: review accepted ({cleared} flag(s) cleared)")
+            on = (
+                f"; it leaves the review gate for step {done.moved_on_to}"
+                if done.moved_on_to
+                else ""
+            )
+            print(
+                f"saga {args.record_id}: review accepted ({done.flags_cleared} flag(s) cleared){on}"
+            )
         return Exit.OK
 
     return _with_client(args, go)

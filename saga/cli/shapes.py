@@ -219,6 +219,8 @@ class ReviewAccepted(msgspec.Struct, kw_only=True):
     record_id: str
     accepted: bool
     flags_cleared: int
+    moved_on_to: str = ""
+    """The step a saga waiting at a review gate moved on to ("": it was not at a gate)."""
 
 
 class ServerStatus(msgspec.Struct, kw_only=True):

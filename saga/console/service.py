@@ -208,9 +208,10 @@ class Service:
         """``saga review accept <record> --json``; the note is kept in history."""
         sagas = await self.client_of(saga_type)
         actor = (who.actor + (f": {note}" if note else ""))[:500]
+        from saga.cli.review_accept import accept_and_report
+
         with _audited(who, "accept_review", record_id, saga_type=sagas.keys.saga_type):
-            cleared = await sagas.accept_review(record_id, actor=actor)
-        return shapes.ReviewAccepted(record_id=record_id, accepted=True, flags_cleared=cleared)
+            return await accept_and_report(sagas, record_id, actor)
 
     async def replay(
         self, who: Identity, step: str | None, record_ids: list[str] | None, dry_run: bool,

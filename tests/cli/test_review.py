@@ -108,6 +108,7 @@ async def test_accept_clears_the_flag_once(redis: Any, keys: Keys, redis_url: st
     await flagged_and_plain(await machine(redis, keys))
     res = cli(keys, redis_url, "review", "accept", "mr-flag", "--note", "checked by hand")
     assert res.returncode == 0, res.stderr
+    assert "review gate" not in res.stdout  # it was not waiting at one
     assert cli(keys, redis_url, "list", "--review").stdout.startswith("no sagas match")
     events = cli_json(keys, redis_url, "show", "mr-flag")["events"]
     assert events[-1]["event"] == "reviewed" and "checked by hand" in events[-1]["detail"]

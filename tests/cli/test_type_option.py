@@ -44,7 +44,7 @@ async def test_review_accept_of_one_type(redis: Any, keys: Keys, redis_url: str)
     missing = cli(keys, redis_url, "review", "accept", "mr-flag")
     assert missing.returncode == 4, missing.stderr
     doc = cli_json(keys, redis_url, "review", "accept", "mr-flag", "--type", "orders")
-    assert doc == {"record_id": "mr-flag", "accepted": True, "flags_cleared": 1}
+    assert doc == {"record_id": "mr-flag", "accepted": True, "flags_cleared": 1, "moved_on_to": ""}
     listed = cli_json(keys, redis_url, "list", "--type", "orders", "--review")["sagas"]
     assert listed == []
 

@@ -84,7 +84,12 @@ async def test_cancel_and_accept_review_name_the_operator(
     assert res.json() == {"record_id": "mr-new", "previous_state": "pending", "state": "cancelled"}
     res = await post(console, op, "/sagas/mr-flag/review/accept", {"note": "checked the PDF"})
     check_schema("ReviewAccepted", res.json())
-    assert res.json() == {"record_id": "mr-flag", "accepted": True, "flags_cleared": 1}
+    assert res.json() == {
+        "record_id": "mr-flag",
+        "accepted": True,
+        "flags_cleared": 1,
+        "moved_on_to": "",
+    }
     saga, events = await get_saga_and_history(redis, keys, "mr-flag")
     assert not saga.needs_review
     assert (events[-1].event.value, events[-1].detail) == (

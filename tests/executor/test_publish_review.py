@@ -52,6 +52,7 @@ async def test_a_flagged_report_is_published_only_after_its_review(
 
     accepted = saga_cli(keys, redis_url, "review", "accept", "r2", **env)
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "it leaves the review gate for step publish" in accepted.stdout, accepted.stdout
 
     async def completed() -> bool:
         return (await get_saga(redis, keys, "r2")).state == "completed"
