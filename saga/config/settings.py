@@ -111,8 +111,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     Redis, so one pod uses its cores (``--processes`` overrides); at least 1."""
     read_batch: int = 50
     block_ms: int = 1000
-    claim_in_read: bool = True
-    """``SAGA_CLAIM_IN_READ`` (on unless ``0``): a step whose last read came back full
+    claim_in_read: bool = False
+    """``SAGA_CLAIM_IN_READ=1`` (off by default): a step whose last read came back full
     reads and claims its next batch in one script (``saga.worker.read_claims``)."""
     promote_interval_s: float = 1.0
     recovery_interval_s: float = 10.0
@@ -310,7 +310,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             ),
             read_batch=int(num("SAGA_READ_BATCH", 50, int)),
             block_ms=int(num("SAGA_BLOCK_MS", 1000, int)),
-            claim_in_read=get("SAGA_CLAIM_IN_READ", "1").lower() not in ("0", "false", "no", "off"),
+            claim_in_read=flag("SAGA_CLAIM_IN_READ"),
             promote_interval_s=num("SAGA_PROMOTE_INTERVAL", 1.0),
             recovery_interval_s=num("SAGA_RECOVERY_INTERVAL", 10.0),
             gc_threshold=int(num("SAGA_GC_THRESHOLD", 50_000, int)),
